@@ -1,0 +1,59 @@
+// swift-tools-version: 6.1
+// Neuron: a neural-network training engine written from scratch in Swift, over OpenBLAS.
+// Dependencies point one way: C modules → NeuronCore → CLI and Benchmarks; then tests.
+import PackageDescription
+
+let package = Package(
+    name: "Neuron",
+    products: [
+        .library(name: "NeuronCore", targets: ["NeuronCore"]),
+        .executable(name: "neuron", targets: ["neuron"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // MARK: - C seams
+
+        /// OpenBLAS's `cblas.h`: the only way into C. Imported by `Tensor/BLAS.swift` alone.
+        .systemLibrary(
+            name: "CBLAS",
+            pkgConfig: "openblas",
+            providers: [.apt(["libopenblas-dev"])]
+        ),
+
+        // MARK: - The engine
+
+        /// Tensors, the single neuron, faux gradients, gradient descent. No I/O beyond data files.
+        .target(name: "NeuronCore", dependencies: ["CBLAS"]),
+
+        // MARK: - Tools
+
+        /// The `neuron` command line: a short declaration per command, calling into the library.
+        .executableTarget(
+            name: "neuron",
+            dependencies: [
+                "NeuronCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        /// `swift run -c release Benchmarks`: checks, then times, against the BLAS ceiling.
+        .executableTarget(
+            name: "Benchmarks",
+            dependencies: [
+                "NeuronCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks",
+            exclude: ["README.md"]
+        ),
+
+        // MARK: - Tests
+
+        .testTarget(name: "NeuronCoreTests", dependencies: ["NeuronCore"]),
+        /// Runs the built `neuron` executable, as a user would, and reads its output and exit status.
+        .testTarget(name: "NeuronCLITests", dependencies: ["neuron"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
