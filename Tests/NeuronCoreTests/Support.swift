@@ -1,0 +1,48 @@
+import Testing
+@testable import NeuronCore
+
+/// Expects `|actual - expected| <= tolerance` element by element, naming the first entry that is off.
+func expectClose<Scalar: TensorScalar>(
+    _ actual: [Scalar], _ expected: [Scalar], tolerance: Scalar,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(actual.count == expected.count, "counts differ: \(actual.count) vs \(expected.count)", sourceLocation: sourceLocation)
+    for (i, (a, e)) in zip(actual, expected).enumerated() where !(abs(a - e) <= tolerance) {
+        Issue.record("entry \(i): \(a) vs \(e), off by \(abs(a - e)) > \(tolerance)", sourceLocation: sourceLocation)
+        return
+    }
+}
+
+/// Expects `|actual - expected| <= tolerance`.
+func expectClose<Scalar: TensorScalar>(
+    _ actual: Scalar, _ expected: Scalar, tolerance: Scalar,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(abs(actual - expected) <= tolerance, "\(actual) vs \(expected), off by \(abs(actual - expected)) > \(tolerance)",
+            sourceLocation: sourceLocation)
+}
+
+/// Expects `|actual - expected| <= tolerance · |expected|`.
+func expectRelativelyClose<Scalar: TensorScalar>(
+    _ actual: Scalar, _ expected: Scalar, tolerance: Scalar,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(abs(actual - expected) <= tolerance * abs(expected),
+            "\(actual) vs \(expected), relative error \(abs(actual - expected) / abs(expected)) > \(tolerance)",
+            sourceLocation: sourceLocation)
+}
+
+extension Tensor {
+    /// A tensor of uniform values in [-1, 1) from a seeded generator.
+    static func random(_ shape: [Int], using generator: inout SeededGenerator) -> Tensor {
+        var t = Tensor(zeros: shape)
+        for i in 0..<t.count { t[i] = Scalar(generator.uniform(-1, 1)) }
+        return t
+    }
+}
+
+/// The tolerance for comparing a BLAS result with the naive loops' over `k` products:
+/// both round each of `k` additions, in different orders, so the gap grows like `k · ε`.
+func summationTolerance<Scalar: TensorScalar>(_: Scalar.Type, terms k: Int) -> Scalar {
+    Scalar(4 * max(k, 1)) * Scalar.ulpOfOne
+}

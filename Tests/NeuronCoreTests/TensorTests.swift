@@ -1,0 +1,49 @@
+import Testing
+@testable import NeuronCore
+
+@Suite("Tensor storage and shape")
+struct TensorTests {
+    @Test("Row-major storage and indexing")
+    func rowMajor() throws {
+        let t = try Tensor<Double>(shape: [2, 3], scalars: [0, 1, 2, 3, 4, 5])
+        #expect(t.rows == 2 && t.columns == 3 && t.rank == 2 && t.count == 6)
+        #expect(t[1, 0] == 3 && t[0, 2] == 2)
+        #expect(t.rowArrays == [[0, 1, 2], [3, 4, 5]])
+        #expect(try t.reshaped(to: [3, 2]).rowArrays == [[0, 1], [2, 3], [4, 5]])
+        #expect("\(t)" == "Tensor(2×3)[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]")
+    }
+
+    @Test("Bad shapes and counts throw, naming the shape")
+    func badShapes() {
+        #expect(throws: TensorError.elementCount(shape: [2, 3], expected: 6, actual: 5)) {
+            try Tensor<Float>(shape: [2, 3], scalars: [1, 2, 3, 4, 5])
+        }
+        #expect(throws: TensorError.self) { try Tensor<Float>(shape: [-1, 3]) }
+        #expect(throws: TensorError.raggedRows(rowLengths: [2, 1])) { try Tensor<Float>(rows: [[1, 2], [3]]) }
+        #expect(throws: TensorError.self) { try Tensor<Float>(vector: [1, 2, 3]).reshaped(to: [2, 2]) }
+    }
+
+    @Test("resize keeps storage when the count allows; zero clears in place")
+    func resizeAndZero() {
+        var t = Tensor<Float>(zeros: [2, 3])
+        t[4] = 7
+        t.resize(to: [3, 2])
+        #expect(t.shape == [3, 2] && t.scalars[4] == 7)
+        t.zero()
+        #expect(t.scalars.allSatisfy { $0 == 0 })
+        t.resize(to: [4, 4])
+        #expect(t.count == 16)
+    }
+
+    @Test("OpenBLAS's thread count is settable and reported")
+    func blasThreads() {
+        let before = BLAS.threadCount
+        defer { BLAS.threadCount = before }
+        BLAS.threadCount = 1
+        #expect(BLAS.threadCount == 1)
+        BLAS.threadCount = 0  // clamps to 1 rather than asking OpenBLAS for nothing
+        #expect(BLAS.threadCount == 1)
+        #expect(BLAS.configuration.contains("OpenBLAS"))
+        #expect(BLAS.summary.contains("1 thread"))
+    }
+}
