@@ -42,6 +42,11 @@ public struct Neuron<Scalar: TensorScalar>: Equatable, Sendable, CustomStringCon
         public var error: Scalar
         /// `error² / 2` (the `/2` makes the derivative the error itself).
         public var loss: Scalar
+
+        @usableFromInline
+        init(inputs: [Scalar], target: Scalar, net: Scalar, output: Scalar, error: Scalar, loss: Scalar) {
+            (self.inputs, self.target, self.net, self.output, self.error, self.loss) = (inputs, target, net, output, error, loss)
+        }
     }
 
     /// Runs the neuron on one sample.
@@ -58,12 +63,14 @@ public struct Neuron<Scalar: TensorScalar>: Equatable, Sendable, CustomStringCon
 
     /// Forward for counts already checked. The order of operations is the reference's
     /// (`x*w + b`, then tanh, then `output - t`, then `error² / 2`), so Double results are exact.
+    @inlinable
     func forwardUnchecked(inputs: [Scalar], target: Scalar) -> Forward {
         let net = Self.net(inputs: inputs, weights: weights, bias: bias)
         return Self.downstream(inputs: inputs, target: target, net: net)
     }
 
     /// `Σ xᵢ·wᵢ + b`, summed left to right, then the bias.
+    @inlinable
     static func net(inputs: [Scalar], weights: [Scalar], bias: Scalar) -> Scalar {
         var sum: Scalar = 0
         for i in weights.indices { sum += inputs[i] * weights[i] }
@@ -71,12 +78,14 @@ public struct Neuron<Scalar: TensorScalar>: Equatable, Sendable, CustomStringCon
     }
 
     /// Everything from the net onwards.
+    @inlinable
     static func downstream(inputs: [Scalar], target: Scalar, net: Scalar) -> Forward {
         let output = Scalar.tanh(net)
         return downstream(inputs: inputs, target: target, net: net, output: output)
     }
 
     /// Everything from the output onwards.
+    @inlinable
     static func downstream(inputs: [Scalar], target: Scalar, net: Scalar, output: Scalar) -> Forward {
         let error = output - target
         return Forward(inputs: inputs, target: target, net: net, output: output, error: error, loss: error * error / 2)

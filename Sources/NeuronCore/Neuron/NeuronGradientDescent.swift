@@ -8,7 +8,7 @@ extension Neuron {
     /// then the two updates; in Double this reproduces the reference trajectory bit for bit.
     /// - Returns: the loss before the update.
     /// - Throws: ``NeuronError/inputCount(expected:actual:)`` when `inputs` and `weights` differ in count.
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func step(inputs: [Scalar], target: Scalar, learningRate: Scalar) throws(NeuronError) -> Scalar {
         guard inputs.count == weights.count else {
             throw .inputCount(expected: weights.count, actual: inputs.count)
@@ -16,6 +16,7 @@ extension Neuron {
         return stepUnchecked(inputs: inputs, target: target, learningRate: learningRate)
     }
 
+    @inlinable
     mutating func stepUnchecked(inputs: [Scalar], target: Scalar, learningRate: Scalar) -> Scalar {
         let forward = forwardUnchecked(inputs: inputs, target: target)
         let dNet = (1 - forward.output * forward.output) * forward.error

@@ -1,0 +1,155 @@
+// `swift run -c release Benchmarks`: first check each workload against its naive reference,
+// then time it. Today: the BLAS ceiling (sgemm, dgemm) and one gradient-descent step of the
+// single neuron. The network workloads and the peers (NumPy, PyTorch) come with the network issue.
+import ArgumentParser
+import Foundation
+import NeuronCore
+
+@main
+struct Benchmarks: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "Benchmarks",
+        abstract: "Checks, then times, Neuron's kernels against the machine's BLAS ceiling.")
+
+    @Flag(help: "A few seconds in all, for CI smoke runs.")
+    var quick = false
+
+    @Option(help: "OpenBLAS threads for every workload.")
+    var threads: Int = 2
+
+    func validate() throws {
+        guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
+    }
+
+    func run() throws {
+        #if DEBUG
+        print("""
+            ************************************************************************
+            WARNING: this is a DEBUG build. Its timings mean nothing.
+            Run the benchmarks in release mode:  swift run -c release Benchmarks
+            ************************************************************************
+            """)
+        #endif
+        BLAS.threadCount = threads
+        print("BLAS: \(BLAS.summary)")
+        print("Timings: median [p10, p90] over repeated runs, after warm-up.\n")
+
+        let sizes = quick ? [256, 512] : [256, 512, 1024, 2048]
+        print("The ceiling: C = A·B through our binding, n×n")
+        print(Row.header)
+        for n in sizes {
+            try gemmCeiling(Float.self, n: n).print()
+        }
+        for n in sizes.prefix(2) {
+            try gemmCeiling(Double.self, n: n).print()
+        }
+        print("\nThe single neuron (SPEC §3): one gradient-descent step, x 0.01, target 0.1")
+        print(Row.header)
+        try neuronStep(Double.self).print()
+        try neuronStep(Float.self).print()
+    }
+
+    /// gemm at n×n: checked against the naive loops at a small size, then timed.
+    func gemmCeiling<Scalar: TensorScalar>(_: Scalar.Type, n: Int) throws -> Row {
+        var generator = SeededGenerator(seed: 1)
+        func random(_ shape: [Int]) -> Tensor<Scalar> {
+            var t = Tensor<Scalar>(zeros: shape)
+            for i in 0..<t.count { t[i] = Scalar(generator.uniform(-1, 1)) }
+            return t
+        }
+        // Check: the binding against the three plain loops on a size off every kernel multiple.
+        let small = 67
+        let a0 = random([small, small]), b0 = random([small, small])
+        var fast = Tensor<Scalar>(zeros: [small, small]), slow = fast
+        try Tensor.matmul(a0, b0, into: &fast)
+        try Naive.matmul(a0, b0, into: &slow)
+        let gap = zip(fast.scalars, slow.scalars).map { abs(Double($0) - Double($1)) }.max() ?? 0
+        guard gap <= Double(4 * small) * Double(Scalar.ulpOfOne) else {
+            throw ValidationError("gemm check failed: BLAS and naive differ by \(gap)")
+        }
+        // Time.
+        let a = random([n, n]), b = random([n, n])
+        var c = Tensor<Scalar>(zeros: [n, n])
+        let repeats = quick ? 5 : max(5, 2_000_000_000 / (2 * n * n * n))
+        let timing = try measure(repeats: repeats) { try Tensor.matmul(a, b, into: &c) }
+        let flops = 2.0 * Double(n) * Double(n) * Double(n)
+        return Row(name: "\(Scalar.self == Float.self ? "sgemm" : "dgemm") n=\(n)", timing: timing,
+                   extra: String(format: "%7.1f GFLOP/s", flops / timing.median / 1e9))
+    }
+
+    /// One SPEC §3 step, checked against the reference trajectory's first steps written out, then timed.
+    func neuronStep<Scalar: TensorScalar>(_: Scalar.Type) throws -> Row {
+        var neuron = Neuron<Scalar>(weight: 0.5, bias: 0.5)
+        var w: Scalar = 0.5, b: Scalar = 0.5
+        let x: Scalar = 0.01, t: Scalar = 0.1, lr: Scalar = 0.01
+        for _ in 0..<100 {
+            try neuron.step(inputs: [x], target: t, learningRate: lr)
+            let output = Scalar.tanh(x * w + b)
+            let g = (output - t) * (1 - output * output)
+            w -= lr * (g * x)
+            b -= lr * g
+        }
+        guard neuron.weights == [w], neuron.bias == b else {
+            throw ValidationError("neuron check failed: \(neuron.weights), \(neuron.bias) vs \(w), \(b)")
+        }
+        let inputs = [x]
+        let steps = 10_000
+        let timing = try measure(repeats: quick ? 20 : 200) {
+            for _ in 0..<steps { _ = try neuron.step(inputs: inputs, target: t, learningRate: lr) }
+        }
+        let perStep = timing.scaled(by: 1 / Double(steps))
+        return Row(name: "neuron step <\(Scalar.self)>", timing: perStep,
+                   extra: String(format: "%7.1f M steps/s", 1 / perStep.median / 1e6))
+    }
+}
+
+/// Median, 10th and 90th percentile of repeated runs, in seconds.
+struct Timing {
+    var median, p10, p90: Double
+
+    func scaled(by factor: Double) -> Timing {
+        Timing(median: median * factor, p10: p10 * factor, p90: p90 * factor)
+    }
+}
+
+/// Runs `body` a few times to warm up, then `repeats` times under the clock.
+func measure(repeats: Int, _ body: () throws -> Void) throws -> Timing {
+    for _ in 0..<max(2, repeats / 10) { try body() }
+    let clock = ContinuousClock()
+    var seconds: [Double] = []
+    seconds.reserveCapacity(repeats)
+    for _ in 0..<repeats {
+        let elapsed = try clock.measure(body)
+        seconds.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+    }
+    seconds.sort()
+    func percentile(_ p: Double) -> Double { seconds[min(seconds.count - 1, Int(p * Double(seconds.count - 1)))] }
+    return Timing(median: percentile(0.5), p10: percentile(0.1), p90: percentile(0.9))
+}
+
+/// One line of the results table.
+struct Row {
+    var name: String
+    var timing: Timing
+    var extra: String
+
+    static let header = "  " + "workload".padding(toLength: 26, withPad: " ", startingAt: 0)
+        + "median        p10 – p90                throughput"
+
+    func print() {
+        Swift.print("  " + name.padding(toLength: 26, withPad: " ", startingAt: 0)
+            + Self.format(timing.median).padding(toLength: 14, withPad: " ", startingAt: 0)
+            + (Self.format(timing.p10) + " – " + Self.format(timing.p90)).padding(toLength: 25, withPad: " ", startingAt: 0)
+            + extra)
+    }
+
+    /// Seconds in the unit that reads best: ns, µs, ms or s.
+    static func format(_ seconds: Double) -> String {
+        switch seconds {
+        case ..<1e-6: String(format: "%.1f ns", seconds * 1e9)
+        case ..<1e-3: String(format: "%.2f µs", seconds * 1e6)
+        case ..<1: String(format: "%.2f ms", seconds * 1e3)
+        default: String(format: "%.2f s", seconds)
+        }
+    }
+}
