@@ -22,10 +22,17 @@ let package = Package(
             providers: [.apt(["libopenblas-dev"])]
         ),
 
+        /// zlib's `zlib.h`, for gzip-compressed data files (IDX). Imported by `Data/Gzip.swift` alone.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+
         // MARK: - The engine
 
-        /// Tensors, the single neuron, faux gradients, gradient descent. No I/O beyond data files.
-        .target(name: "NeuronCore", dependencies: ["CBLAS"]),
+        /// Tensors, the neuron, layers, networks, optimizers, gradient checks, data. No I/O beyond data files.
+        .target(name: "NeuronCore", dependencies: ["CBLAS", "CZlib"]),
 
         // MARK: - Tools
 

@@ -7,6 +7,8 @@ extension Tensor {
     ///     // x: any shape  y: the same shape
     ///
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
     public static func tanh(_ x: Tensor, into y: inout Tensor) throws(TensorError) {
         try checkSameShape(x, y, operation: "tanh")
         x.scalars.withUnsafeBufferPointer { px in
@@ -21,6 +23,8 @@ extension Tensor {
     ///     // y: any shape  d: the same shape
     ///
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
     public static func tanhDerivative(output y: Tensor, into d: inout Tensor) throws(TensorError) {
         try checkSameShape(y, d, operation: "tanhDerivative")
         y.scalars.withUnsafeBufferPointer { py in
@@ -35,6 +39,8 @@ extension Tensor {
     ///     // y: any shape  dy: the same shape  dx: the same shape
     ///
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
     public static func tanhBackward(output y: Tensor, gradient dy: Tensor, into dx: inout Tensor) throws(TensorError) {
         try checkSameShape(y, dy, operation: "tanhBackward")
         try checkSameShape(y, dx, operation: "tanhBackward output")
@@ -52,6 +58,8 @@ extension Tensor {
     ///     // x: (batch, features)  b: (features)
     ///
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
     public static func addBias(_ b: Tensor, to x: inout Tensor) throws(TensorError) {
         try checkBias(x, b, operation: "addBias")
         let columns = x.columns
@@ -72,6 +80,8 @@ extension Tensor {
     ///     // x: (batch, features)  b: (features)
     ///
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
     public static func sumColumns(_ x: Tensor, into b: inout Tensor, accumulate: Bool = false) throws(TensorError) {
         try checkBias(x, b, operation: "sumColumns")
         if !accumulate { b.zero() }
