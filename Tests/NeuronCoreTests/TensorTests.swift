@@ -33,6 +33,12 @@ struct TensorTests {
         #expect(t.scalars.allSatisfy { $0 == 0 })
         t.resize(to: [4, 4])
         #expect(t.count == 16)
+        // Shrinking keeps the capacity, so growing back reuses the same storage.
+        let capacity = t.scalars.capacity
+        t.resize(to: [1, 3])
+        #expect(t.count == 3 && t.scalars.capacity == capacity)
+        t.resize(to: [4, 4])
+        #expect(t.count == 16 && t.scalars.capacity == capacity)
     }
 
     @Test("OpenBLAS's thread count is settable and reported")

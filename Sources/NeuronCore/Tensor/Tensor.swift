@@ -85,13 +85,19 @@ public struct Tensor<Scalar: TensorScalar>: Equatable, Sendable {
         try Tensor(shape: newShape, scalars: scalars)
     }
 
-    /// Resizes this tensor to `newShape`, reusing its storage when the element count allows.
-    /// Contents are unspecified afterwards; used by buffers that are sized when a shape is first seen.
+    /// Resizes this tensor to `newShape`, keeping the storage's capacity: shrinking never frees
+    /// and growing back within the capacity never allocates, so a buffer sized for the largest
+    /// batch serves a smaller last batch every epoch without allocating. Contents are unspecified
+    /// afterwards.
     public mutating func resize(to newShape: [Int]) {
         guard newShape != shape else { return }
         precondition(newShape.allSatisfy { $0 >= 0 }, "negative extent in shape \(newShape)")
         let newCount = newShape.reduce(1, *)
-        if newCount != scalars.count { scalars = Array(repeating: 0, count: newCount) }
+        if newCount < scalars.count {
+            scalars.removeLast(scalars.count - newCount)
+        } else if newCount > scalars.count {
+            scalars.append(contentsOf: repeatElement(0, count: newCount - scalars.count))
+        }
         shape = newShape
     }
 
