@@ -1,12 +1,133 @@
 /// What went wrong reading or preparing data. Every case says where and what was expected.
+///
+/// File errors name the path first (`data/iris.csv:12:3: ...`, the compiler's shape), so a
+/// message can be pasted into an editor's "go to" box.
 public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A saved random-generator state that cannot be resumed.
     case invalidGeneratorState([UInt64])
 
+    // MARK: Files
+
+    /// No file at `path`.
+    case fileNotFound(path: String)
+    /// A file that exists but cannot be read (a directory, no permission, an I/O error).
+    case unreadableFile(path: String, reason: String)
+    /// A file with no bytes (or, for CSV, only blank lines); `expected` says what should be there.
+    case emptyFile(path: String, expected: String)
+
+    // MARK: CSV
+
+    /// A CSV file with a header row but no data rows.
+    case noDataRows(path: String)
+    /// A column asked for by name that is not in the header; `suggestion` is the closest header name.
+    case unknownColumn(path: String, column: String, role: String, available: [String], suggestion: String?)
+    /// A header naming the same column twice (first and second 1-based column numbers).
+    case duplicateColumn(path: String, line: Int, column: String, first: Int, second: Int)
+    /// A CSV file that leaves no column to use as a feature.
+    case noFeatureColumns(path: String, labelColumn: String)
+    /// A row whose number of fields differs from the header's.
+    case wrongFieldCount(path: String, line: Int, expected: Int, found: Int)
+    /// A field that is empty, not a number, or not finite where a finite number was expected.
+    case invalidValue(path: String, line: Int, column: Int, columnName: String, value: String, expected: String)
+    /// A quoted field that is never closed, or is followed by text before the next separator.
+    case malformedQuote(path: String, line: Int, column: Int, reason: String)
+
+    // MARK: IDX and gzip
+
+    /// Neither gzip (`1f 8b`) nor IDX (`00 00 <type> <ndims>`), or an IDX header that cannot be right.
+    case notIDX(path: String, reason: String)
+    /// An IDX element type other than unsigned bytes (0x08).
+    case unsupportedIDXType(path: String, typeCode: UInt8)
+    /// An IDX file with the wrong number of dimensions for its role (images 3, labels 1).
+    case wrongDimensionCount(path: String, role: String, expected: Int, found: Int)
+    /// A file shorter than its header says.
+    case truncated(path: String, expectedBytes: Int, foundBytes: Int)
+    /// A file longer than its header says.
+    case trailingBytes(path: String, expectedBytes: Int, foundBytes: Int)
+    /// A gzip stream zlib cannot inflate.
+    case corruptGzip(path: String, reason: String)
+    /// Image and label files that hold different numbers of samples.
+    case sampleCountMismatch(imagesPath: String, images: Int, labelsPath: String, labels: Int)
+    /// A class label outside `0..<classCount`; `sample` is 0-based.
+    case labelOutOfRange(path: String, sample: Int, label: Int, classCount: Int)
+
+    // MARK: Datasets and arguments
+
+    /// Features, targets, labels and names that do not fit together.
+    case inconsistentDataset(String)
+    /// An argument outside its allowed range.
+    case invalidArgument(name: String, value: String, expected: String)
+    /// Features whose column count differs from what a fitted transform expects.
+    case featureCountMismatch(expected: Int, found: Int)
+
+    /// The message: the file (and line and column) first, then what was found and what was expected.
     public var description: String {
         switch self {
         case let .invalidGeneratorState(state):
             return "a random-generator state must be 4 words, not all zero; got \(state)"
+        case let .fileNotFound(path):
+            return "\(path): no such file"
+        case let .unreadableFile(path, reason):
+            return "\(path): cannot be read: \(reason)"
+        case let .emptyFile(path, expected):
+            return "\(path): the file is empty; expected \(expected)"
+        case let .noDataRows(path):
+            return "\(path): the file has a header row but no data rows"
+        case let .unknownColumn(path, column, role, available, suggestion):
+            let hint = suggestion.map { "; did you mean \"\($0)\"?" } ?? ""
+            let list = available.map { "\"\($0)\"" }.joined(separator: ", ")
+            return "\(path): \(role) \"\(column)\" is not in the header; the columns are \(list)\(hint)"
+        case let .duplicateColumn(path, line, column, first, second):
+            return "\(path):\(line): column \"\(column)\" appears twice in the header (columns \(first) and \(second)); names must be unique"
+        case let .noFeatureColumns(path, labelColumn):
+            return "\(path): no feature columns: the only column is the label column \"\(labelColumn)\""
+        case let .wrongFieldCount(path, line, expected, found):
+            return "\(path):\(line): expected \(expected) fields like the header, found \(found)"
+        case let .invalidValue(path, line, column, columnName, value, expected):
+            let found = value.isEmpty ? "an empty field" : "\"\(value)\""
+            return "\(path):\(line):\(column): column \"\(columnName)\": expected \(expected), found \(found)"
+        case let .malformedQuote(path, line, column, reason):
+            return "\(path):\(line):\(column): \(reason)"
+        case let .notIDX(path, reason):
+            return "\(path): not an IDX file (expected magic 0x00 0x00 0x08 <ndims>, or gzip 0x1f 0x8b): \(reason)"
+        case let .unsupportedIDXType(path, typeCode):
+            return "\(path): IDX data type \(Self.hex(typeCode)) (\(Self.idxTypeName(typeCode))) is not supported; only unsigned bytes (0x08) are"
+        case let .wrongDimensionCount(path, role, expected, found):
+            return "\(path): \(role) must have \(expected) dimension\(expected == 1 ? "" : "s"), the header says \(found)"
+        case let .truncated(path, expectedBytes, foundBytes):
+            return "\(path): truncated: the header says \(expectedBytes) bytes, found \(foundBytes)"
+        case let .trailingBytes(path, expectedBytes, foundBytes):
+            return "\(path): the header says \(expectedBytes) bytes, found \(foundBytes) (\(foundBytes - expectedBytes) extra)"
+        case let .corruptGzip(path, reason):
+            return "\(path): corrupt gzip stream: \(reason)"
+        case let .sampleCountMismatch(imagesPath, images, labelsPath, labels):
+            return "\(imagesPath) holds \(images) images but \(labelsPath) holds \(labels) labels; expected the same count"
+        case let .labelOutOfRange(path, sample, label, classCount):
+            return "\(path): sample \(sample) has label \(label); expected 0..<\(classCount)"
+        case let .inconsistentDataset(reason):
+            return "inconsistent dataset: \(reason)"
+        case let .invalidArgument(name, value, expected):
+            return "\(name) = \(value) is not allowed; expected \(expected)"
+        case let .featureCountMismatch(expected, found):
+            return "features have \(found) columns; expected \(expected)"
+        }
+    }
+
+    private static func hex(_ byte: UInt8) -> String {
+        let digits = String(byte, radix: 16, uppercase: true)
+        return "0x" + (digits.count == 1 ? "0" + digits : digits)
+    }
+
+    /// The type names of the IDX format (LeCun's MNIST page), so the message says what was found.
+    private static func idxTypeName(_ code: UInt8) -> String {
+        switch code {
+        case 0x08: "unsigned byte"
+        case 0x09: "signed byte"
+        case 0x0B: "16-bit integer"
+        case 0x0C: "32-bit integer"
+        case 0x0D: "32-bit float"
+        case 0x0E: "64-bit float"
+        default: "unknown"
         }
     }
 }

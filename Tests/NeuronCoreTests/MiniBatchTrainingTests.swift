@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import NeuronCore
+
+@Suite("Training networks")
+struct MiniBatchTrainingTests {
+    @Test("One engine, one neuron: Network[Dense(1→1, tanh)] follows the neuron bit for bit for 100,000 steps")
+    func oneEngineOneNeuron() throws {
+        var neuron = Neuron<Double>(weight: 0.5, bias: 0.5)
+        var network = try Network<Double>([try Dense<Double>(1, 1, activation: .tanh)], loss: .halfSquaredError)
+        network.parameters = [0.5, 0.5]  // weight, bias
+        let x = try Tensor<Double>(rows: [[0.01]]), t = try Tensor<Double>(rows: [[0.1]])
+
+        // The same gradients, through both paths.
+        let forward = try neuron.forward(inputs: [0.01], target: 0.1)
+        let gradients = neuron.backward(forward)
+        let loss = try network.lossAndGradients(x, targets: t, inputGradient: true)
+        #expect(loss == forward.loss)
+        #expect(network.gradients == [gradients.weights[0], gradients.bias])
+        #expect(network.inputGradient.scalars == gradients.inputs)
+        #expect(network.layers[0].output.scalars == [forward.output])
+
+        // The same trajectory: SGD over the flat buffer against the neuron's own update.
+        var sgd = try SGD<Double>(learningRate: 0.01)
+        for i in 0..<100_000 {
+            let networkLoss = try network.trainStep(x, targets: t, optimizer: &sgd)
+            let neuronLoss = try neuron.step(inputs: [0.01], target: 0.1, learningRate: 0.01)
+            if networkLoss != neuronLoss || network.parameters != [neuron.weights[0], neuron.bias] {
+                Issue.record("paths part at step \(i): \(network.parameters) vs \(neuron.weights[0]), \(neuron.bias)")
+                break
+            }
+        }
+        #expect(network.parameters == [0.4959537581015022, 0.09537581015006125])
+        #expect(try network.forward(x).scalars == [0.1000000000000007])
+    }
+
+    @Test("XOR with 2-4-1 tanh reaches loss < 1e-3")
+    func xor() throws {
+        let data = Synthetic.xor(as: Double.self)
+        let network = try Network<Double>(inputSize: 2, layers: [(4, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)
+        var training = try MiniBatchTraining(network: network, optimizer: try SGD<Double>(learningRate: 0.5, momentum: 0.9),
+                                             dataset: data, batchSize: 4, seed: 1)
+        let first = training.finishEpoch()
+        for _ in 0..<999 { training.finishEpoch() }
+        let final = try training.network.evaluate(data).loss
+        #expect(final < 1e-3, "XOR loss \(first) → \(final)")
+        // The outputs read as XOR: near 0 for equal inputs, near 1 otherwise.
+        let y = try training.network.forward(data.features).scalars
+        #expect(y[0] < 0.1 && y[1] > 0.9 && y[2] > 0.9 && y[3] < 0.1, "\(y)")
+    }
+
+    @Test("digits with 64-32-10: validation accuracy ≥ 0.95 on a held-out 20%")
+    func digits() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Data/digits.csv").standardized.path
+        let all = try CSV.load(path, labelColumn: "digit", task: .classification, as: Float.self)
+        var generator = SeededGenerator(seed: 2024)
+        var (train, validation) = try all.split(validationFraction: 0.2, generator: &generator)
+        let standardizer = Standardizer(fitting: train.features)  // fitted on training rows only
+        try standardizer.apply(to: &train)
+        try standardizer.apply(to: &validation)
+        let network = try Network<Float>(inputSize: 64, layers: [(32, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy, seed: 7)
+        var training = try MiniBatchTraining(network: network, optimizer: try SGD<Float>(learningRate: 0.05, momentum: 0.9),
+                                             dataset: train, batchSize: 32, seed: 7)
+        for _ in 0..<20 { training.finishEpoch() }
+        let evaluation = try training.network.evaluate(validation)
+        #expect(validation.count == 359 && train.count == 1_438)
+        let accuracy = try #require(evaluation.accuracy)
+        #expect(accuracy >= 0.95, "validation accuracy \(accuracy), loss \(evaluation.loss)")
+        #expect(evaluation.confusion?.total == 359)
+    }
+
+    @Test("Stopping after any step and going on gives the numbers of a run that never stopped")
+    func exactContinuation() throws {
+        var generator = SeededGenerator(seed: 3)
+        let data = try Synthetic.sine(count: 50, generator: &generator) as Dataset<Float>
+        let network = try Network<Float>(inputSize: 1, layers: [(8, .tanh), (1, .identity)], loss: .halfSquaredError, seed: 3)
+        let start = try MiniBatchTraining(network: network, optimizer: try Adam<Float>(learningRate: 0.01), dataset: data, batchSize: 16, seed: 5)
+        var straight = start
+        for _ in 0..<40 { straight.step() }
+        var interrupted = start
+        for _ in 0..<17 { interrupted.step() }
+        var resumed = interrupted  // a copy of everything that decides the next step
+        for _ in 0..<23 { resumed.step() }
+        #expect(resumed.network.parameters == straight.network.parameters)
+        #expect(resumed.epoch == straight.epoch && resumed.epoch == 10)  // 4 batches per epoch
+    }
+
+    @Test("A dataset that does not fit the network is refused")
+    func mismatch() throws {
+        let network = try Network<Double>(inputSize: 3, layers: [(1, .tanh)], loss: .halfSquaredError, seed: 0)
+        #expect(throws: NetworkError.self) {
+            try MiniBatchTraining(network: network, optimizer: try SGD<Double>(learningRate: 0.1), dataset: Synthetic.xor(as: Double.self), batchSize: 2, seed: 0)
+        }
+    }
+}
