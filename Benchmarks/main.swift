@@ -43,6 +43,12 @@ struct Benchmarks: ParsableCommand {
         for n in sizes.prefix(2) {
             try gemmCeiling(Double.self, n: n).print()
         }
+        print("\nOne training step (forward, backward, SGD update), Float, tanh hidden layers, softmax cross-entropy")
+        print(Row.header)
+        try networkStep(inputs: 64, hidden: [128], outputs: 10, batch: 32).print()
+        try networkStep(inputs: 784, hidden: [256, 128], outputs: 10, batch: 64).print()
+        try networkStep(inputs: 784, hidden: [256, 128], outputs: 10, batch: 256).print()
+
         print("\nThe single neuron (SPEC §3): one gradient-descent step, x 0.01, target 0.1")
         print(Row.header)
         try neuronStep(Double.self).print()
@@ -100,6 +106,47 @@ struct Benchmarks: ParsableCommand {
         let perStep = timing.scaled(by: 1 / Double(steps))
         return Row(name: "neuron step <\(Scalar.self)>", timing: perStep,
                    extra: String(format: "%7.1f M steps/s", 1 / perStep.median / 1e6))
+    }
+}
+
+extension Benchmarks {
+    /// One SGD step of an MLP on a fixed seeded batch: checked against the naive layer loops'
+    /// loss first, then timed, with its achieved GFLOP/s.
+    func networkStep(inputs: Int, hidden: [Int], outputs: Int, batch: Int) throws -> Row {
+        var network = try Network<Float>(
+            inputSize: inputs, layers: hidden.map { ($0, Activation.tanh) } + [(outputs, .softmax)],
+            loss: .softmaxCrossEntropy, seed: 1)
+        var generator = SeededGenerator(seed: 2)
+        var x = Tensor<Float>(zeros: [batch, inputs]), t = Tensor<Float>(zeros: [batch, outputs])
+        for i in 0..<x.count { x[i] = Float(generator.uniform(0, 1)) }
+        for n in 0..<batch { t[n, generator.index(below: outputs)] = 1 }
+
+        // Check: the engine's loss against the naive layers' after three steps of training.
+        var sgd = try SGD<Float>(learningRate: 0.01)
+        for _ in 0..<3 { try network.trainStep(x, targets: t, optimizer: &sgd) }
+        var y = x
+        for tensor in network.parameterTensors where tensor.tensor == "weight" {
+            let bias = network.parameterTensors.first { $0.layer == tensor.layer && $0.tensor == "bias" }!
+            y = Naive.denseForward(y, weight: network.parameter(tensor), bias: network.parameter(bias),
+                                   activation: network.layers[tensor.layer].activation)
+        }
+        var naiveLoss = 0.0
+        for n in 0..<batch { for j in 0..<outputs where t[n, j] == 1 { naiveLoss -= Foundation.log(Double(y[n, j])) } }
+        naiveLoss /= Double(batch)
+        let loss = Double(try network.loss(x, targets: t))
+        guard abs(loss - naiveLoss) <= 1e-4 * max(1, abs(naiveLoss)) else {
+            throw ValidationError("network check failed: loss \(loss) vs naive \(naiveLoss)")
+        }
+
+        let timing = try measure(repeats: quick ? 10 : 200) { try network.trainStep(x, targets: t, optimizer: &sgd) }
+        let sizes = [inputs] + hidden + [outputs]
+        var flops = 0.0
+        for l in 0..<(sizes.count - 1) {
+            let product = 2.0 * Double(batch) * Double(sizes[l]) * Double(sizes[l + 1])
+            flops += l == 0 ? 2 * product : 3 * product  // forward, weight gradient, and input gradient past the first layer
+        }
+        return Row(name: sizes.map(String.init).joined(separator: "-") + " batch \(batch)", timing: timing,
+                   extra: String(format: "%7.1f GFLOP/s", flops / timing.median / 1e9))
     }
 }
 

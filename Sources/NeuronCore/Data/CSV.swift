@@ -21,6 +21,8 @@ public enum CSV {
     ///   a row with the wrong number of fields, an empty, non-numeric or non-finite value.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func load<Scalar: TensorScalar>(
         _ path: String, labelColumn: String, task: Task, featureColumns: [String]? = nil, as: Scalar.Type = Scalar.self
     ) throws(DataError) -> Dataset<Scalar> {
@@ -32,6 +34,8 @@ public enum CSV {
     /// `source` names the text in errors.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func parse<Scalar: TensorScalar>(
         _ text: String, source: String, labelColumn: String, task: Task, featureColumns: [String]? = nil,
         as: Scalar.Type = Scalar.self
@@ -43,6 +47,8 @@ public enum CSV {
     /// ``parse(_:source:labelColumn:task:featureColumns:as:)``, over UTF-8 bytes.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     static func parse<Scalar: TensorScalar>(
         bytes: [UInt8], source: String, labelColumn: String, task: Task, featureColumns: [String]?
     ) throws(DataError) -> Dataset<Scalar> {

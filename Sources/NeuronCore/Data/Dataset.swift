@@ -26,6 +26,8 @@ public struct Dataset<Scalar: TensorScalar>: Sendable, Equatable {
     /// - Throws: ``DataError/inconsistentDataset(_:)`` saying what does not fit.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public init(
         features: Tensor<Scalar>, targets: Tensor<Scalar>, labels: [Int]? = nil,
         classNames: [String]? = nil, featureNames: [String]? = nil
@@ -55,6 +57,8 @@ public struct Dataset<Scalar: TensorScalar>: Sendable, Equatable {
     ///   a label count that differs from the feature rows, or features that are not rank 2.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func classification(
         features: Tensor<Scalar>, labels: [Int], classNames: [String], featureNames: [String]? = nil
     ) throws(DataError) -> Dataset {
@@ -86,6 +90,8 @@ public struct Dataset<Scalar: TensorScalar>: Sendable, Equatable {
     /// The rows at `indices`, in that order; the indices must be valid (callers derive them from `count`).
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public func subset(_ indices: [Int]) -> Dataset {
         Dataset(
             unchecked: Self.gatherRows(features, indices), targets: Self.gatherRows(targets, indices),

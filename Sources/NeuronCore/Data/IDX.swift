@@ -24,6 +24,8 @@ public enum IDX {
     ///   differ, a label outside the classes.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func load<Scalar: TensorScalar>(
         images: String, labels: String, scale: Scalar = 1 / 255, classNames: [String]? = nil, limit: Int? = nil
     ) throws(DataError) -> Dataset<Scalar> {

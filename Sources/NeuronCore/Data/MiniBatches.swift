@@ -64,6 +64,8 @@ public struct MiniBatches: Sendable, Equatable, Codable {
     /// - Precondition: `dataset.count == count` (the batches were made for this dataset).
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public func fill<Scalar: TensorScalar>(
         batch index: Int, from dataset: Dataset<Scalar>,
         features: inout Tensor<Scalar>, targets: inout Tensor<Scalar>, labels: inout [Int]

@@ -22,6 +22,8 @@ public enum Synthetic {
     /// - Throws: ``DataError/invalidArgument(name:value:expected:)`` for a count below 1.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func sine<Scalar: TensorScalar>(
         count: Int, generator: inout SeededGenerator
     ) throws(DataError) -> Dataset<Scalar> {

@@ -22,6 +22,8 @@ public enum Activation: String, Sendable, Codable, CaseIterable, CustomStringCon
     ///     // z → y: (batch, units), in place
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public func apply<Scalar: TensorScalar>(to y: inout Tensor<Scalar>) {
         let columns = y.columns
         y.withUnsafeMutableBufferPointer { p in
@@ -52,6 +54,8 @@ public enum Activation: String, Sendable, Codable, CaseIterable, CustomStringCon
     /// `dz` directly, so here it passes the gradient through unchanged.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public func backward<Scalar: TensorScalar>(output y: Tensor<Scalar>, gradient dy: Tensor<Scalar>, into dz: inout Tensor<Scalar>) {
         y.withUnsafeBufferPointer { py in
             dy.withUnsafeBufferPointer { pdy in

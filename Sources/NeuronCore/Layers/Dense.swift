@@ -64,6 +64,8 @@ public struct Dense<Scalar: TensorScalar>: Layer {
 
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public mutating func forward(_ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>) {
         // x: (batch, inputs)  w: (inputs, outputs)  b: (outputs)  y: (batch, outputs)
         let batch = x.rows, inputs = inputSize, outputs = outputSize
@@ -95,6 +97,8 @@ public struct Dense<Scalar: TensorScalar>: Layer {
 
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,

@@ -17,6 +17,8 @@ public enum Loss: String, Sendable, Codable, CaseIterable, CustomStringConvertib
     ///     // output, targets, gradient: (batch, outputs)  logits: (batch, outputs), cross-entropy only
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     func evaluate<Scalar: TensorScalar>(
         output y: Tensor<Scalar>, logits z: Tensor<Scalar>?, targets t: Tensor<Scalar>,
         gradient dy: inout Tensor<Scalar>?

@@ -9,6 +9,8 @@ extension Tensor {
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func tanh(_ x: Tensor, into y: inout Tensor) throws(TensorError) {
         try checkSameShape(x, y, operation: "tanh")
         x.scalars.withUnsafeBufferPointer { px in
@@ -25,6 +27,8 @@ extension Tensor {
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func tanhDerivative(output y: Tensor, into d: inout Tensor) throws(TensorError) {
         try checkSameShape(y, d, operation: "tanhDerivative")
         y.scalars.withUnsafeBufferPointer { py in
@@ -41,6 +45,8 @@ extension Tensor {
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func tanhBackward(output y: Tensor, gradient dy: Tensor, into dx: inout Tensor) throws(TensorError) {
         try checkSameShape(y, dy, operation: "tanhBackward")
         try checkSameShape(y, dx, operation: "tanhBackward output")
@@ -60,6 +66,8 @@ extension Tensor {
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func addBias(_ b: Tensor, to x: inout Tensor) throws(TensorError) {
         try checkBias(x, b, operation: "addBias")
         let columns = x.columns
@@ -82,6 +90,8 @@ extension Tensor {
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func sumColumns(_ x: Tensor, into b: inout Tensor, accumulate: Bool = false) throws(TensorError) {
         try checkBias(x, b, operation: "sumColumns")
         if !accumulate { b.zero() }

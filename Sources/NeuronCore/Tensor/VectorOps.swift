@@ -9,6 +9,8 @@ extension Tensor {
     /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func axpy(_ alpha: Scalar, _ x: Tensor, into y: inout Tensor) throws(TensorError) {
         try checkSameShape(x, y, operation: "axpy")
         guard x.count > 0 else { return }
@@ -22,6 +24,8 @@ extension Tensor {
     /// `x *= alpha`, element by element (BLAS scal). With `alpha = 0` the result is exactly zero.
     @_specialize(exported: true, where Scalar == Float)
     @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func scale(by alpha: Scalar, _ x: inout Tensor) {
         guard x.count > 0 else { return }
         if alpha == 0 { x.zero(); return }  // BLAS scal may keep NaN * 0; gemm's beta = 0 means "ignore".
