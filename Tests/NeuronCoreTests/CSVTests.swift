@@ -14,16 +14,6 @@ private func withTemporaryFile(_ text: String, _ body: (String) throws -> Void) 
     try body(url.path)
 }
 
-/// The message of the DataError that `body` throws, or a note that it did not throw.
-private func message<T>(_ body: () throws(DataError) -> T) -> String {
-    do {
-        _ = try body()
-        return "no error"
-    } catch {
-        return error.description
-    }
-}
-
 @Suite("CSV: tables with a header row as datasets")
 struct CSVTests {
     @Test("Classification by hand: quoted fields, CRLF, blank lines, spaces, classes sorted by name")

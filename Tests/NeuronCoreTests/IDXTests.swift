@@ -20,16 +20,6 @@ private final class TemporaryFiles {
     }
 }
 
-/// The message of the DataError that `body` throws, or a note that it did not throw.
-private func message<T>(_ body: () throws(DataError) -> T) -> String {
-    do {
-        _ = try body()
-        return "no error"
-    } catch {
-        return error.description
-    }
-}
-
 /// Three 2×2 images (pixels 0, 51, 255, …) and their labels 3, 0, 7.
 private let images = IDX.encode(dimensions: [3, 2, 2], bytes: [0, 51, 102, 255, 255, 0, 0, 0, 1, 2, 3, 4])
 private let labels = IDX.encode(dimensions: [3], bytes: [3, 0, 7])

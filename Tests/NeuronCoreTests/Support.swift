@@ -46,3 +46,13 @@ extension Tensor {
 func summationTolerance<Scalar: TensorScalar>(_: Scalar.Type, terms k: Int) -> Scalar {
     Scalar(4 * max(k, 1)) * Scalar.ulpOfOne
 }
+
+/// The message of the error that `body` throws, or "no error" when it does not throw.
+func message<T, E: Error & CustomStringConvertible>(_ body: () throws(E) -> T) -> String {
+    do {
+        _ = try body()
+        return "no error"
+    } catch {
+        return error.description
+    }
+}

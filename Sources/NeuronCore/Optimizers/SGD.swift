@@ -57,10 +57,6 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
         self.schedule = try schedule.validated()
     }
 
-    // Exported: clients calling with a concrete Scalar link straight to these copies. Not
-    // exported: the generic body checks Scalar first and jumps to them, so that callers that
-    // only know `some Optimizer` or `any Optimizer<Float>` (a training loop generic over its
-    // optimizer) are fast too; without these, such calls ran 150-200× slower.
     /// One SGD step over the flat buffers (the formula in the type's documentation).
     ///
     ///     // parameters: (n)  gradients: (n)  velocity: (n), or empty without momentum
