@@ -1,12 +1,13 @@
 // swift-tools-version: 6.1
 // Neuron: a neural-network training engine written from scratch in Swift, over OpenBLAS.
-// Dependencies point one way: C modules → NeuronCore → CLI and Benchmarks; then tests.
+// Dependencies point one way: C modules → NeuronCore → NeuronTraining → CLI and Benchmarks; then tests.
 import PackageDescription
 
 let package = Package(
     name: "Neuron",
     products: [
         .library(name: "NeuronCore", targets: ["NeuronCore"]),
+        .library(name: "NeuronTraining", targets: ["NeuronTraining"]),
         .executable(name: "neuron", targets: ["neuron"]),
     ],
     dependencies: [
@@ -34,6 +35,12 @@ let package = Package(
         /// Tensors, the neuron, layers, networks, optimizers, gradient checks, data. No I/O beyond data files.
         .target(name: "NeuronCore", dependencies: ["CBLAS", "CZlib"]),
 
+        // MARK: - The tool layer
+
+        /// What turns the engine into a tool: the view-model protocol, the training view models
+        /// and their loop off the main actor, the preview view model, the progress renderer.
+        .target(name: "NeuronTraining", dependencies: ["NeuronCore"]),
+
         // MARK: - Tools
 
         /// The `neuron` command line: a short declaration per command, calling into the library.
@@ -41,6 +48,7 @@ let package = Package(
             name: "neuron",
             dependencies: [
                 "NeuronCore",
+                "NeuronTraining",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -50,6 +58,7 @@ let package = Package(
             name: "Benchmarks",
             dependencies: [
                 "NeuronCore",
+                "NeuronTraining",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks",
@@ -59,6 +68,7 @@ let package = Package(
         // MARK: - Tests
 
         .testTarget(name: "NeuronCoreTests", dependencies: ["NeuronCore"]),
+        .testTarget(name: "NeuronTrainingTests", dependencies: ["NeuronTraining"]),
         /// Runs the built `neuron` executable, as a user would, and reads its output and exit status.
         .testTarget(name: "NeuronCLITests", dependencies: ["neuron"]),
     ],

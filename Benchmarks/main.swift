@@ -4,9 +4,11 @@
 import ArgumentParser
 import Foundation
 import NeuronCore
+import NeuronTraining
+import Observation
 
 @main
-struct Benchmarks: ParsableCommand {
+struct Benchmarks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "Benchmarks",
         abstract: "Checks, then times, Neuron's kernels against the machine's BLAS ceiling.")
@@ -21,7 +23,8 @@ struct Benchmarks: ParsableCommand {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
     }
 
-    func run() throws {
+    @MainActor
+    func run() async throws {
         #if DEBUG
         print("""
             ************************************************************************
@@ -53,6 +56,8 @@ struct Benchmarks: ParsableCommand {
         print(Row.header)
         try neuronStep(Double.self).print()
         try neuronStep(Float.self).print()
+
+        try await observerCost()
     }
 
     /// gemm at n×n: checked against the naive loops at a small size, then timed.
@@ -148,6 +153,78 @@ extension Benchmarks {
         return Row(name: sizes.map(String.init).joined(separator: "-") + " batch \(batch)", timing: timing,
                    extra: String(format: "%7.1f GFLOP/s", flops / timing.median / 1e9))
     }
+}
+
+extension Benchmarks {
+    /// What watching training costs: the same steps of 784-256-128-10 (batch 64) run bare, through
+    /// the view model with nobody watching, and through it with an observer that renders every
+    /// state it sees (as the CLI's progress line does). Rounds alternate so that a noisy phase of
+    /// the machine hits all three alike.
+    @MainActor
+    func observerCost() async throws {
+        var generator = SeededGenerator(seed: 3)
+        let rows = 2_048
+        var x = Tensor<Float>(zeros: [rows, 784])
+        for i in 0..<x.count { x[i] = Float(generator.uniform(0, 1)) }
+        let labels = (0..<rows).map { _ in generator.index(below: 10) }
+        let data = try Dataset.classification(features: x, labels: labels, classNames: (0..<10).map(String.init))
+        let network = try Network<Float>(inputSize: 784, layers: [(256, .tanh), (128, .tanh), (10, .softmax)],
+                                         loss: .softmaxCrossEntropy, seed: 1)
+        let epochs = quick ? 2 : 16  // 32 steps per epoch
+        let engine = try NetworkTrainingEngine(network: network, optimizer: try SGD<Float>(learningRate: 0.01),
+                                               dataset: data, batchSize: 64, epochs: epochs, seed: 1)
+        let clock = ContinuousClock()
+        var bare: [Double] = [], unobserved: [Double] = [], observed: [Double] = []
+        var renderedStates = 0
+        var observerBusy = Duration.zero
+        for _ in 0 ..< (quick ? 1 : 9) {
+            bare.append(clock.measure {
+                var e = engine
+                while !e.isFinished { e.step() }
+            }.seconds)
+            let quiet = TrainingViewModel(engine: engine)
+            unobserved.append(try await clock.measure {
+                quiet.handle(event: .start)
+                await quiet.activity?.value
+            }.seconds)
+            let watched = TrainingViewModel(engine: engine)
+            let renderer = ProgressRenderer()
+            observed.append(try await clock.measure {
+                let observer = Task { @MainActor in
+                    var sink = 0
+                    for await state in Observations({ watched.viewState }) {
+                        let started = clock.now
+                        sink &+= renderer.line(state).utf8.count
+                        renderedStates += 1
+                        observerBusy += clock.now - started
+                        if state.phase == .finished { break }
+                    }
+                    return sink
+                }
+                watched.handle(event: .start)
+                _ = await observer.value
+            }.seconds)
+            guard watched.engine?.network.parameters == quiet.engine?.network.parameters else {
+                throw ValidationError("observer check failed: watched and unwatched runs ended with different weights")
+            }
+        }
+        let steps = Double(engine.totalSteps)
+        func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+        let (b, u, o) = (median(bare), median(unobserved), median(observed))
+        print("\nWatching training (784-256-128-10, batch 64, \(engine.totalSteps) steps, median of \(bare.count) rounds)")
+        print(String(format: "  bare engine loop            %8.1f steps/s", steps / b))
+        print(String(format: "  view model, unobserved      %8.1f steps/s  (%+.1f%% vs bare)", steps / u, (u / b - 1) * 100))
+        print(String(format: "  view model, observed        %8.1f steps/s  (%+.1f%% vs bare, %d states rendered)",
+                     steps / o, (o / b - 1) * 100, renderedStates))
+        print(String(format: "  cost of the observer: %+.1f%% time (observed vs unobserved medians; rounds vary by %.1f%%)",
+                     (o / u - 1) * 100, (unobserved.max()! / unobserved.min()! - 1) * 100))
+        print(String(format: "  the observer's own work: %.2f ms rendering over %.0f ms of observed training (%.3f%%)",
+                     observerBusy.seconds * 1e3, observed.reduce(0, +) * 1e3, observerBusy.seconds / observed.reduce(0, +) * 100))
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
 }
 
 /// Median, 10th and 90th percentile of repeated runs, in seconds.

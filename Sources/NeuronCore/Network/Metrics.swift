@@ -59,3 +59,51 @@ public struct ConfusionMatrix: Sendable, Equatable, Codable, CustomStringConvert
         return lines.joined(separator: "\n")
     }
 }
+
+// MARK: - Summaries for displays
+
+extension Network {
+    /// ‖·‖₂ of one parameter tensor's values, summed in Double.
+    public func parameterNorm(_ tensor: ParameterTensor) -> Double {
+        parameters.withUnsafeBufferPointer { Self.norm(UnsafeBufferPointer(rebasing: $0[tensor.range])) }
+    }
+
+    /// ‖·‖₂ of one parameter tensor's gradient from the last backward pass, summed in Double.
+    public func gradientNorm(_ tensor: ParameterTensor) -> Double {
+        gradients.withUnsafeBufferPointer { Self.norm(UnsafeBufferPointer(rebasing: $0[tensor.range])) }
+    }
+
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
+    static func norm(_ values: UnsafeBufferPointer<Scalar>) -> Double {
+        var sum = 0.0
+        for v in values { sum += Double(v) * Double(v) }
+        return sum.squareRoot()
+    }
+}
+
+extension Tensor {
+    /// The share of entries with `|x| > threshold` (for a tanh layer's output with 0.99: its
+    /// saturated units, whose gradient has all but vanished); 0 for an empty tensor.
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
+    public func shareOfMagnitudes(above threshold: Scalar) -> Double {
+        guard count > 0 else { return 0 }
+        var above = 0
+        for x in scalars where abs(x) > threshold { above += 1 }
+        return Double(above) / Double(count)
+    }
+
+    /// Whether any entry is NaN or infinite.
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
+    public func containsNonFinite() -> Bool {
+        scalars.contains { !$0.isFinite }
+    }
+}

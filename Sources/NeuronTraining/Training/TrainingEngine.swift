@@ -1,0 +1,168 @@
+import NeuronCore
+
+/// Something trained one step at a time that can describe itself: a network on a dataset, or the
+/// single neuron. A value: everything that decides the next step is inside it, so a copy taken
+/// at a step boundary goes on exactly like the original.
+public protocol TrainingEngine: Sendable {
+    /// What is trained, e.g. `Network[Dense(2→4, tanh), Dense(4→1, tanh)]`.
+    var title: String { get }
+    /// The seed every random choice flows from.
+    var seed: UInt64 { get }
+    /// Samples in one step (for samples per second).
+    var samplesPerStep: Int { get }
+    /// Steps taken.
+    var stepsTaken: Int { get }
+    /// Steps planned.
+    var totalSteps: Int { get }
+    /// Epochs completed.
+    var epoch: Int { get }
+    /// Epochs planned.
+    var totalEpochs: Int { get }
+    /// The learning rate of the next step.
+    var learningRate: Double { get }
+
+    /// One step; returns the step's loss (before the update).
+    mutating func step() -> Double
+    /// Fills what only the engine knows: validation metrics, layer summaries (not their gradient-check
+    /// rows, which the view model keeps), the neuron's row.
+    func describe(into state: inout TrainingViewState)
+    /// Where a NaN or infinity first shows, for a diverged step (e.g. `layers.1 output`).
+    func divergenceLocation() -> String
+    /// Checks every gradient (or a sample of large tensors) on a small batch, leaving the run untouched.
+    func checkGradients() throws -> GradientCheckReport
+}
+
+extension TrainingEngine {
+    /// Whether every planned step has been taken.
+    public var isFinished: Bool { stepsTaken >= totalSteps }
+}
+
+/// A network trained on a dataset in shuffled mini-batches for a number of epochs, evaluated on
+/// validation rows after each epoch.
+public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: TrainingEngine where O.Scalar == Scalar {
+    /// The mini-batch loop: network, optimizer, epoch order, generator.
+    public private(set) var training: MiniBatchTraining<Scalar, O>
+    /// Rows held out for validation after each epoch.
+    public let validation: Dataset<Scalar>?
+    /// Epochs planned.
+    public let totalEpochs: Int
+    public let seed: UInt64
+    /// The validation result after the last completed epoch.
+    public private(set) var lastValidation: Evaluation?
+
+    /// Training of `network` on `dataset` for `epochs` epochs of `batchSize`, shuffled from `seed`.
+    /// - Throws: ``NetworkError`` or ``DataError`` when the data does not fit or a size is out of range.
+    public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>? = nil,
+                batchSize: Int, epochs: Int, seed: UInt64) throws {
+        guard epochs >= 1 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
+        training = try MiniBatchTraining(network: network, optimizer: optimizer, dataset: dataset, batchSize: batchSize, seed: seed)
+        self.validation = validation
+        totalEpochs = epochs
+        self.seed = seed
+    }
+
+    public var title: String { training.network.description }
+    public var samplesPerStep: Int { training.batches.batchSize < training.dataset.count ? training.batches.batchSize : training.dataset.count }
+    public var stepsTaken: Int { training.stepsTaken }
+    public var totalSteps: Int { totalEpochs * training.batchesPerEpoch }
+    public var epoch: Int { training.epoch }
+    public var learningRate: Double { Double(training.optimizer.scheduledLearningRate) }
+    /// The network as trained so far.
+    public var network: Network<Scalar> { training.network }
+
+    public mutating func step() -> Double {
+        let loss = Double(training.step())
+        if training.batchIndex == 0, let validation, loss.isFinite {
+            // Shapes were checked when training was set up; validation rows share the features.
+            lastValidation = try? training.network.evaluate(validation)
+        }
+        return loss
+    }
+
+    public func describe(into state: inout TrainingViewState) {
+        state.validationLoss = lastValidation?.loss
+        state.validationAccuracy = lastValidation?.accuracy
+        let network = training.network
+        state.layers = network.layers.enumerated().map { i, layer in
+            let weight = network.parameterTensors.first { $0.layer == i && $0.tensor == "weight" }
+            return LayerViewState(
+                index: i, title: layer.description,
+                weightNorm: weight.map(network.parameterNorm) ?? 0,
+                gradientNorm: weight.map(network.gradientNorm) ?? 0,
+                saturation: layer.activation == .tanh && layer.output.count > 0 ? layer.output.shareOfMagnitudes(above: 0.99) : nil)
+        }
+    }
+
+    public func divergenceLocation() -> String {
+        let network = training.network
+        for (i, layer) in network.layers.enumerated() where layer.output.containsNonFinite() {
+            return "layers.\(i) output"
+        }
+        for tensor in network.parameterTensors where !network.parameterNorm(tensor).isFinite {
+            return tensor.name
+        }
+        return "loss"
+    }
+
+    public func checkGradients() throws -> GradientCheckReport {
+        let rows = Array(0 ..< min(16, training.dataset.count))
+        let batch = training.dataset.subset(rows)
+        let sampled = training.network.parameterCount > 5_000 ? 16 : nil
+        return try GradientCheck(samplesPerTensor: sampled, seed: seed).run(on: training.network, inputs: batch.features, targets: batch.targets)
+    }
+}
+
+/// The single neuron of SPEC §3 trained by gradient descent on one sample.
+public struct NeuronTrainingEngine: TrainingEngine {
+    /// The neuron as trained so far.
+    public private(set) var neuron: Neuron<Double>
+    public let input: Double, target: Double
+    public let learningRate: Double
+    public let totalSteps: Int
+    public private(set) var stepsTaken = 0
+
+    /// SPEC §3's run by default: w = b = 0.5, x 0.01, target 0.1, learning rate 0.01, 100,000 steps.
+    /// - Throws: ``NeuronError`` for a learning rate or iteration count out of range.
+    public init(weight: Double = 0.5, bias: Double = 0.5, input: Double = 0.01, target: Double = 0.1,
+                learningRate: Double = 0.01, iterations: Int = 100_000) throws(NeuronError) {
+        guard learningRate.isFinite, learningRate > 0 else {
+            throw .invalidHyperparameter(name: "learning rate", value: "\(learningRate)", allowed: "a finite number greater than 0")
+        }
+        guard iterations >= 1 else { throw .invalidHyperparameter(name: "iterations", value: "\(iterations)", allowed: "at least 1") }
+        neuron = Neuron(weight: weight, bias: bias)
+        (self.input, self.target, self.learningRate, totalSteps) = (input, target, learningRate, iterations)
+    }
+
+    public var title: String { neuron.description }
+    public var seed: UInt64 { 0 }  // nothing random: the run is fixed by its numbers
+    public var samplesPerStep: Int { 1 }
+    public var epoch: Int { stepsTaken }
+    public var totalEpochs: Int { totalSteps }
+
+    public mutating func step() -> Double {
+        stepsTaken += 1
+        return try! neuron.step(inputs: [input], target: target, learningRate: learningRate)  // one weight, one input
+    }
+
+    public func describe(into state: inout TrainingViewState) {
+        let forward = try! neuron.forward(inputs: [input], target: target)
+        let g = neuron.backward(forward)
+        state.neuron = TrainingViewState.NeuronRow(
+            input: input, weight: neuron.weights[0], bias: neuron.bias, target: target,
+            net: forward.net, output: forward.output, error: forward.error, loss: forward.loss,
+            outputGradient: g.output, netGradient: g.net, weightGradient: g.weights[0], inputGradient: g.inputs[0])
+        state.layers = [LayerViewState(
+            index: 0, title: "Dense(1→1, tanh)", weightNorm: abs(neuron.weights[0]), gradientNorm: abs(g.weights[0]),
+            saturation: abs(forward.output) > 0.99 ? 1 : 0)]
+    }
+
+    public func divergenceLocation() -> String { "neuron" }
+
+    /// The check runs on `Network[Dense(1→1, tanh)]` with the neuron's weight and bias: the same numbers (one engine, one neuron).
+    public func checkGradients() throws -> GradientCheckReport {
+        var network = try Network<Double>([try Dense<Double>(1, 1, activation: .tanh)], loss: .halfSquaredError)
+        network.parameters = [neuron.weights[0], neuron.bias]
+        return try GradientCheck(checkInputs: true).run(
+            on: network, inputs: Tensor(shape: [1, 1], scalars: [input]), targets: Tensor(shape: [1, 1], scalars: [target]))
+    }
+}
