@@ -12,6 +12,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // MARK: - C seams
@@ -37,9 +38,10 @@ let package = Package(
 
         // MARK: - The tool layer
 
-        /// What turns the engine into a tool: the view-model protocol, the training view models
-        /// and their loop off the main actor, the preview view model, the progress renderer.
-        .target(name: "NeuronTraining", dependencies: ["NeuronCore"]),
+        /// What turns the engine into a tool: config (YAML/JSON), checkpoints (safetensors), the
+        /// view-model protocol, the training view models and their loop off the main actor, the
+        /// preview view model, the progress renderer.
+        .target(name: "NeuronTraining", dependencies: ["NeuronCore", .product(name: "Yams", package: "Yams")]),
 
         // MARK: - Tools
 
