@@ -1,31 +1,45 @@
 import ArgumentParser
 import Foundation
+import NeuronCore
+import NeuronTraining
 
 /// `neuron`: the command line of the Neuron engine.
 @main
-struct NeuronCommand: ParsableCommand {
+struct NeuronCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "neuron",
         abstract: "Neural networks from one neuron up, over OpenBLAS.",
-        subcommands: [Explain.self]
+        subcommands: [Train.self, Gradcheck.self, Evaluate.self, Predict.self, Explain.self]
     )
 
-    /// Parses and runs a command; a bad argument exits with status 2 and a one-line message
-    /// (ArgumentParser's own usage status is 64).
-    static func main() {
+    /// Parses and runs a command. A bad argument, config, data file or checkpoint exits with
+    /// status 2 and a message naming what is wrong (ArgumentParser's own usage status is 64).
+    static func main() async {
         do {
             var command = try parseAsRoot()
-            try command.run()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as ExitCode {
+            exit(withError: error)
         } catch {
-            if exitCode(for: error) == .validationFailure {
-                let message = message(for: error)
-                    .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            if exitCode(for: error) == .validationFailure || isBadInput(error) {
+                let message = isBadInput(error) ? "\(error)" : message(for: error)
+                let line = message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
                     .filter { !$0.isEmpty }.joined(separator: " ")
-                FileHandle.standardError.write(Data("neuron: \(message)\n".utf8))
+                FileHandle.standardError.write(Data("neuron: \(line)\n".utf8))
                 Foundation.exit(2)
             }
             exit(withError: error)
         }
+    }
+
+    /// Errors that say the input (config, data, checkpoint, sizes) is wrong, not the program.
+    static func isBadInput(_ error: Error) -> Bool {
+        error is ConfigError || error is DataError || error is CheckpointError || error is RunError
+            || error is NetworkError || error is OptimizerError || error is NeuronError || error is TensorError
     }
 }
 
@@ -45,4 +59,10 @@ func parseNumber(_ text: String) throws -> Double {
     }
     guard value.isFinite else { throw ValidationError("'\(text)' is not a finite number") }
     return value
+}
+
+/// Writes to standard output without buffering surprises for live progress lines.
+@MainActor
+func writeOut(_ text: String) {
+    FileHandle.standardOutput.write(Data(text.utf8))
 }

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// Runs the `neuron` executable built next to this test bundle and captures what it prints.
-func runNeuron(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+/// With `interruptWhen`, sends SIGINT (Ctrl-C) once the output so far satisfies it.
+func runNeuron(_ arguments: [String], interruptWhen: (@Sendable (String) -> Bool)? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
     let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
     let process = Process()
     process.executableURL = directory.appendingPathComponent("neuron")
@@ -10,11 +11,41 @@ func runNeuron(_ arguments: [String]) throws -> (status: Int32, stdout: String, 
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err
+    let collected = Collected()
+    out.fileHandleForReading.readabilityHandler = { handle in
+        let chunk = handle.availableData
+        guard !chunk.isEmpty else { return }
+        let text = collected.append(chunk)
+        if let interruptWhen, collected.markInterrupted(if: interruptWhen(text)) { process.interrupt() }
+    }
     try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    out.fileHandleForReading.readabilityHandler = nil
+    let rest = out.fileHandleForReading.readDataToEndOfFile()
+    let stdout = collected.append(rest)
+    return (process.terminationStatus, stdout, String(decoding: stderr, as: UTF8.self))
+}
+
+/// Output gathered from a pipe's handler thread.
+final class Collected: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    private var interrupted = false
+
+    func append(_ chunk: Data) -> String {
+        lock.lock(); defer { lock.unlock() }
+        data.append(chunk)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// True the first time `condition` holds.
+    func markInterrupted(if condition: Bool) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard condition, !interrupted else { return false }
+        interrupted = true
+        return true
+    }
 }
 
 @Suite("neuron explain")

@@ -278,3 +278,49 @@ public enum CSV {
         }
     }
 }
+
+extension CSV {
+    /// Reads the named numeric columns of a CSV file with a header row, in the order named,
+    /// ignoring any other column (for inputs to predict on).
+    ///
+    ///     // → (rows, columns.count)
+    ///
+    /// - Throws: ``DataError`` naming the file, and the line and column where it applies: a
+    ///   missing or empty file, no data rows, an unknown column (with the closest header name), a
+    ///   row with the wrong number of fields, an empty, non-numeric or non-finite value.
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
+    public static func loadFeatures<Scalar: TensorScalar>(
+        _ path: String, columns: [String], as: Scalar.Type = Scalar.self
+    ) throws(DataError) -> Tensor<Scalar> {
+        var records = Records(bytes: try DataFile.bytes(at: path), source: path)
+        var fields = [String](), lines = [Int]()
+        guard try records.next(fields: &fields, lines: &lines) else { throw .emptyFile(path: path, expected: "a header row and data rows") }
+        let header = fields
+        var indices = [Int]()
+        for name in columns {
+            guard let index = header.firstIndex(of: name) else {
+                throw .unknownColumn(path: path, column: name, role: "feature column", available: header, suggestion: closest(to: name, in: header))
+            }
+            indices.append(index)
+        }
+        var values = [Scalar](), rows = 0
+        while try records.next(fields: &fields, lines: &lines) {
+            guard fields.count == header.count else {
+                throw .wrongFieldCount(path: path, line: lines[0], expected: header.count, found: fields.count)
+            }
+            for column in indices {
+                guard let value = Scalar(fields[column]), value.isFinite else {
+                    throw .invalidValue(path: path, line: lines[column], column: column + 1, columnName: header[column],
+                                        value: fields[column], expected: "a finite number (as \(Scalar.self))")
+                }
+                values.append(value)
+            }
+            rows += 1
+        }
+        guard rows > 0 else { throw .noDataRows(path: path) }
+        return try! Tensor(shape: [rows, indices.count], scalars: values)  // rows × columns values, by construction
+    }
+}

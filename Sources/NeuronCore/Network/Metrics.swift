@@ -25,7 +25,22 @@ public struct ConfusionMatrix: Sendable, Equatable, Codable, CustomStringConvert
         }
     }
 
+    /// How many rows' largest entry is at their label.
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
+    public static func correctCount<Scalar: TensorScalar>(_ predictions: Tensor<Scalar>, labels: [Int]) -> Int {
+        var correct = 0
+        for (n, label) in labels.enumerated() where argmax(predictions, row: n) == label { correct += 1 }
+        return correct
+    }
+
     /// The index of the largest entry of `row` (the first, on ties).
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func argmax<Scalar: TensorScalar>(_ predictions: Tensor<Scalar>, row: Int) -> Int {
         let columns = predictions.columns
         var best = 0

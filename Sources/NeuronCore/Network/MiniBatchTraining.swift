@@ -20,6 +20,9 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     public private(set) var batchIndex = 0
     /// Steps taken in all.
     public private(set) var stepsTaken = 0
+    /// Over the current epoch so far: the sum of batch losses, the batches, the samples, and
+    /// (classification) the samples whose largest output was their class, before each update.
+    public private(set) var epochProgress = EpochProgress()
 
     // The batch buffers, sized by the first full batch and reused (a smaller last batch keeps
     // their capacity).
@@ -42,6 +45,31 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         generator = SeededGenerator(seed: seed)
     }
 
+    /// Training resumed from a saved ``position`` (network and optimizer as saved with it).
+    /// - Throws: what ``init(network:optimizer:dataset:batchSize:seed:)`` throws, and
+    ///   ``DataError/invalidArgument(name:value:expected:)`` when the position does not fit the dataset.
+    public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, position: Position) throws {
+        try self.init(network: network, optimizer: optimizer, dataset: dataset, batchSize: position.batches.batchSize, seed: 0)
+        guard position.batches.count == dataset.count, position.batchIndex < position.batches.batchesPerEpoch else {
+            throw DataError.invalidArgument(name: "saved position", value: "\(position.batches.count) samples, batch \(position.batchIndex)",
+                                            expected: "\(dataset.count) samples and a batch below \(position.batches.batchesPerEpoch)")
+        }
+        batches = position.batches
+        generator = position.generator
+        epoch = position.epoch
+        batchIndex = position.batchIndex
+        stepsTaken = position.stepsTaken
+        epochProgress = position.epochProgress
+    }
+
+    public typealias Position = TrainingPosition
+
+    /// Where training stands, to save beside the network and optimizer.
+    public var position: Position {
+        Position(batches: batches, generator: generator, epoch: epoch, batchIndex: batchIndex,
+                 stepsTaken: stepsTaken, epochProgress: epochProgress)
+    }
+
     /// Batches in one epoch.
     public var batchesPerEpoch: Int { batches.batchesPerEpoch }
 
@@ -49,10 +77,20 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     /// - Returns: the batch's loss before the update.
     @discardableResult
     public mutating func step() -> Scalar {
-        if batchIndex == 0 { batches.shuffle(using: &generator) }
+        if batchIndex == 0 {
+            batches.shuffle(using: &generator)
+            epochProgress = EpochProgress()
+        }
         batches.fill(batch: batchIndex, from: dataset, features: &features, targets: &targets, labels: &labels)
         // The shapes were checked against the network when training was set up.
-        let loss = try! network.trainStep(features, targets: targets, optimizer: &optimizer)
+        let loss = try! network.lossAndGradients(features, targets: targets)
+        if !labels.isEmpty {
+            epochProgress.correct += ConfusionMatrix.correctCount(network.layers[network.layers.count - 1].output, labels: labels)
+        }
+        optimizer.update(parameters: &network.parameters, gradients: network.gradients)
+        epochProgress.lossSum += Double(loss)
+        epochProgress.batches += 1
+        epochProgress.samples += features.rows
         stepsTaken += 1
         batchIndex += 1
         if batchIndex == batches.batchesPerEpoch {
@@ -75,6 +113,33 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     }
 }
 
+/// Everything besides network and optimizer that decides the next step.
+public struct TrainingPosition: Sendable, Equatable, Codable {
+    public var batches: MiniBatches
+    public var generator: SeededGenerator
+    public var epoch: Int
+    public var batchIndex: Int
+    public var stepsTaken: Int
+    public var epochProgress: EpochProgress
+
+    public init(batches: MiniBatches, generator: SeededGenerator, epoch: Int, batchIndex: Int, stepsTaken: Int, epochProgress: EpochProgress) {
+        (self.batches, self.generator, self.epoch, self.batchIndex, self.stepsTaken, self.epochProgress) = (batches, generator, epoch, batchIndex, stepsTaken, epochProgress)
+    }
+}
+
+/// Sums over the batches of an epoch so far.
+public struct EpochProgress: Sendable, Equatable, Codable {
+    public init() {}
+    public var lossSum = 0.0
+    public var batches = 0
+    public var samples = 0
+    public var correct = 0
+    /// The mean batch loss so far.
+    public var meanLoss: Double { batches == 0 ? 0 : lossSum / Double(batches) }
+    /// The share of samples classified right so far (before each update).
+    public var accuracy: Double { samples == 0 ? 0 : Double(correct) / Double(samples) }
+}
+
 /// A network's loss and, for classification, accuracy and confusion matrix on a dataset.
 public struct Evaluation: Sendable, Equatable, Codable {
     /// The mean loss over every sample.
@@ -85,6 +150,10 @@ public struct Evaluation: Sendable, Equatable, Codable {
     public var confusion: ConfusionMatrix?
     /// Samples evaluated.
     public var count: Int
+
+    public init(loss: Double, accuracy: Double?, confusion: ConfusionMatrix?, count: Int) {
+        (self.loss, self.accuracy, self.confusion, self.count) = (loss, accuracy, confusion, count)
+    }
 }
 
 extension Network {

@@ -16,7 +16,7 @@ public final class ProgressView<Model: TrainingViewModeling> {
         case plain(every: Duration)
         /// One ``ProgressRenderer/jsonLine(_:)`` per observed state, each ending in `"\n"`.
         case json
-        /// Nothing while running; the final state's line at the end.
+        /// Nothing at all: the caller prints its own summary (`neuron train --quiet`).
         case quiet
     }
 
@@ -94,10 +94,12 @@ public final class ProgressView<Model: TrainingViewModeling> {
         case .live:
             redraw(renderer.line(state))
             write("\n")
-        case .plain, .quiet:
+        case .plain:
             write(renderer.line(state) + "\n")
         case .json:
             write(renderer.jsonLine(state) + "\n")
+        case .quiet:
+            break
         }
     }
 

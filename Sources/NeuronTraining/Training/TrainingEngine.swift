@@ -37,6 +37,23 @@ extension TrainingEngine {
     public var isFinished: Bool { stepsTaken >= totalSteps }
 }
 
+/// One completed epoch, as `metrics.csv` and `curves.svg` show it.
+public struct EpochRecord: Sendable, Equatable, Codable {
+    public var epoch: Int
+    public var step: Int
+    /// The mean batch loss over the epoch (each before its update).
+    public var trainingLoss: Double
+    /// The share of the epoch's samples classified right before each update (classification).
+    public var trainingAccuracy: Double?
+    public var validationLoss: Double?
+    public var validationAccuracy: Double?
+
+    public init(epoch: Int, step: Int, trainingLoss: Double, trainingAccuracy: Double?, validationLoss: Double?, validationAccuracy: Double?) {
+        (self.epoch, self.step, self.trainingLoss, self.trainingAccuracy, self.validationLoss, self.validationAccuracy) =
+            (epoch, step, trainingLoss, trainingAccuracy, validationLoss, validationAccuracy)
+    }
+}
+
 /// A network trained on a dataset in shuffled mini-batches for a number of epochs, evaluated on
 /// validation rows after each epoch.
 public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: TrainingEngine where O.Scalar == Scalar {
@@ -49,16 +66,46 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public let seed: UInt64
     /// The validation result after the last completed epoch.
     public private(set) var lastValidation: Evaluation?
+    /// Held-out rows for the final evaluation (never seen in training or validation).
+    public let test: Dataset<Scalar>?
+    /// One record per completed epoch.
+    public private(set) var records: [EpochRecord] = []
 
     /// Training of `network` on `dataset` for `epochs` epochs of `batchSize`, shuffled from `seed`.
     /// - Throws: ``NetworkError`` or ``DataError`` when the data does not fit or a size is out of range.
     public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>? = nil,
-                batchSize: Int, epochs: Int, seed: UInt64) throws {
+                test: Dataset<Scalar>? = nil, batchSize: Int, epochs: Int, seed: UInt64) throws {
         guard epochs >= 1 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
         training = try MiniBatchTraining(network: network, optimizer: optimizer, dataset: dataset, batchSize: batchSize, seed: seed)
         self.validation = validation
+        self.test = test
         totalEpochs = epochs
         self.seed = seed
+    }
+
+    /// Training resumed where a checkpoint left it: network and optimizer as saved, the epoch
+    /// order, generator and position as saved, and the epochs recorded so far.
+    /// - Throws: ``DataError`` or ``NetworkError`` when the saved state does not fit the data.
+    public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>?,
+                test: Dataset<Scalar>?, epochs: Int, seed: UInt64, position: TrainingPosition, records: [EpochRecord]) throws {
+        guard epochs >= 1 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
+        training = try MiniBatchTraining(network: network, optimizer: optimizer, dataset: dataset, position: position)
+        self.validation = validation
+        self.test = test
+        totalEpochs = epochs
+        self.seed = seed
+        self.records = records
+        if let last = records.last, last.validationLoss != nil {
+            lastValidation = Evaluation(loss: last.validationLoss!, accuracy: last.validationAccuracy, confusion: nil, count: validation?.count ?? 0)
+        }
+    }
+
+    /// The evaluation a run ends with: on the test rows when there are any, else on the validation rows.
+    public func finalEvaluation() throws -> (name: String, evaluation: Evaluation)? {
+        var network = training.network
+        if let test { return ("test", try network.evaluate(test)) }
+        if let validation { return ("validation", try network.evaluate(validation)) }
+        return nil
     }
 
     public var title: String { training.network.description }
@@ -72,10 +119,16 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
 
     public mutating func step() -> Double {
         let loss = Double(training.step())
-        if training.batchIndex == 0, let validation, loss.isFinite {
+        guard training.batchIndex == 0, loss.isFinite else { return loss }
+        if let validation {
             // Shapes were checked when training was set up; validation rows share the features.
             lastValidation = try? training.network.evaluate(validation)
         }
+        let progress = training.epochProgress
+        records.append(EpochRecord(
+            epoch: training.epoch, step: training.stepsTaken, trainingLoss: progress.meanLoss,
+            trainingAccuracy: training.dataset.isClassification ? progress.accuracy : nil,
+            validationLoss: lastValidation?.loss, validationAccuracy: lastValidation?.accuracy))
         return loss
     }
 
@@ -157,6 +210,18 @@ public struct NeuronTrainingEngine: TrainingEngine {
     }
 
     public func divergenceLocation() -> String { "neuron" }
+
+    /// The same run with the neuron at `weight`, `bias` after `stepsTaken` steps (for resuming).
+    /// - Throws: ``NeuronError/invalidHyperparameter(name:value:allowed:)`` for a step count out of range.
+    public func restored(weight: Double, bias: Double, stepsTaken: Int) throws(NeuronError) -> NeuronTrainingEngine {
+        guard (0 ... totalSteps).contains(stepsTaken) else {
+            throw .invalidHyperparameter(name: "steps taken", value: "\(stepsTaken)", allowed: "0...\(totalSteps)")
+        }
+        var copy = self
+        copy.neuron = Neuron(weight: weight, bias: bias)
+        copy.stepsTaken = stepsTaken
+        return copy
+    }
 
     /// The check runs on `Network[Dense(1→1, tanh)]` with the neuron's weight and bias: the same numbers (one engine, one neuron).
     public func checkGradients() throws -> GradientCheckReport {

@@ -1,0 +1,641 @@
+// Reading a run config from YAML or JSON (JSON is YAML 1.2, so Yams reads both). The text is first
+// composed into a node tree and walked against the schema, so that an unknown key or a value of the
+// wrong type is reported where it is written; only then is it decoded into `RunConfig`, and every
+// value is checked, each error pointing at the line and column of the value at fault.
+import Foundation
+import Yams
+
+/// What is wrong with a config file, and where.
+public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The config file, as given to ``ConfigLoader/load(_:)`` (or the `source` given to ``ConfigLoader/parse(_:source:baseDirectory:)``).
+    public var file: String
+    /// The line, counted from 1, when the parser knows it.
+    public var line: Int?
+    /// The column, counted from 1 in Unicode scalars (as libyaml counts), when the parser knows it.
+    public var column: Int?
+    /// What was found and what was expected.
+    public var message: String
+
+    /// An error in `file`, at `line` and `column` when they are known.
+    public init(file: String, line: Int? = nil, column: Int? = nil, message: String) {
+        (self.file, self.line, self.column, self.message) = (file, line, column, message)
+    }
+
+    init(_ file: String, at mark: Mark?, _ message: String) {
+        self.init(file: file, line: mark?.line, column: mark?.column, message: message)
+    }
+
+    /// `Data/xor.yaml:7:5: unknown key 'learning_rate' in optimizer; did you mean 'learningRate'?`,
+    /// or `Data/xor.yaml: …` when the place is unknown: the compiler's shape, so an editor can jump there.
+    public var description: String {
+        var place = file
+        if let line {
+            place += ":\(line)"
+            if let column { place += ":\(column)" }
+        }
+        return "\(place): \(message)"
+    }
+}
+
+/// Reads run configs: YAML or JSON, one schema (``RunConfig``), every key and value checked.
+public enum ConfigLoader {
+    /// Reads a YAML or JSON config (Yams parses both: JSON is YAML 1.2), checks every key and value,
+    /// and resolves relative data paths against the config file's folder.
+    ///
+    /// After loading, `model.loss` is set for a network (from the last activation when the file
+    /// leaves it out), and every data file the config names exists.
+    /// - Parameter path: the config file; errors name it as given.
+    /// - Throws: ``ConfigError`` naming the file, and the line and column where the parser knows
+    ///   them: a missing or unreadable file, a YAML syntax error, an unknown key (with the nearest
+    ///   valid one), a value of the wrong type, a value out of range, a missing data file.
+    public static func load(_ path: String) throws(ConfigError) -> RunConfig {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ConfigError(path, at: nil, "no such file")
+        }
+        guard !isDirectory.boolValue else { throw ConfigError(path, at: nil, "is a directory; expected a YAML or JSON config file") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError(path, at: nil, "cannot be read") }
+        guard let text = String(data: data, encoding: .utf8) else { throw ConfigError(path, at: nil, "is not UTF-8 text; expected YAML or JSON") }
+        return try parse(text, source: path, baseDirectory: folder(of: path))
+    }
+
+    /// The same as ``load(_:)`` from text; `source` names it in errors.
+    /// - Parameter baseDirectory: the folder relative data paths are resolved against (`""`: the
+    ///   current directory), after which every data file must exist; nil leaves the paths as they
+    ///   are and does not look for the files.
+    /// - Throws: ``ConfigError``, as ``load(_:)``.
+    public static func parse(_ text: String, source: String, baseDirectory: String?) throws(ConfigError) -> RunConfig {
+        let composed: Node?
+        do {
+            composed = try Yams.compose(yaml: text)
+        } catch let error as YamlError {
+            throw syntaxError(error, source: source)
+        } catch {
+            throw ConfigError(source, at: nil, "invalid YAML: \(error)")
+        }
+        guard let root = composed else {
+            throw ConfigError(source, at: nil, "the file is empty; expected a mapping with the keys model and data")
+        }
+
+        var walk = ConfigSchemaWalk(source: source)
+        try walk.check(root, against: ConfigSchema.root, at: "")
+
+        var config: RunConfig
+        do {
+            config = try YAMLDecoder().decode(RunConfig.self, from: root)
+        } catch {
+            // The walk has checked every key and type the decoder reads, so this is a bug here.
+            throw ConfigError(source, at: root.mark, "cannot be decoded after passing the schema check: \(error)")
+        }
+
+        let checker = ConfigChecker(source: source, nodes: walk.nodes)
+        try checker.validate(&config)
+        if let baseDirectory { try checker.resolveDataPaths(in: &config, against: baseDirectory) }
+        return config
+    }
+
+    /// The folder holding `path` (`""` for a bare file name, which is relative to the current directory).
+    static func folder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// `path` relative to `base` unless it is absolute (or `base` is the current directory, `""`).
+    static func resolve(_ path: String, against base: String) -> String {
+        guard !path.hasPrefix("/"), !base.isEmpty else { return path }
+        return base.hasSuffix("/") ? base + path : base + "/" + path
+    }
+
+    /// Yams' syntax errors, at the place libyaml reports.
+    private static func syntaxError(_ error: YamlError, source: String) -> ConfigError {
+        switch error {
+        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _), let .composer(context, problem, mark, _):
+            let during = context.map { " (\($0.text) at line \($0.mark.line), column \($0.mark.column))" } ?? ""
+            return ConfigError(source, at: mark, "invalid YAML: \(problem)\(during)")
+        case let .duplicatedKeysInMapping(duplicates, context):
+            let keys = duplicates.map { "'\($0)'" }.joined(separator: ", ")
+            let repeated = duplicates.count == 1 ? "the key \(keys) appears" : "the keys \(keys) appear"
+            return ConfigError(source, at: context.mark, "\(repeated) more than once in one mapping; each key may appear once")
+        default:
+            return ConfigError(source, at: nil, "invalid YAML: \(error)")
+        }
+    }
+}
+
+// MARK: - The schema
+
+/// The shape a value must have: what the walk checks before anything is decoded.
+private indirect enum ConfigShape: Sendable {
+    /// Keys in the order the README lists them; `required` keys have no default and must be given, not null.
+    case mapping(KeyValuePairs<String, ConfigShape>, required: Set<String> = [])
+    case list(ConfigShape)
+    case string
+    /// An integer or a float, as written (not quoted).
+    case number
+    /// An integer that fits in `Int`.
+    case integer
+    /// An integer that fits in `UInt64`.
+    case seed
+    case boolean
+
+    /// What the shape is, for "expected …".
+    var expectation: String {
+        switch self {
+        case let .mapping(fields, _): "a mapping (keys \(fields.map(\.key).joined(separator: ", ")))"
+        case let .list(element): "a list, each item \(element.expectation)"
+        case .string: "a string"
+        case .number: "a number"
+        case .integer: "a whole number"
+        case .seed: "a whole number from 0 to \(UInt64.max)"
+        case .boolean: "true or false"
+        }
+    }
+}
+
+/// `RunConfig`'s keys and their types. A test checks them against the keys `RunConfig` encodes.
+private enum ConfigSchema {
+    static let model: ConfigShape = .mapping([
+        "inputs": .integer,
+        "layers": .list(.mapping(["units": .integer, "activation": .string], required: ["units"])),
+        "loss": .string,
+        "neuron": .mapping(["weight": .number, "bias": .number]),
+    ])
+
+    static let data: ConfigShape = .mapping([
+        "kind": .string,
+        "path": .string, "labelColumn": .string, "task": .string, "featureColumns": .list(.string),  // csv
+        "trainImages": .string, "trainLabels": .string, "testImages": .string, "testLabels": .string,  // idx
+        "name": .string, "count": .integer,  // synthetic
+        "input": .number, "target": .number,  // sample
+        "normalization": .string, "validationSplit": .number, "limit": .integer,
+    ], required: ["kind"])
+
+    static let optimizer: ConfigShape = .mapping([
+        "kind": .string, "learningRate": .number, "momentum": .number, "nesterov": .boolean,
+        "beta1": .number, "beta2": .number, "epsilon": .number, "weightDecay": .number, "decoupled": .boolean,
+        "schedule": .mapping(["kind": .string, "every": .integer, "factor": .number, "minimumFactor": .number]),
+    ])
+
+    static let training: ConfigShape = .mapping([
+        "epochs": .integer, "iterations": .integer, "batchSize": .integer, "seed": .seed, "precision": .string, "blasThreads": .integer,
+    ])
+
+    static let output: ConfigShape = .mapping(["directory": .string, "checkpointEvery": .integer])
+
+    static let root: ConfigShape = .mapping(
+        ["model": model, "data": data, "optimizer": optimizer, "training": training, "output": output], required: ["model", "data"])
+
+    /// Every key path the schema allows (`model.layers[].units`).
+    static func keyPaths(_ shape: ConfigShape = root, prefix: String = "") -> Set<String> {
+        switch shape {
+        case let .mapping(fields, _):
+            var paths = Set<String>()
+            for (key, value) in fields {
+                let path = prefix.isEmpty ? key : prefix + "." + key
+                paths.insert(path)
+                paths.formUnion(keyPaths(value, prefix: path))
+            }
+            return paths
+        case let .list(element):
+            return keyPaths(element, prefix: prefix + "[]")
+        default:
+            return []
+        }
+    }
+}
+
+extension ConfigLoader {
+    /// Every key path the schema allows (`model.layers[].units`), for the test against the Codable keys.
+    static var schemaKeyPaths: Set<String> { ConfigSchema.keyPaths() }
+}
+
+// MARK: - The walk: keys and types, with their places
+
+/// The nodes of a config by path (`optimizer.learningRate`, `model.layers[0].units`): values, and
+/// the keys that name them, so that later checks can point at them.
+private struct ConfigNodes {
+    var values: [String: Node] = [:]
+    var keys: [String: Node] = [:]
+
+    /// Whether the file gives `path` a value (null counts as absent: the default).
+    func has(_ path: String) -> Bool { values[path].map { !isNull($0) } ?? false }
+}
+
+private func isNull(_ node: Node) -> Bool { node.null != nil }
+
+/// The text of a scalar as written, quoted when it is a string: `-1`, `'parquet'`.
+private func written(_ node: Node) -> String {
+    guard case let .scalar(scalar) = node else { return describe(node) }
+    return isString(scalar) ? "'\(scalar.string)'" : scalar.string
+}
+
+private func isString(_ scalar: Node.Scalar) -> Bool {
+    scalar.style == .singleQuoted || scalar.style == .doubleQuoted || resolvedTag(.scalar(scalar)) == .str
+}
+
+/// The node's tag, resolved from its text when implicit (`1` is an int, `1.5` a float, `on` a bool).
+private func resolvedTag(_ node: Node) -> Tag.Name { Tag.Name(rawValue: node.tag.rawValue) }
+
+/// What a node is, for "found …": `a list`, `the string '0.1'`, `1.5`, `nothing (null)`.
+private func describe(_ node: Node) -> String {
+    switch node {
+    case let .mapping(mapping): return mapping.isEmpty ? "an empty mapping" : "a mapping"
+    case let .sequence(sequence): return sequence.isEmpty ? "an empty list" : "a list"
+    case .alias: return "an alias"
+    case let .scalar(scalar):
+        if isNull(node) { return "nothing (null)" }
+        if isString(scalar) { return "the string '\(scalar.string)'" }
+        return scalar.string
+    }
+}
+
+/// Walks the node tree against the schema: unknown keys (with the nearest valid one), missing
+/// required keys and values of the wrong type, in document order; records every node's place.
+private struct ConfigSchemaWalk {
+    let source: String
+    var nodes = ConfigNodes()
+
+    mutating func check(_ node: Node, against shape: ConfigShape, at path: String) throws(ConfigError) {
+        switch shape {
+        case let .mapping(fields, required):
+            guard case let .mapping(mapping) = node else { throw typeError(node, shape, path) }
+            for (keyNode, value) in mapping {
+                let key = keyNode.scalar?.string ?? describe(keyNode)
+                guard let field = fields.first(where: { $0.key == key }) else {
+                    throw ConfigError(source, at: keyNode.mark, unknownKey(key, in: path, valid: fields.map(\.key)))
+                }
+                let child = path.isEmpty ? key : path + "." + key
+                nodes.keys[child] = keyNode
+                nodes.values[child] = value
+                if isNull(value) {
+                    guard !required.contains(key) else { throw typeError(value, field.value, child) }
+                    continue  // null is the default
+                }
+                try check(value, against: field.value, at: child)
+            }
+            for (key, _) in fields where required.contains(key) && mapping[key] == nil {
+                let place = path.isEmpty ? "at the top level" : "in \(path)"
+                throw ConfigError(source, at: nodes.keys[path]?.mark ?? (path.isEmpty ? nil : node.mark), "missing key '\(key)' \(place)")
+            }
+        case let .list(element):
+            guard case let .sequence(sequence) = node else { throw typeError(node, shape, path) }
+            for (i, item) in sequence.enumerated() {
+                let child = "\(path)[\(i)]"
+                nodes.values[child] = item
+                try check(item, against: element, at: child)
+            }
+        case .string:
+            guard node.scalar != nil, !isNull(node) else { throw typeError(node, shape, path) }
+        case .number:
+            guard let scalar = plainScalar(node, tags: [.int, .float]), Double.construct(from: scalar) != nil else {
+                throw typeError(node, shape, path)
+            }
+        case .integer:
+            guard let scalar = plainScalar(node, tags: [.int]), Int.construct(from: scalar) != nil else {
+                throw typeError(node, shape, path)
+            }
+        case .seed:
+            guard let scalar = plainScalar(node, tags: [.int]), UInt64.construct(from: scalar) != nil else {
+                throw typeError(node, shape, path)
+            }
+        case .boolean:
+            guard plainScalar(node, tags: [.bool]) != nil else { throw typeError(node, shape, path) }
+        }
+    }
+
+    /// An unquoted scalar whose resolved tag is one of `tags`: so `"0.1"` is a string, not a number.
+    private func plainScalar(_ node: Node, tags: Set<Tag.Name>) -> Node.Scalar? {
+        guard case let .scalar(scalar) = node, !isString(scalar), tags.contains(resolvedTag(node)) else { return nil }
+        return scalar
+    }
+
+    private func typeError(_ node: Node, _ shape: ConfigShape, _ path: String) -> ConfigError {
+        var message = "\(path.isEmpty ? "top level" : path): expected \(shape.expectation); found \(describe(node))"
+        switch shape {
+        case .number, .integer, .seed:
+            if case let .scalar(scalar) = node, isString(scalar), Double(scalar.string) != nil {
+                message += " (numbers are written without quotes)"
+            }
+        case .boolean:
+            if case let .scalar(scalar) = node, isString(scalar), ["true", "false"].contains(scalar.string.lowercased()) {
+                message += " (true and false are written without quotes)"
+            }
+        default:
+            break
+        }
+        return ConfigError(source, at: node.mark, message)
+    }
+
+    private func unknownKey(_ key: String, in path: String, valid: [String]) -> String {
+        let place = path.isEmpty ? "at the top level" : "in \(path)"
+        if let suggestion = ConfigLoader.nearest(to: key, in: valid) {
+            return "unknown key '\(key)' \(place); did you mean '\(suggestion)'?"
+        }
+        return "unknown key '\(key)' \(place); expected one of \(valid.joined(separator: ", "))"
+    }
+}
+
+// MARK: - Values
+
+/// The checks on decoded values, each pointing at the value at fault (or, for a key that is
+/// missing, at the mapping that should hold it).
+private struct ConfigChecker {
+    let source: String
+    let nodes: ConfigNodes
+
+    static let activations = ["tanh", "sigmoid", "relu", "identity", "softmax"]
+    static let losses = ["halfSquaredError", "softmaxCrossEntropy"]
+    static let dataKinds = ["csv", "idx", "synthetic", "sample"]
+    static let tasks = ["classification", "regression"]
+    static let syntheticNames = ["xor", "sine"]
+    static let normalizations = ["standardize", "scale", "none"]
+    static let optimizerKinds = ["sgd", "adam"]
+    static let scheduleKinds = ["constant", "step", "cosine"]
+    static let precisions = ["float", "double"]
+
+    /// The data keys each kind takes (besides `kind`).
+    static let dataKeys: [String: [String]] = [
+        "csv": ["path", "labelColumn", "task", "featureColumns", "normalization", "validationSplit", "limit"],
+        "idx": ["trainImages", "trainLabels", "testImages", "testLabels", "normalization", "validationSplit", "limit"],
+        "synthetic": ["name", "count", "normalization", "validationSplit", "limit"],
+        "sample": ["input", "target"],
+    ]
+    /// The optimizer keys each kind takes (besides `kind`).
+    static let optimizerKeys: [String: [String]] = [
+        "sgd": ["learningRate", "momentum", "nesterov", "weightDecay", "schedule"],
+        "adam": ["learningRate", "beta1", "beta2", "epsilon", "weightDecay", "decoupled", "schedule"],
+    ]
+    static let scheduleKeys: [String: [String]] = ["constant": [], "step": ["every", "factor"], "cosine": ["minimumFactor"]]
+
+    // MARK: Reporting
+
+    /// An error at the value of `path` (or at its key, or nowhere when neither is in the file).
+    func error(at path: String, _ message: String) -> ConfigError {
+        ConfigError(source, at: (nodes.values[path] ?? nodes.keys[path])?.mark, message)
+    }
+
+    /// `path: expected <expected>; found <the value as written>`.
+    func expected(_ expected: String, at path: String, found fallback: @autoclosure () -> String) -> ConfigError {
+        let found = nodes.values[path].map(written) ?? fallback()
+        return error(at: path, "\(path): expected \(expected); found \(found)")
+    }
+
+    func require(_ condition: Bool, _ expected: @autoclosure () -> String, at path: String,
+                 found: @autoclosure () -> String) throws(ConfigError) {
+        guard condition else { throw self.expected(expected(), at: path, found: found()) }
+    }
+
+    func atLeastOne(_ value: Int, at path: String) throws(ConfigError) {
+        try require(value >= 1, "a whole number 1 or more", at: path, found: "\(value)")
+    }
+
+    /// `value` is one of `allowed`, else an error suggesting the nearest.
+    func oneOf(_ value: String, _ allowed: [String], at path: String) throws(ConfigError) {
+        guard !allowed.contains(value) else { return }
+        var message = "\(path): expected one of \(allowed.joined(separator: ", ")); found '\(value)'"
+        if let suggestion = ConfigLoader.nearest(to: value, in: allowed) { message += "; did you mean '\(suggestion)'?" }
+        throw error(at: path, message)
+    }
+
+    /// A key the section requires for its kind: missing, at the section's key.
+    func missing(_ key: String, in section: String, because reason: String) -> ConfigError {
+        ConfigError(source, at: (nodes.keys[section] ?? nodes.values[section])?.mark, "missing key '\(key)' in \(section); \(reason)")
+    }
+
+    /// Rejects, in document order, any key of `section` given a value but not among `allowed` (or `kind`).
+    func onlyKeys(_ allowed: [String], in section: String, for what: String) throws(ConfigError) {
+        guard case let .mapping(mapping)? = nodes.values[section] else { return }
+        for (keyNode, value) in mapping {
+            guard let key = keyNode.scalar?.string, key != "kind", !allowed.contains(key), !isNull(value) else { continue }
+            let takes = allowed.isEmpty ? "it takes no other keys" : "it takes \(allowed.joined(separator: ", "))"
+            throw ConfigError(source, at: keyNode.mark, "\(section).\(key) does not apply to \(what); \(takes)")
+        }
+    }
+
+    // MARK: Sections
+
+    func validate(_ config: inout RunConfig) throws(ConfigError) {
+        try validateModel(&config.model)
+        try validateData(config.data, isNeuron: config.model.neuron != nil)
+        try validateOptimizer(config.optimizer, isNeuron: config.model.neuron != nil)
+        try validateTraining(config.training)
+        try atLeastOne(config.output.checkpointEvery, at: "output.checkpointEvery")
+    }
+
+    func validateModel(_ model: inout ModelConfig) throws(ConfigError) {
+        if let neuron = model.neuron {
+            guard model.layers.isEmpty else {
+                throw ConfigError(source, at: nodes.keys["model.neuron"]?.mark,
+                                  "model: expected either layers (a network) or neuron (the single neuron), not both")
+            }
+            for (key, value) in [("weight", neuron.weight), ("bias", neuron.bias)] {
+                try require(value.isFinite, "a finite number", at: "model.neuron.\(key)", found: "\(value)")
+            }
+            if let inputs = model.inputs { try require(inputs == 1, "1 for the single neuron (it has one input)", at: "model.inputs", found: "\(inputs)") }
+            if nodes.has("model.loss") {
+                throw ConfigError(source, at: nodes.keys["model.loss"]?.mark,
+                                  "model.loss does not apply to the single neuron; its loss is always half the squared error")
+            }
+            return
+        }
+        guard nodes.has("model.layers") else {
+            throw missing("layers", in: "model", because: "a model needs layers (a network) or neuron (the single neuron)")
+        }
+        try require(!model.layers.isEmpty, "at least one layer", at: "model.layers", found: "an empty list")
+        if let inputs = model.inputs { try atLeastOne(inputs, at: "model.inputs") }
+        for (i, layer) in model.layers.enumerated() {
+            try atLeastOne(layer.units, at: "model.layers[\(i)].units")
+            let path = "model.layers[\(i)].activation"
+            try oneOf(layer.activation, Self.activations, at: path)
+            try require(layer.activation != "softmax" || i == model.layers.count - 1,
+                        "tanh, sigmoid, relu or identity before the last layer (softmax belongs only in the output layer)",
+                        at: path, found: "'softmax'")
+        }
+        let softmaxOutput = model.layers.last?.activation == "softmax"
+        if let loss = model.loss {
+            try oneOf(loss, Self.losses, at: "model.loss")
+            if softmaxOutput {
+                try require(loss == "softmaxCrossEntropy", "softmaxCrossEntropy after a softmax output layer",
+                            at: "model.loss", found: "'\(loss)'")
+            } else {
+                try require(loss == "halfSquaredError",
+                            "halfSquaredError: softmaxCrossEntropy needs a softmax output layer, and the last layer's activation is \(model.layers.last?.activation ?? "")",
+                            at: "model.loss", found: "'\(loss)'")
+            }
+        } else {
+            model.loss = softmaxOutput ? "softmaxCrossEntropy" : "halfSquaredError"
+        }
+    }
+
+    func validateData(_ data: DataConfig, isNeuron: Bool) throws(ConfigError) {
+        try oneOf(data.kind, Self.dataKinds, at: "data.kind")
+        if isNeuron {
+            try require(data.kind == "sample", "sample for the single neuron (model.neuron trains on one input and target)",
+                        at: "data.kind", found: "'\(data.kind)'")
+        } else {
+            try require(data.kind != "sample", "csv, idx or synthetic for a network (sample is the single neuron's one input and target)",
+                        at: "data.kind", found: "'sample'")
+        }
+        try onlyKeys(Self.dataKeys[data.kind] ?? [], in: "data", for: "a \(data.kind) dataset")
+        switch data.kind {
+        case "csv":
+            let needs = "a csv dataset needs path and labelColumn"
+            guard data.path != nil else { throw missing("path", in: "data", because: needs) }
+            guard data.labelColumn != nil else { throw missing("labelColumn", in: "data", because: needs) }
+            if let task = data.task { try oneOf(task, Self.tasks, at: "data.task") }
+            if let columns = data.featureColumns {
+                try require(!columns.isEmpty, "at least one column (or leave featureColumns out for every other column)",
+                            at: "data.featureColumns", found: "an empty list")
+            }
+        case "idx":
+            let needs = "an idx dataset needs trainImages and trainLabels"
+            guard data.trainImages != nil else { throw missing("trainImages", in: "data", because: needs) }
+            guard data.trainLabels != nil else { throw missing("trainLabels", in: "data", because: needs) }
+            if (data.testImages == nil) != (data.testLabels == nil) {
+                let (given, absent) = data.testImages == nil ? ("testLabels", "testImages") : ("testImages", "testLabels")
+                throw missing(absent, in: "data", because: "a test set needs testImages and testLabels together, and \(given) is given")
+            }
+        case "synthetic":
+            guard let name = data.name else { throw missing("name", in: "data", because: "a synthetic dataset needs name (xor or sine)") }
+            try oneOf(name, Self.syntheticNames, at: "data.name")
+            if let count = data.count {
+                guard name == "sine" else {
+                    throw ConfigError(source, at: nodes.keys["data.count"]?.mark,
+                                      "data.count does not apply to the xor dataset (always its 4 rows); only sine takes a count")
+                }
+                try atLeastOne(count, at: "data.count")
+            }
+        default:  // sample
+            let needs = "a sample needs input and target"
+            guard let input = data.input else { throw missing("input", in: "data", because: needs) }
+            guard let target = data.target else { throw missing("target", in: "data", because: needs) }
+            try require(input.isFinite, "a finite number", at: "data.input", found: "\(input)")
+            try require(target.isFinite, "a finite number", at: "data.target", found: "\(target)")
+        }
+        if let normalization = data.normalization { try oneOf(normalization, Self.normalizations, at: "data.normalization") }
+        if let split = data.validationSplit {
+            try require(split >= 0 && split < 1, "a number in [0, 1)", at: "data.validationSplit", found: "\(split)")
+        }
+        if let limit = data.limit { try atLeastOne(limit, at: "data.limit") }
+    }
+
+    func validateOptimizer(_ optimizer: OptimizerConfig, isNeuron: Bool) throws(ConfigError) {
+        try oneOf(optimizer.kind, Self.optimizerKinds, at: "optimizer.kind")
+        if isNeuron {
+            try require(optimizer.kind == "sgd", "sgd for the single neuron (it takes plain gradient steps)",
+                        at: "optimizer.kind", found: "'\(optimizer.kind)'")
+            try onlyKeys(["learningRate"], in: "optimizer", for: "the single neuron (plain gradient steps)")
+        } else {
+            try onlyKeys(Self.optimizerKeys[optimizer.kind] ?? [], in: "optimizer", for: optimizer.kind)
+        }
+        let rate = optimizer.learningRate
+        try require(rate.isFinite && rate > 0, "a finite number greater than 0", at: "optimizer.learningRate", found: "\(rate)")
+        try require(optimizer.momentum >= 0 && optimizer.momentum < 1, "a number in [0, 1)", at: "optimizer.momentum",
+                    found: "\(optimizer.momentum)")
+        try require(!optimizer.nesterov || optimizer.momentum > 0, "false when momentum is 0 (Nesterov momentum needs momentum > 0)",
+                    at: "optimizer.nesterov", found: "true")
+        try require(optimizer.beta1 >= 0 && optimizer.beta1 < 1, "a number in [0, 1)", at: "optimizer.beta1", found: "\(optimizer.beta1)")
+        try require(optimizer.beta2 >= 0 && optimizer.beta2 < 1, "a number in [0, 1)", at: "optimizer.beta2", found: "\(optimizer.beta2)")
+        try require(optimizer.epsilon.isFinite && optimizer.epsilon > 0, "a finite number greater than 0", at: "optimizer.epsilon",
+                    found: "\(optimizer.epsilon)")
+        try require(optimizer.weightDecay.isFinite && optimizer.weightDecay >= 0, "a finite number 0 or greater",
+                    at: "optimizer.weightDecay", found: "\(optimizer.weightDecay)")
+
+        let schedule = optimizer.schedule
+        try oneOf(schedule.kind, Self.scheduleKinds, at: "optimizer.schedule.kind")
+        try onlyKeys(Self.scheduleKeys[schedule.kind] ?? [], in: "optimizer.schedule", for: "a \(schedule.kind) schedule")
+        switch schedule.kind {
+        case "step":
+            guard let every = schedule.every else {
+                throw missing("every", in: "optimizer.schedule", because: "a step schedule multiplies the rate by factor every so many epochs")
+            }
+            try atLeastOne(every, at: "optimizer.schedule.every")
+            if let factor = schedule.factor {
+                try require(factor > 0 && factor <= 1, "a number in (0, 1]", at: "optimizer.schedule.factor", found: "\(factor)")
+            }
+        case "cosine":
+            if let floor = schedule.minimumFactor {
+                try require(floor >= 0 && floor <= 1, "a number in [0, 1]", at: "optimizer.schedule.minimumFactor", found: "\(floor)")
+            }
+        default:
+            break
+        }
+    }
+
+    func validateTraining(_ training: TrainingConfig) throws(ConfigError) {
+        try atLeastOne(training.epochs, at: "training.epochs")
+        if let iterations = training.iterations { try atLeastOne(iterations, at: "training.iterations") }
+        try atLeastOne(training.batchSize, at: "training.batchSize")
+        try oneOf(training.precision, Self.precisions, at: "training.precision")
+        try atLeastOne(training.blasThreads, at: "training.blasThreads")
+    }
+
+    // MARK: Data files
+
+    /// Resolves each data path against `base` and checks that the file is there.
+    func resolveDataPaths(in config: inout RunConfig, against base: String) throws(ConfigError) {
+        func resolved(_ path: String?, key: String) throws(ConfigError) -> String? {
+            guard let path else { return nil }
+            let full = ConfigLoader.resolve(path, against: base)
+            let shown = full == path ? "'\(path)'" : "'\(path)' (looked for \(full))"
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory) else {
+                throw error(at: "data.\(key)", "data.\(key): no such file \(shown)")
+            }
+            guard !isDirectory.boolValue else { throw error(at: "data.\(key)", "data.\(key): \(shown) is a directory; expected a file") }
+            return full
+        }
+        config.data.path = try resolved(config.data.path, key: "path")
+        config.data.trainImages = try resolved(config.data.trainImages, key: "trainImages")
+        config.data.trainLabels = try resolved(config.data.trainLabels, key: "trainLabels")
+        config.data.testImages = try resolved(config.data.testImages, key: "testImages")
+        config.data.testLabels = try resolved(config.data.testLabels, key: "testLabels")
+    }
+}
+
+// MARK: - Suggestions
+
+extension ConfigLoader {
+    /// The candidate nearest to `word` when it is close enough to be a likely typo, else nil.
+    ///
+    /// Words are compared ignoring case, `_` and `-` (so `learning_rate` finds `learningRate`); close
+    /// means at most one edit in four (at least one, at most three), or one word starting the other
+    /// (`batch` finds `batchSize`). Ties go to the first candidate.
+    static func nearest(to word: String, in candidates: [String]) -> String? {
+        func normalized(_ s: String) -> [Character] { Array(s.lowercased().filter { $0 != "_" && $0 != "-" }) }
+        let target = normalized(word)
+        var best: (candidate: String, distance: Int)?
+        for candidate in candidates {
+            let c = normalized(candidate)
+            let distance = editDistance(c, target)
+            let limit = max(1, min(3, c.count / 4))
+            let isPrefix = min(c.count, target.count) >= 3 && (c.starts(with: target) || target.starts(with: c))
+            guard distance <= limit || isPrefix else { continue }
+            let score = isPrefix && distance > limit ? limit + 1 : distance
+            if best == nil || score < best!.distance { best = (candidate, score) }
+        }
+        return best?.candidate
+    }
+
+    /// Edit distance counting insertions, deletions, substitutions and swaps of neighbours
+    /// (`modle` is one edit from `model`): the optimal-string-alignment form of Damerau–Levenshtein.
+    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        // Three rows of the table: before the previous, the previous, and the current.
+        var beforePrevious = [Int](repeating: 0, count: b.count + 1)
+        var previous = Array(0...b.count)
+        var current = previous
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    current[j] = min(current[j], beforePrevious[j - 2] + 1)
+                }
+            }
+            (beforePrevious, previous, current) = (previous, current, beforePrevious)
+        }
+        return previous[b.count]
+    }
+}

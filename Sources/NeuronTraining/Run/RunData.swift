@@ -1,0 +1,92 @@
+// The rows a run trains, validates and tests on, read as its config says and preprocessed with
+// statistics fitted on the training rows alone.
+import Foundation
+import NeuronCore
+
+/// How features are transformed before they reach the network; saved with every checkpoint so
+/// that `evaluate` and `predict` see inputs exactly as training did.
+public enum Preprocessing: Sendable, Equatable, Codable {
+    /// Features as read.
+    case none
+    /// Every feature multiplied by `factor` (IDX pixels: 1/255).
+    case scale(Double)
+    /// Per feature `(x - mean) / standardDeviation`, fitted on the training rows.
+    case standardize(mean: [Double], standardDeviation: [Double])
+
+    /// Applies the transformation to features in place.
+    /// - Throws: ``DataError/featureCountMismatch(expected:found:)`` when the columns differ.
+    public func apply<Scalar: TensorScalar>(to features: inout Tensor<Scalar>) throws(DataError) {
+        switch self {
+        case .none:
+            break
+        case let .scale(factor):
+            Tensor.scale(by: Scalar(factor), &features)
+        case let .standardize(mean, deviation):
+            try Standardizer<Scalar>(mean: mean.map { Scalar($0) }, standardDeviation: deviation.map { Scalar($0) }).apply(to: &features)
+        }
+    }
+}
+
+/// The datasets of a run.
+public struct RunData<Scalar: TensorScalar>: Sendable {
+    public var training: Dataset<Scalar>
+    public var validation: Dataset<Scalar>?
+    public var test: Dataset<Scalar>?
+    public var preprocessing: Preprocessing
+
+    /// Reads the data a config names. Validation rows are split off the training rows with a
+    /// generator seeded from the run's seed (`seed + 1`, so that it is independent of the epoch
+    /// order drawn from `seed`), before any statistics are fitted.
+    /// - Throws: ``DataError`` naming the file and place for anything unreadable or inconsistent.
+    public init(_ config: DataConfig, seed: UInt64) throws {
+        var splitGenerator = SeededGenerator(seed: seed &+ 1)
+        var all: Dataset<Scalar>
+        var test: Dataset<Scalar>?
+        var defaultSplit = 0.1
+        var defaultNormalization = "standardize"
+        switch config.kind {
+        case "csv":
+            let task: CSV.Task = config.task == "regression" ? .regression : .classification
+            all = try CSV.load(config.path!, labelColumn: config.labelColumn!, task: task, featureColumns: config.featureColumns)
+        case "idx":
+            // Pixels stay raw bytes here; `scale` (the default for images) divides them by 255 below.
+            all = try IDX.load(images: config.trainImages!, labels: config.trainLabels!, scale: 1)
+            if let images = config.testImages, let labels = config.testLabels {
+                test = try IDX.load(images: images, labels: labels, scale: 1, classNames: all.classNames)
+            }
+            defaultNormalization = "scale"
+        case "synthetic" where config.name == "xor":
+            all = Synthetic.xor()
+            defaultSplit = 0
+            defaultNormalization = "none"
+        case "synthetic":
+            var generator = SeededGenerator(seed: seed &+ 2)
+            all = try Synthetic.sine(count: config.count ?? 256, generator: &generator)
+        default:
+            throw DataError.invalidArgument(name: "data.kind", value: config.kind, expected: "csv, idx or synthetic for a network")
+        }
+        if let limit = config.limit, limit < all.count { all = all.subset(Array(0 ..< limit)) }
+        let fraction = config.validationSplit ?? defaultSplit
+        if fraction > 0 {
+            let (training, validation) = try all.split(validationFraction: fraction, generator: &splitGenerator)
+            self.training = training
+            self.validation = validation
+        } else {
+            training = all
+            validation = nil
+        }
+        self.test = test
+        switch config.normalization ?? defaultNormalization {
+        case "standardize":
+            let fitted = Standardizer(fitting: training.features)
+            preprocessing = .standardize(mean: fitted.mean.map(Double.init), standardDeviation: fitted.standardDeviation.map(Double.init))
+        case "scale":
+            preprocessing = .scale(1.0 / 255)
+        default:
+            preprocessing = .none
+        }
+        try preprocessing.apply(to: &training.features)
+        if validation != nil { try preprocessing.apply(to: &validation!.features) }
+        if self.test != nil { try preprocessing.apply(to: &self.test!.features) }
+    }
+}

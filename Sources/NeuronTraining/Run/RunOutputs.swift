@@ -1,0 +1,165 @@
+// The files a run leaves in its directory besides the checkpoint: metrics per epoch, curves, and
+// a summary. Each is written whole and atomically, so a crash leaves the previous version.
+import Foundation
+import NeuronCore
+
+/// What a finished (or stopped) run reports, as `summary.json`.
+public struct RunSummary: Sendable, Equatable, Codable {
+    public var title: String
+    /// `finished`, `stopped`, `diverged at step …`.
+    public var phase: String
+    public var epochs: Int
+    public var steps: Int
+    public var seed: UInt64
+    public var precision: String
+    public var blas: String
+    public var trainingLoss: Double?
+    public var validationLoss: Double?
+    public var validationAccuracy: Double?
+    /// `test` or `validation`: the rows of the final evaluation.
+    public var evaluatedOn: String?
+    public var evaluationLoss: Double?
+    public var evaluationAccuracy: Double?
+    /// The neuron's trained parameters and output (single-neuron runs).
+    public var trainedWeight: Double?
+    public var trainedBias: Double?
+    public var trainedOutput: Double?
+    public var trainingSeconds: Double
+    public var samplesPerSecond: Double?
+    public var checkpoint: String?
+
+    public init(title: String, phase: String, epochs: Int, steps: Int, seed: UInt64, precision: String, blas: String,
+                trainingSeconds: Double) {
+        (self.title, self.phase, self.epochs, self.steps, self.seed, self.precision, self.blas, self.trainingSeconds) =
+            (title, phase, epochs, steps, seed, precision, blas, trainingSeconds)
+    }
+}
+
+/// The run directory's files.
+public struct RunOutputs: Sendable {
+    /// The run directory.
+    public let directory: String
+
+    public init(directory: String) { self.directory = directory }
+
+    /// Creates the directory (and its parents) when missing.
+    public func prepare() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    public func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
+
+    /// Whether the directory already holds a run's checkpoint.
+    public var holdsRun: Bool { FileManager.default.fileExists(atPath: path("checkpoint.safetensors")) }
+
+    /// `metrics.csv`: one row per epoch.
+    public func writeMetrics(_ records: [EpochRecord]) throws {
+        func cell(_ x: Double?) -> String { x.map { "\($0)" } ?? "" }
+        var text = "epoch,step,training_loss,training_accuracy,validation_loss,validation_accuracy\n"
+        for r in records {
+            text += "\(r.epoch),\(r.step),\(r.trainingLoss),\(cell(r.trainingAccuracy)),\(cell(r.validationLoss)),\(cell(r.validationAccuracy))\n"
+        }
+        try AtomicFile.write(text, to: path("metrics.csv"))
+    }
+
+    /// `curves.svg`: loss and accuracy per epoch, training and validation.
+    public func writeCurves(_ records: [EpochRecord], title: String) throws {
+        try AtomicFile.write(Curves.svg(records, title: title), to: path("curves.svg"))
+    }
+
+    /// `summary.json`.
+    public func writeSummary(_ summary: RunSummary) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try AtomicFile.write(Array(try encoder.encode(summary)), to: path("summary.json"))
+    }
+}
+
+/// Line charts as plain SVG: one panel for loss, one for accuracy (when there is any).
+enum Curves {
+    struct Series { var name: String; var color: String; var dashed: Bool; var points: [(Double, Double)] }
+
+    static func svg(_ records: [EpochRecord], title: String) -> String {
+        let loss = [
+            Series(name: "training loss", color: "#1f77b4", dashed: false, points: records.map { (Double($0.epoch), $0.trainingLoss) }),
+            Series(name: "validation loss", color: "#d62728", dashed: true,
+                   points: records.compactMap { r in r.validationLoss.map { (Double(r.epoch), $0) } }),
+        ].filter { !$0.points.isEmpty }
+        let accuracy = [
+            Series(name: "training accuracy", color: "#1f77b4", dashed: false,
+                   points: records.compactMap { r in r.trainingAccuracy.map { (Double(r.epoch), $0) } }),
+            Series(name: "validation accuracy", color: "#d62728", dashed: true,
+                   points: records.compactMap { r in r.validationAccuracy.map { (Double(r.epoch), $0) } }),
+        ].filter { !$0.points.isEmpty }
+        let panels = accuracy.isEmpty ? [("loss", loss)] : [("loss", loss), ("accuracy", accuracy)]
+        let width = 720, panelHeight = 300, top = 40
+        let height = top + panels.count * (panelHeight + 20)
+        var body = """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)" font-family="sans-serif" font-size="12">
+            <rect width="100%" height="100%" fill="white"/>
+            <text x="\(width / 2)" y="24" text-anchor="middle" font-size="15">\(escape(title))</text>
+
+            """
+        for (i, (label, series)) in panels.enumerated() {
+            body += panel(series, label: label, x: 70, y: top + i * (panelHeight + 20), width: width - 100, height: panelHeight - 50)
+        }
+        return body + "</svg>\n"
+    }
+
+    /// One panel: axes with ticks and labels, a line per series, a legend.
+    static func panel(_ series: [Series], label: String, x: Int, y: Int, width: Int, height: Int) -> String {
+        let all = series.flatMap(\.points)
+        guard !all.isEmpty else { return "" }
+        let (x0, x1) = (all.map(\.0).min()!, max(all.map(\.0).max()!, all.map(\.0).min()! + 1))
+        var (y0, y1) = (all.map(\.1).min()!, all.map(\.1).max()!)
+        if label == "accuracy" { y1 = min(1, y1 + 0.02); y0 = max(0, y0 - 0.02) }
+        if y1 - y0 < 1e-12 { y1 = y0 + 1 }
+        let yTicks = ticks(y0, y1), xTicks = ticks(x0, x1).filter { $0 == $0.rounded() }
+        y0 = min(y0, yTicks.first ?? y0); y1 = max(y1, yTicks.last ?? y1)
+        func px(_ v: Double) -> Double { Double(x) + (v - x0) / (x1 - x0) * Double(width) }
+        func py(_ v: Double) -> Double { Double(y + height) - (v - y0) / (y1 - y0) * Double(height) }
+        var s = "<g>\n"
+        s += "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(width)\" height=\"\(height)\" fill=\"none\" stroke=\"#444\"/>\n"
+        for t in yTicks where t >= y0 && t <= y1 {
+            s += "<line x1=\"\(x)\" x2=\"\(x + width)\" y1=\"\(f(py(t)))\" y2=\"\(f(py(t)))\" stroke=\"#ddd\"/>"
+            s += "<text x=\"\(x - 6)\" y=\"\(f(py(t) + 4))\" text-anchor=\"end\">\(tickLabel(t))</text>\n"
+        }
+        for t in xTicks where t >= x0 && t <= x1 {
+            s += "<line x1=\"\(f(px(t)))\" x2=\"\(f(px(t)))\" y1=\"\(y + height)\" y2=\"\(y + height + 5)\" stroke=\"#444\"/>"
+            s += "<text x=\"\(f(px(t)))\" y=\"\(y + height + 18)\" text-anchor=\"middle\">\(tickLabel(t))</text>\n"
+        }
+        s += "<text x=\"\(x + width / 2)\" y=\"\(y + height + 34)\" text-anchor=\"middle\">epoch</text>\n"
+        s += "<text x=\"\(x - 50)\" y=\"\(y + height / 2)\" text-anchor=\"middle\" transform=\"rotate(-90 \(x - 50) \(y + height / 2))\">\(label)</text>\n"
+        for (i, line) in series.enumerated() {
+            let points = line.points.map { "\(f(px($0.0))),\(f(py($0.1)))" }.joined(separator: " ")
+            s += "<polyline fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "") points=\"\(points)\"/>\n"
+            if line.points.count == 1 { s += "<circle cx=\"\(f(px(line.points[0].0)))\" cy=\"\(f(py(line.points[0].1)))\" r=\"3\" fill=\"\(line.color)\"/>\n" }
+            let ly = y + 16 + i * 16
+            s += "<line x1=\"\(x + width - 150)\" x2=\"\(x + width - 126)\" y1=\"\(ly - 4)\" y2=\"\(ly - 4)\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "")/>"
+            s += "<text x=\"\(x + width - 120)\" y=\"\(ly)\">\(line.name)</text>\n"
+        }
+        return s + "</g>\n"
+    }
+
+    /// About five round ticks covering [a, b].
+    static func ticks(_ a: Double, _ b: Double) -> [Double] {
+        let raw = (b - a) / 5
+        let magnitude = pow(10, floor(log10(raw)))
+        let step = [1.0, 2, 5, 10].map { $0 * magnitude }.first { $0 >= raw } ?? raw
+        var t = floor(a / step) * step, result: [Double] = []
+        while t <= b + step * 0.5 && result.count < 12 { result.append(t); t += step }
+        return result
+    }
+
+    static func tickLabel(_ v: Double) -> String {
+        if v == v.rounded() && abs(v) < 1e6 { return String(Int(v)) }
+        if abs(v) < 1e-3 || abs(v) >= 1e4 { return String(format: "%.1e", v) }
+        return String(format: "%g", (v * 1e4).rounded() / 1e4)
+    }
+
+    static func f(_ v: Double) -> String { String(format: "%.1f", v) }
+
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+    }
+}

@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import NeuronCore
+import NeuronTraining
+
+/// `neuron gradcheck CONFIG`: analytic gradients against faux ones, on the configured network.
+struct Gradcheck: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the configured network's gradients against finite differences (exit 0 pass, 1 fail).",
+        discussion: "Central differences in Double by default (PyTorch gradcheck's eps 1e-6, atol 1e-5, rtol 1e-3); a Float network is checked on a Double copy.")
+
+    @Argument(help: "The config file.")
+    var config: String
+
+    @Option(help: "Check this many seeded entries per tensor instead of all.")
+    var samples: Int?
+
+    @Option(help: "Central-difference step.", transform: parseNumber)
+    var eps: Double = 1e-6
+
+    @Option(help: "Absolute tolerance.", transform: parseNumber)
+    var atol: Double = 1e-5
+
+    @Option(help: "Relative tolerance.", transform: parseNumber)
+    var rtol: Double = 1e-3
+
+    @Flag(help: "Forward differences (SPEC §2) with --tiny instead of central ones.")
+    var forward = false
+
+    @Option(help: "The forward-difference nudge.", transform: parseNumber)
+    var tiny: Double = 1e-4
+
+    @Option(name: .customLong("batch-size"), help: "Training rows in the checked batch.")
+    var batchSize: Int = 16
+
+    @Option(help: "Check the weights of this checkpoint instead of the seeded initial ones.")
+    var checkpoint: String?
+
+    @Flag(help: "Print the report as JSON.")
+    var json = false
+
+    func validate() throws {
+        if let samples, samples < 1 { throw ValidationError("--samples must be at least 1, got \(samples)") }
+        if eps <= 0 { throw ValidationError("--eps must be greater than 0, got \(eps)") }
+        if tiny <= 0 { throw ValidationError("--tiny must be greater than 0, got \(tiny)") }
+        if atol < 0 || rtol < 0 { throw ValidationError("--atol and --rtol must be 0 or more") }
+        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1, got \(batchSize)") }
+    }
+
+    func run() throws {
+        let config = try ConfigLoader.load(self.config)
+        BLAS.threadCount = config.training.blasThreads
+        let run = try RunBuilder.build(config, resume: try checkpoint.map(Checkpoint.read))
+        let difference = forward ? try FiniteDifference<Double>(.forward, tiny: tiny) : try FiniteDifference<Double>(.central, tiny: eps)
+        let check = try GradientCheck(difference: difference, absoluteTolerance: atol, relativeTolerance: rtol,
+                                      samplesPerTensor: samples, seed: config.training.seed)
+        let report = try run.gradientCheck(check, batchSize: batchSize)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            print(report)
+        }
+        if !report.passed { throw ExitCode(1) }
+    }
+}

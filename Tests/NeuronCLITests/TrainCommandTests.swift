@@ -1,0 +1,160 @@
+import Foundation
+import Testing
+
+/// The repository's Data folder.
+let dataDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Data").standardized.path
+
+/// A fresh, empty directory for one test's runs.
+func scratchDirectory(_ name: String) throws -> String {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-cli-\(name)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url.path
+}
+
+/// The tensors of a run's checkpoint as raw bytes by name, read with the same rules as the
+/// format (8-byte little-endian header length, JSON header, data), independently of our reader.
+func checkpointTensors(_ directory: String) throws -> [String: Data] {
+    let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/checkpoint.safetensors"))
+    let length = Int(data.prefix(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) })
+    let header = try #require(try JSONSerialization.jsonObject(with: data.subdata(in: 8 ..< 8 + length)) as? [String: Any])
+    var tensors: [String: Data] = [:]
+    for (name, value) in header where name != "__metadata__" {
+        let offsets = try #require((value as? [String: Any])?["data_offsets"] as? [Int])
+        tensors[name] = data.subdata(in: 8 + length + offsets[0] ..< 8 + length + offsets[1])
+    }
+    return tensors
+}
+
+struct Summary: Decodable {
+    var phase: String
+    var epochs: Int
+    var steps: Int
+    var trainingLoss: Double?
+    var evaluatedOn: String?
+    var evaluationAccuracy: Double?
+    var trainedOutput: Double?
+    var trainedWeight: Double?
+    var trainedBias: Double?
+}
+
+func summary(_ directory: String) throws -> Summary {
+    try JSONDecoder().decode(Summary.self, from: Data(contentsOf: URL(fileURLWithPath: directory + "/summary.json")))
+}
+
+@Suite("neuron train, gradcheck, evaluate, predict")
+struct TrainCommandTests {
+    @Test("XOR trains from its config and leaves every run file")
+    func xor() throws {
+        let out = try scratchDirectory("xor") + "/run"
+        let run = try runNeuron(["train", dataDirectory + "/xor.yaml", "--output", out, "--quiet"])
+        #expect(run.status == 0, "\(run.stderr)")
+        for file in ["checkpoint.safetensors", "checkpoint.json", "metrics.csv", "curves.svg", "summary.json"] {
+            #expect(FileManager.default.fileExists(atPath: out + "/" + file), "missing \(file)")
+        }
+        let s = try summary(out)
+        #expect(s.phase == "finished" && s.epochs == 1_000)
+        #expect(try #require(s.trainingLoss) < 1e-3)
+        let metrics = try String(contentsOfFile: out + "/metrics.csv", encoding: .utf8).split(separator: "\n")
+        #expect(metrics.count == 1_001 && metrics[0].hasPrefix("epoch,step,training_loss"))
+        let svg = try String(contentsOfFile: out + "/curves.svg", encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") && svg.contains("training loss") && svg.contains(">epoch<"))
+        #expect(run.stdout.contains("finished") && run.stdout.contains(out))
+        // The JSON config is the same run.
+        let json = try scratchDirectory("xor-json") + "/run"
+        #expect(try runNeuron(["train", dataDirectory + "/xor.json", "--output", json, "--quiet"]).status == 0)
+        #expect(try checkpointTensors(json) == checkpointTensors(out))
+    }
+
+    @Test("The single neuron's config: the summary shows trained output 0.1000000000000007")
+    func singleNeuron() throws {
+        let out = try scratchDirectory("neuron") + "/run"
+        let run = try runNeuron(["train", dataDirectory + "/single-neuron.yaml", "--output", out, "--quiet"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let s = try summary(out)
+        #expect(s.trainedOutput == 0.1000000000000007)
+        #expect(s.trainedWeight == 0.4959537581015022 && s.trainedBias == 0.09537581015006125)
+        #expect(run.stdout.contains("0.1000000000000007"))
+    }
+
+    @Test("Resuming at an epoch boundary ends with exactly the weights of an uninterrupted run",
+          arguments: [("xor.yaml", "30", "60"), ("iris.yaml", "3", "6")])
+    func resumeAtEpochBoundary(config: String, half: String, full: String) throws {
+        let base = try scratchDirectory("resume")
+        let straight = base + "/straight", split = base + "/split"
+        #expect(try runNeuron(["train", dataDirectory + "/" + config, "--epochs", full, "--output", straight, "--quiet"]).status == 0)
+        #expect(try runNeuron(["train", dataDirectory + "/" + config, "--epochs", half, "--output", split, "--quiet"]).status == 0)
+        let resumed = try runNeuron(["train", dataDirectory + "/" + config, "--epochs", full, "--resume", split, "--quiet"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(try checkpointTensors(split) == checkpointTensors(straight))
+        #expect(try summary(split).steps == summary(straight).steps)
+    }
+
+    @Test("Ctrl-C finishes the step, writes a checkpoint, exits 130; resuming matches an uninterrupted run")
+    func interruptAndResume() throws {
+        let base = try scratchDirectory("interrupt")
+        let straight = base + "/straight", split = base + "/split"
+        let arguments = ["train", dataDirectory + "/digits.yaml", "--epochs", "60", "--json"]
+        #expect(try runNeuron(arguments + ["--output", straight]).status == 0)
+        // Interrupt once progress shows a step inside the first epochs.
+        let interrupted = try runNeuron(arguments + ["--output", split], interruptWhen: { $0.contains("\"phase\":\"running\"") && $0.contains("\"step\":") })
+        #expect(interrupted.status == 130, "\(interrupted.stderr)")
+        let stopped = try summary(split)
+        #expect(stopped.phase == "stopped" && stopped.steps < 60 * 45)
+        let resumed = try runNeuron(arguments + ["--output", split, "--resume", split])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(try checkpointTensors(split) == checkpointTensors(straight))
+        // Progress was one JSON object per update, the last one the summary.
+        let lines = resumed.stdout.split(separator: "\n")
+        #expect(lines.count > 2 && lines.allSatisfy { $0.hasPrefix("{") })
+    }
+
+    @Test("evaluate reports the accuracy printed at the end of training; predict writes one row per input")
+    func evaluateAndPredict() throws {
+        let out = try scratchDirectory("iris") + "/run"
+        let trained = try runNeuron(["train", dataDirectory + "/iris.yaml", "--output", out, "--quiet"])
+        #expect(trained.status == 0, "\(trained.stderr)")
+        let accuracy = try #require(try summary(out).evaluationAccuracy)
+        #expect(accuracy >= 0.9)
+        let evaluated = try runNeuron(["evaluate", out])
+        #expect(evaluated.status == 0, "\(evaluated.stderr)")
+        #expect(evaluated.stdout.contains("accuracy  \(accuracy)"), "\(evaluated.stdout)")
+        #expect(evaluated.stdout.contains("setosa") && evaluated.stdout.contains("confusion matrix"))
+        let predicted = try runNeuron(["predict", out, dataDirectory + "/iris.csv"])
+        #expect(predicted.status == 0, "\(predicted.stderr)")
+        let rows = predicted.stdout.split(separator: "\n")
+        #expect(rows.count == 151 && rows[0] == "row,class,p_setosa,p_versicolor,p_virginica")
+        #expect(rows[1].hasPrefix("1,setosa,"))
+    }
+
+    @Test("gradcheck passes on a configured network and fails with zero tolerance")
+    func gradcheck() throws {
+        let pass = try runNeuron(["gradcheck", dataDirectory + "/digits.yaml", "--samples", "20"])
+        #expect(pass.status == 0, "\(pass.stdout)\(pass.stderr)")
+        #expect(pass.stdout.contains("layers.0.weight") && pass.stdout.contains("PASS"))
+        let strict = try runNeuron(["gradcheck", dataDirectory + "/xor.yaml", "--atol", "0", "--rtol", "0", "--json"])
+        #expect(strict.status == 1)
+        #expect(strict.stdout.contains("\"worst\""))
+    }
+
+    @Test("Bad input exits 2 naming the file and place, and overwrites nothing")
+    func badInput() throws {
+        let dir = try scratchDirectory("bad")
+        let config = dir + "/bad.yaml"
+        try "model:\n  layers:\n    - units: 4\ndata:\n  kind: synthetic\n  name: xor\noptimizer:\n  learning_rate: 0.1\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let run = try runNeuron(["train", config, "--output", dir + "/run"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("bad.yaml:8:3") && run.stderr.contains("learningRate"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/run"))
+        // A finished run is never overwritten by a new one.
+        let out = dir + "/xor"
+        #expect(try runNeuron(["train", dataDirectory + "/xor.yaml", "--output", out, "--epochs", "5", "--quiet"]).status == 0)
+        let before = try checkpointTensors(out)
+        let again = try runNeuron(["train", dataDirectory + "/xor.yaml", "--output", out, "--epochs", "9", "--quiet"])
+        #expect(again.status == 2 && again.stderr.contains("already holds a run"), "\(again.stderr)")
+        #expect(try checkpointTensors(out) == before)
+        // A corrupt checkpoint names its file.
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: out + "/checkpoint.safetensors"))
+        let corrupt = try runNeuron(["evaluate", out])
+        #expect(corrupt.status == 2 && corrupt.stderr.contains("checkpoint.safetensors"), "\(corrupt.stderr)")
+    }
+}

@@ -1,0 +1,464 @@
+import Foundation
+import Testing
+@testable import NeuronTraining
+
+/// The repository root: three levels up from Tests/NeuronTrainingTests/ConfigLoaderTests.swift.
+private let repositoryRoot = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+/// A ready config in the repository's Data folder.
+private func ready(_ name: String) throws -> RunConfig {
+    try ConfigLoader.load(repositoryRoot + "/Data/" + name)
+}
+
+/// The message of the error that parsing `text` as `run.yaml` throws (data paths not checked),
+/// or "no error".
+private func failure(_ text: String, source: String = "run.yaml") -> String {
+    do {
+        _ = try ConfigLoader.parse(text, source: source, baseDirectory: nil)
+        return "no error"
+    } catch {
+        return error.description
+    }
+}
+
+/// A fresh folder in the temporary directory holding `files` (name → text), removed after `body`.
+private func withFolder(_ files: [String: String], _ body: (String) throws -> Void) throws {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-config-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    for (name, text) in files { try Data(text.utf8).write(to: folder.appendingPathComponent(name)) }
+    try body(folder.path)
+}
+
+/// A valid network config, lines 1–7; tests append sections from line 8 on.
+private let xorNetwork = """
+    model:
+      layers:
+        - units: 4
+        - units: 1
+    data:
+      kind: synthetic
+      name: xor
+
+    """
+
+/// A valid neuron config, lines 1–7.
+private let neuron = """
+    model:
+      neuron: {weight: 0.5, bias: 0.5}
+    data:
+      kind: sample
+      input: 0.01
+      target: 0.1
+    training: {iterations: 10}
+
+    """
+
+@Suite("Config: YAML and JSON run configs, checked key by key")
+struct ConfigLoaderTests {
+    // MARK: Ready configs
+
+    @Test("Every ready config in Data/ loads, with relative data paths resolved against Data/")
+    func readyConfigs() throws {
+        let neuron = try ready("single-neuron.yaml")
+        #expect(neuron.model.neuron == NeuronConfig(weight: 0.5, bias: 0.5) && neuron.model.layers.isEmpty && neuron.model.loss == nil)
+        #expect(neuron.data.kind == "sample" && neuron.data.input == 0.01 && neuron.data.target == 0.1)
+        #expect(neuron.optimizer.kind == "sgd" && neuron.optimizer.learningRate == 0.01)
+        #expect(neuron.training.iterations == 100_000 && neuron.training.precision == "double")
+
+        let xor = try ready("xor.yaml")
+        #expect(xor.model.inputs == 2 && xor.model.layers == [LayerConfig(units: 4, activation: "tanh"), LayerConfig(units: 1, activation: "tanh")])
+        #expect(xor.model.loss == "halfSquaredError")
+        #expect(xor.data.kind == "synthetic" && xor.data.name == "xor" && xor.data.validationSplit == 0)
+        #expect(xor.optimizer.learningRate == 0.5 && xor.optimizer.momentum == 0.9)
+        #expect(xor.training.epochs == 1000 && xor.training.batchSize == 4 && xor.training.seed == 1 && xor.training.precision == "double")
+
+        let iris = try ready("iris.yaml")
+        #expect(iris.data.path == repositoryRoot + "/Data/iris.csv" && iris.data.labelColumn == "species")
+        #expect(iris.data.normalization == "standardize" && iris.data.validationSplit == 0.2)
+        #expect(iris.model.inputs == 4 && iris.model.layers.map(\.units) == [16, 3] && iris.model.layers.map(\.activation) == ["tanh", "softmax"])
+        #expect(iris.model.loss == "softmaxCrossEntropy")
+        #expect(iris.optimizer.learningRate == 0.05 && iris.optimizer.momentum == 0.9)
+        #expect(iris.training.epochs == 100 && iris.training.batchSize == 16 && iris.training.seed == 42)
+
+        let digits = try ready("digits.yaml")
+        #expect(digits.data.path == repositoryRoot + "/Data/digits.csv" && digits.data.labelColumn == "digit")
+        #expect(digits.model.inputs == 64 && digits.model.layers.map(\.units) == [32, 10])
+        #expect(digits.training.epochs == 20 && digits.training.batchSize == 32 && digits.training.seed == 7)
+
+        let fashion = try ready("fashion-mnist.yaml")
+        #expect(fashion.data.kind == "idx" && fashion.data.normalization == "scale" && fashion.data.validationSplit == 0.1)
+        #expect(fashion.data.trainImages == "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+        #expect(fashion.data.testLabels == "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
+        #expect(fashion.model.inputs == 784 && fashion.model.layers.map(\.units) == [256, 128, 10])
+        #expect(fashion.model.layers.map(\.activation) == ["tanh", "tanh", "softmax"])
+        #expect(fashion.optimizer.nesterov == false && fashion.optimizer.learningRate == 0.05)
+        #expect(fashion.training.epochs == 15 && fashion.training.batchSize == 64 && fashion.training.precision == "float")
+        #expect(fashion.training.blasThreads == 2)
+    }
+
+    @Test("xor.json is the same run as xor.yaml")
+    func jsonEqualsYAML() throws {
+        #expect(try ready("xor.json") == ready("xor.yaml"))
+    }
+
+    // MARK: Defaults
+
+    @Test("A minimal config takes every documented default; the loss follows the last activation")
+    func defaults() throws {
+        let config = try ConfigLoader.parse(xorNetwork, source: "run.yaml", baseDirectory: nil)
+        var data = DataConfig(kind: "synthetic")
+        data.name = "xor"
+        let expected = RunConfig(
+            model: ModelConfig(layers: [LayerConfig(units: 4), LayerConfig(units: 1)], loss: "halfSquaredError"), data: data)
+        #expect(config == expected)
+        // The defaults spelled out, as the README documents them.
+        #expect(config.model.layers[0].activation == "tanh" && config.model.inputs == nil && config.model.neuron == nil)
+        let o = config.optimizer
+        #expect(o.kind == "sgd" && o.learningRate == 0.01 && o.momentum == 0 && !o.nesterov)
+        #expect(o.beta1 == 0.9 && o.beta2 == 0.999 && o.epsilon == 1e-8 && o.weightDecay == 0 && !o.decoupled)
+        #expect(o.schedule.kind == "constant" && o.schedule.every == nil && o.schedule.factor == nil && o.schedule.minimumFactor == nil)
+        let t = config.training
+        #expect(t.epochs == 10 && t.iterations == nil && t.batchSize == 32 && t.seed == 42 && t.precision == "float" && t.blasThreads == 2)
+        #expect(config.output.directory == nil && config.output.checkpointEvery == 1)
+        #expect(config.data.normalization == nil && config.data.validationSplit == nil && config.data.limit == nil)
+
+        let softmax = try ConfigLoader.parse(
+            "model: {layers: [{units: 3, activation: softmax}]}\ndata: {kind: synthetic, name: xor}\n", source: "s.yaml", baseDirectory: nil)
+        #expect(softmax.model.loss == "softmaxCrossEntropy")
+    }
+
+    @Test("A null value (key: with nothing after it) keeps the default")
+    func nullIsDefault() throws {
+        let config = try ConfigLoader.parse(xorNetwork + "training:\n  epochs:\n  seed: ~\noptimizer:\n", source: "run.yaml", baseDirectory: nil)
+        #expect(config.training == TrainingConfig() && config.optimizer == OptimizerConfig())
+    }
+
+    @Test("RunConfig decodes with any Decoder, taking defaults for absent keys, and round-trips through JSON")
+    func codable() throws {
+        let minimal = #"{"model": {"layers": [{"units": 2}]}, "data": {"kind": "csv", "path": "a.csv", "labelColumn": "y"}}"#
+        let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(minimal.utf8))
+        var data = DataConfig(kind: "csv")
+        (data.path, data.labelColumn) = ("a.csv", "y")
+        #expect(decoded == RunConfig(model: ModelConfig(layers: [LayerConfig(units: 2)]), data: data))
+
+        let full = Self.everyKeySet()
+        #expect(try JSONDecoder().decode(RunConfig.self, from: JSONEncoder().encode(full)) == full)
+    }
+
+    @Test("The loader's schema knows exactly the keys RunConfig encodes")
+    func schemaMatchesCodable() throws {
+        let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.everyKeySet()))
+        func paths(_ value: Any, _ prefix: String) -> Set<String> {
+            if let object = value as? [String: Any] {
+                return object.reduce(into: Set<String>()) { result, entry in
+                    let path = prefix.isEmpty ? entry.key : prefix + "." + entry.key
+                    result.insert(path)
+                    result.formUnion(paths(entry.value, path))
+                }
+            }
+            if let array = value as? [Any] { return array.reduce(into: Set<String>()) { $0.formUnion(paths($1, prefix + "[]")) } }
+            return []
+        }
+        #expect(paths(json, "") == ConfigLoader.schemaKeyPaths)
+    }
+
+    /// A config with every optional key set, so that encoding writes every key.
+    static func everyKeySet() -> RunConfig {
+        var data = DataConfig(kind: "csv")
+        (data.path, data.labelColumn, data.task, data.featureColumns) = ("a.csv", "y", "regression", ["x"])
+        (data.trainImages, data.trainLabels, data.testImages, data.testLabels) = ("a", "b", "c", "d")
+        (data.name, data.count, data.input, data.target) = ("sine", 5, 0.5, 0.25)
+        (data.normalization, data.validationSplit, data.limit) = ("none", 0.5, 3)
+        var optimizer = OptimizerConfig()
+        (optimizer.kind, optimizer.momentum, optimizer.nesterov, optimizer.decoupled) = ("adam", 0.5, true, true)
+        (optimizer.schedule.kind, optimizer.schedule.every, optimizer.schedule.factor, optimizer.schedule.minimumFactor) = ("step", 2, 0.5, 0.1)
+        var training = TrainingConfig()
+        training.iterations = 7
+        var output = OutputConfig()
+        output.directory = "runs/x"
+        return RunConfig(
+            model: ModelConfig(inputs: 3, layers: [LayerConfig(units: 2)], loss: "halfSquaredError", neuron: NeuronConfig(weight: 1, bias: 2)),
+            data: data, optimizer: optimizer, training: training, output: output)
+    }
+
+    // MARK: Data paths
+
+    @Test("Relative data paths are resolved against the config's folder; absolute ones stay")
+    func dataPaths() throws {
+        let config = """
+            model: {layers: [{units: 3, activation: softmax}]}
+            data: {kind: csv, path: table.csv, labelColumn: y}
+            """
+        try withFolder(["run.yaml": config, "table.csv": "x,y\n1,a\n"]) { folder in
+            let relative = try ConfigLoader.load(folder + "/run.yaml")
+            #expect(relative.data.path == folder + "/table.csv")
+            let text = config.replacingOccurrences(of: "table.csv", with: folder + "/table.csv")
+            let absolute = try ConfigLoader.parse(text, source: "run.yaml", baseDirectory: "/elsewhere")
+            #expect(absolute.data.path == folder + "/table.csv")
+            // Without a base directory, paths stay as written and are not looked for.
+            let unresolved = try ConfigLoader.parse(config, source: "run.yaml", baseDirectory: nil)
+            #expect(unresolved.data.path == "table.csv")
+        }
+    }
+
+    @Test("A missing data file names the config, the key's place and the path looked for")
+    func missingDataFile() throws {
+        let config = """
+            model: {layers: [{units: 3, activation: softmax}]}
+            data:
+              kind: csv
+              path: tabel.csv
+              labelColumn: y
+            """
+        try withFolder(["run.yaml": config, "table.csv": "x,y\n1,a\n"]) { folder in
+            #expect(throws: ConfigError(file: folder + "/run.yaml", line: 4, column: 9,
+                                        message: "data.path: no such file 'tabel.csv' (looked for \(folder)/tabel.csv)")) {
+                try ConfigLoader.load(folder + "/run.yaml")
+            }
+        }
+        let idx = """
+            model: {layers: [{units: 10, activation: softmax}]}
+            data: {kind: idx, trainImages: /nowhere/images.gz, trainLabels: /nowhere/labels.gz}
+            """
+        #expect(throws: ConfigError(file: "i.yaml", line: 2, column: 32, message: "data.trainImages: no such file '/nowhere/images.gz'")) {
+            try ConfigLoader.parse(idx, source: "i.yaml", baseDirectory: "")
+        }
+    }
+
+    @Test("A missing config file, or a folder, names the path")
+    func missingConfigFile() throws {
+        #expect(throws: ConfigError(file: "/nowhere/run.yaml", message: "no such file")) { try ConfigLoader.load("/nowhere/run.yaml") }
+        #expect(ConfigError(file: "/nowhere/run.yaml", message: "no such file").description == "/nowhere/run.yaml: no such file")
+        try withFolder([:]) { folder in
+            #expect(throws: ConfigError(file: folder, message: "is a directory; expected a YAML or JSON config file")) {
+                try ConfigLoader.load(folder)
+            }
+        }
+    }
+
+    // MARK: Syntax
+
+    @Test("A YAML syntax error reports Yams' line and column")
+    func syntaxError() {
+        #expect(failure("model:\n  layers: [{units: 4}\ndata: {kind: csv}\n") == "run.yaml:3:1: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 2, column 11)")
+        #expect(failure("model:\n  layers:\n    - units: 4\n   bad indent\n") == "run.yaml:4:4: invalid YAML: did not find expected key (while parsing a block mapping at line 2, column 3)")
+    }
+
+    @Test("A key twice, an empty file, a top level that is not a mapping")
+    func structure() {
+        #expect(failure("training:\n  epochs: 3\n  epochs: 4\n") == "run.yaml:2:3: the key 'epochs' appears more than once in one mapping; each key may appear once")
+        #expect(failure("") == "run.yaml: the file is empty; expected a mapping with the keys model and data")
+        #expect(failure("# only a comment\n") == "run.yaml: the file is empty; expected a mapping with the keys model and data")
+        #expect(failure("- model\n") == "run.yaml:1:1: top level: expected a mapping (keys model, data, optimizer, training, output); found a list")
+    }
+
+    // MARK: Unknown keys
+
+    @Test("Unknown keys at the top level and nested, with the nearest valid key when it is close")
+    func unknownKeys() {
+        #expect(failure("modle:\n  layers: []\n") == "run.yaml:1:1: unknown key 'modle' at the top level; did you mean 'model'?")
+        #expect(failure(xorNetwork + "colour: red\n")
+                == "run.yaml:8:1: unknown key 'colour' at the top level; expected one of model, data, optimizer, training, output")
+        #expect(failure(xorNetwork + "optimizer:\n  learning_rate: 0.1\n")
+                == "run.yaml:9:3: unknown key 'learning_rate' in optimizer; did you mean 'learningRate'?")
+        #expect(failure(xorNetwork + "training:\n  epoch: 3\n") == "run.yaml:9:3: unknown key 'epoch' in training; did you mean 'epochs'?")
+        #expect(failure(xorNetwork + "training:\n  batch: 3\n") == "run.yaml:9:3: unknown key 'batch' in training; did you mean 'batchSize'?")
+        #expect(failure(xorNetwork + "output:\n  folder: runs\n")
+                == "run.yaml:9:3: unknown key 'folder' in output; expected one of directory, checkpointEvery")
+        #expect(failure(xorNetwork + "optimizer:\n  schedule: {kind: step, evry: 2}\n")
+                == "run.yaml:9:26: unknown key 'evry' in optimizer.schedule; did you mean 'every'?")
+        #expect(failure("model:\n  layers:\n    - unit: 4\n") == "run.yaml:3:7: unknown key 'unit' in model.layers[0]; did you mean 'units'?")
+    }
+
+    @Test("A JSON config with an unknown key gives its line and column")
+    func jsonUnknownKey() {
+        let json = """
+            {
+              "model": {"layers": [{"units": 1}]},
+              "data": {"kind": "synthetic", "name": "xor"},
+              "optimizer": {"kind": "sgd", "learningrate": 0.1}
+            }
+            """
+        #expect(failure(json, source: "run.json") == "run.json:4:32: unknown key 'learningrate' in optimizer; did you mean 'learningRate'?")
+    }
+
+    // MARK: Types
+
+    @Test("Wrong types name the expected type and what was found")
+    func wrongTypes() {
+        #expect(failure(xorNetwork + "optimizer:\n  learningRate: \"0.1\"\n")
+                == "run.yaml:9:17: optimizer.learningRate: expected a number; found the string '0.1' (numbers are written without quotes)")
+        #expect(failure("model:\n  - units: 4\n")
+                == "run.yaml:2:3: model: expected a mapping (keys inputs, layers, loss, neuron); found a list")
+        #expect(failure("model:\n  layers: {units: 4}\n")
+                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys units, activation); found a mapping")
+        #expect(failure(xorNetwork + "training:\n  epochs: 1.5\n") == "run.yaml:9:11: training.epochs: expected a whole number; found 1.5")
+        #expect(failure(xorNetwork + "training:\n  seed: -1\n")
+                == "run.yaml:9:9: training.seed: expected a whole number from 0 to 18446744073709551615; found -1")
+        #expect(failure(xorNetwork + "optimizer:\n  momentum: 0.9\n  nesterov: 'true'\n")
+                == "run.yaml:10:13: optimizer.nesterov: expected true or false; found the string 'true' (true and false are written without quotes)")
+        #expect(failure(xorNetwork + "optimizer:\n  kind: [sgd]\n") == "run.yaml:9:9: optimizer.kind: expected a string; found a list")
+        #expect(failure("model:\n  layers:\n    - units:\ndata: {kind: csv}\n")
+                == "run.yaml:3:13: model.layers[0].units: expected a whole number; found nothing (null)")
+        // Integers are fine where numbers are expected.
+        #expect(failure(xorNetwork + "optimizer:\n  learningRate: 1\n") == "no error")
+    }
+
+    // MARK: Values: model
+
+    @Test("Model values out of range")
+    func modelValues() {
+        #expect(failure("model:\n  layers:\n    - units: 0\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:3:14: model.layers[0].units: expected a whole number 1 or more; found 0")
+        #expect(failure("model:\n  layers:\n    - {units: 4, activation: Tanh}\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:3:30: model.layers[0].activation: expected one of tanh, sigmoid, relu, identity, softmax; found 'Tanh'; did you mean 'tanh'?")
+        #expect(failure("model:\n  layers:\n    - {units: 4, activation: softmax}\n    - {units: 1}\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:3:30: model.layers[0].activation: expected tanh, sigmoid, relu or identity before the last layer (softmax belongs only in the output layer); found 'softmax'")
+        #expect(failure("model:\n  layers: [{units: 3, activation: softmax}]\n  loss: halfSquaredError\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:3:9: model.loss: expected softmaxCrossEntropy after a softmax output layer; found 'halfSquaredError'")
+        #expect(failure("model:\n  layers: [{units: 3}]\n  loss: softmaxCrossEntropy\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:3:9: model.loss: expected halfSquaredError: softmaxCrossEntropy needs a softmax output layer, and the last layer's activation is tanh; found 'softmaxCrossEntropy'")
+        #expect(failure("model:\n  layers: [{units: 3}]\n  loss: mse\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:3:9: model.loss: expected one of halfSquaredError, softmaxCrossEntropy; found 'mse'")
+        #expect(failure("model:\n  inputs: 0\n  layers: [{units: 3}]\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:2:11: model.inputs: expected a whole number 1 or more; found 0")
+        #expect(failure("model:\n  layers: []\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:2:11: model.layers: expected at least one layer; found an empty list")
+        #expect(failure("model:\n  inputs: 2\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:1:1: missing key 'layers' in model; a model needs layers (a network) or neuron (the single neuron)")
+        #expect(failure("model:\n  layers: [{units: 1}]\n  neuron: {}\ndata: {kind: sample, input: 1, target: 1}\n")
+                == "run.yaml:3:3: model: expected either layers (a network) or neuron (the single neuron), not both")
+        #expect(failure("model:\n  neuron: {weight: .nan}\ndata: {kind: sample, input: 1, target: 1}\n")
+                == "run.yaml:2:20: model.neuron.weight: expected a finite number; found .nan")
+        #expect(failure("model:\n  neuron: {}\n  loss: halfSquaredError\ndata: {kind: sample, input: 1, target: 1}\n")
+                == "run.yaml:3:3: model.loss does not apply to the single neuron; its loss is always half the squared error")
+    }
+
+    // MARK: Values: data
+
+    @Test("Each data kind's required keys")
+    func dataRequiredKeys() {
+        let model = "model: {layers: [{units: 1}]}\n"
+        #expect(failure(model + "data:\n  kind: csv\n  labelColumn: y\n")
+                == "run.yaml:2:1: missing key 'path' in data; a csv dataset needs path and labelColumn")
+        #expect(failure(model + "data:\n  kind: csv\n  path: a.csv\n")
+                == "run.yaml:2:1: missing key 'labelColumn' in data; a csv dataset needs path and labelColumn")
+        #expect(failure(model + "data:\n  kind: idx\n  trainImages: a.gz\n")
+                == "run.yaml:2:1: missing key 'trainLabels' in data; an idx dataset needs trainImages and trainLabels")
+        #expect(failure(model + "data: {kind: idx, trainImages: a, trainLabels: b, testImages: c}\n")
+                == "run.yaml:2:1: missing key 'testLabels' in data; a test set needs testImages and testLabels together, and testImages is given")
+        #expect(failure(model + "data:\n  kind: synthetic\n")
+                == "run.yaml:2:1: missing key 'name' in data; a synthetic dataset needs name (xor or sine)")
+        #expect(failure("model: {neuron: {}}\ndata:\n  kind: sample\n  input: 0.01\n")
+                == "run.yaml:2:1: missing key 'target' in data; a sample needs input and target")
+        #expect(failure("model: {layers: [{units: 1}]}\n") == "run.yaml: missing key 'data' at the top level")
+        #expect(failure(model + "data:\n  path: a.csv\n") == "run.yaml:2:1: missing key 'kind' in data")
+    }
+
+    @Test("Data values out of range, and keys of another kind")
+    func dataValues() {
+        let model = "model: {layers: [{units: 1}]}\n"
+        #expect(failure(model + "data:\n  kind: parquet\n")
+                == "run.yaml:3:9: data.kind: expected one of csv, idx, synthetic, sample; found 'parquet'")
+        #expect(failure(model + "data:\n  kind: synthetic\n  name: xor\n  validationSplit: 1\n")
+                == "run.yaml:5:20: data.validationSplit: expected a number in [0, 1); found 1")
+        #expect(failure(model + "data:\n  kind: synthetic\n  name: sine\n  count: 0\n")
+                == "run.yaml:5:10: data.count: expected a whole number 1 or more; found 0")
+        #expect(failure(model + "data:\n  kind: synthetic\n  name: xor\n  limit: 0\n")
+                == "run.yaml:5:10: data.limit: expected a whole number 1 or more; found 0")
+        #expect(failure(model + "data:\n  kind: synthetic\n  name: sin\n")
+                == "run.yaml:4:9: data.name: expected one of xor, sine; found 'sin'; did you mean 'sine'?")
+        #expect(failure(model + "data:\n  kind: synthetic\n  name: xor\n  normalization: standardise\n")
+                == "run.yaml:5:18: data.normalization: expected one of standardize, scale, none; found 'standardise'; did you mean 'standardize'?")
+        #expect(failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, task: regresion}\n")
+                == "run.yaml:2:54: data.task: expected one of classification, regression; found 'regresion'; did you mean 'regression'?")
+        #expect(failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, name: xor}\n")
+                == "run.yaml:2:48: data.name does not apply to a csv dataset; it takes path, labelColumn, task, featureColumns, normalization, validationSplit, limit")
+        // The first such key in the file is the one reported.
+        #expect(failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, target: 1, name: xor}\n")
+                == "run.yaml:2:48: data.target does not apply to a csv dataset; it takes path, labelColumn, task, featureColumns, normalization, validationSplit, limit")
+        #expect(failure("model: {neuron: {}}\ndata: {kind: sample, input: 1, target: 1, normalization: none}\n")
+                == "run.yaml:2:43: data.normalization does not apply to a sample dataset; it takes input, target")
+        #expect(failure(model + "data: {kind: synthetic, name: xor, count: 8}\n")
+                == "run.yaml:2:36: data.count does not apply to the xor dataset (always its 4 rows); only sine takes a count")
+        #expect(failure(model + "data: {kind: sample, input: 1, target: 1}\n")
+                == "run.yaml:2:14: data.kind: expected csv, idx or synthetic for a network (sample is the single neuron's one input and target); found 'sample'")
+        #expect(failure("model: {neuron: {}}\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:2:14: data.kind: expected sample for the single neuron (model.neuron trains on one input and target); found 'synthetic'")
+    }
+
+    // MARK: Values: optimizer
+
+    @Test("Optimizer values out of range, and keys of the other kind")
+    func optimizerValues() {
+        func check(_ lines: String, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(failure(xorNetwork + "optimizer:\n" + lines) == expected, sourceLocation: sourceLocation)
+        }
+        check("  learningRate: 0\n", "run.yaml:9:17: optimizer.learningRate: expected a finite number greater than 0; found 0")
+        check("  learningRate: .inf\n", "run.yaml:9:17: optimizer.learningRate: expected a finite number greater than 0; found .inf")
+        check("  momentum: 1\n", "run.yaml:9:13: optimizer.momentum: expected a number in [0, 1); found 1")
+        check("  nesterov: true\n",
+              "run.yaml:9:13: optimizer.nesterov: expected false when momentum is 0 (Nesterov momentum needs momentum > 0); found true")
+        check("  kind: adam\n  beta2: 1\n", "run.yaml:10:10: optimizer.beta2: expected a number in [0, 1); found 1")
+        check("  kind: adam\n  epsilon: 0\n", "run.yaml:10:12: optimizer.epsilon: expected a finite number greater than 0; found 0")
+        check("  weightDecay: -0.1\n", "run.yaml:9:16: optimizer.weightDecay: expected a finite number 0 or greater; found -0.1")
+        check("  kind: adamw\n", "run.yaml:9:9: optimizer.kind: expected one of sgd, adam; found 'adamw'; did you mean 'adam'?")
+        check("  kind: sgd\n  beta1: 0.8\n",
+              "run.yaml:10:3: optimizer.beta1 does not apply to sgd; it takes learningRate, momentum, nesterov, weightDecay, schedule")
+        check("  kind: adam\n  momentum: 0.9\n",
+              "run.yaml:10:3: optimizer.momentum does not apply to adam; it takes learningRate, beta1, beta2, epsilon, weightDecay, decoupled, schedule")
+        check("  schedule: {kind: linear}\n",
+              "run.yaml:9:20: optimizer.schedule.kind: expected one of constant, step, cosine; found 'linear'")
+        check("  schedule: {kind: step}\n",
+              "run.yaml:9:3: missing key 'every' in optimizer.schedule; a step schedule multiplies the rate by factor every so many epochs")
+        check("  schedule: {kind: step, every: 0}\n", "run.yaml:9:33: optimizer.schedule.every: expected a whole number 1 or more; found 0")
+        check("  schedule: {kind: step, every: 5, factor: 1.5}\n", "run.yaml:9:44: optimizer.schedule.factor: expected a number in (0, 1]; found 1.5")
+        check("  schedule: {kind: cosine, minimumFactor: 2}\n",
+              "run.yaml:9:43: optimizer.schedule.minimumFactor: expected a number in [0, 1]; found 2")
+        check("  schedule: {kind: cosine, every: 2}\n",
+              "run.yaml:9:28: optimizer.schedule.every does not apply to a cosine schedule; it takes minimumFactor")
+        check("  schedule: {kind: step, every: 30}\n", "no error")
+    }
+
+    @Test("The single neuron takes plain gradient steps: sgd and a learning rate only")
+    func neuronOptimizer() {
+        #expect(failure(neuron + "optimizer: {kind: adam}\n")
+                == "run.yaml:8:19: optimizer.kind: expected sgd for the single neuron (it takes plain gradient steps); found 'adam'")
+        #expect(failure(neuron + "optimizer: {momentum: 0.9}\n")
+                == "run.yaml:8:13: optimizer.momentum does not apply to the single neuron (plain gradient steps); it takes learningRate")
+        #expect(failure(neuron + "optimizer: {learningRate: 0.1}\n") == "no error")
+    }
+
+    // MARK: Values: training and output
+
+    @Test("Training and output values out of range")
+    func trainingValues() {
+        func check(_ lines: String, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(failure(xorNetwork + lines) == expected, sourceLocation: sourceLocation)
+        }
+        check("training:\n  epochs: 0\n", "run.yaml:9:11: training.epochs: expected a whole number 1 or more; found 0")
+        check("training:\n  iterations: 0\n", "run.yaml:9:15: training.iterations: expected a whole number 1 or more; found 0")
+        check("training:\n  batchSize: -4\n", "run.yaml:9:14: training.batchSize: expected a whole number 1 or more; found -4")
+        check("training:\n  precision: half\n", "run.yaml:9:14: training.precision: expected one of float, double; found 'half'")
+        check("training:\n  blasThreads: 0\n", "run.yaml:9:16: training.blasThreads: expected a whole number 1 or more; found 0")
+        check("output:\n  checkpointEvery: 0\n", "run.yaml:9:20: output.checkpointEvery: expected a whole number 1 or more; found 0")
+    }
+
+    // MARK: Suggestions
+
+    @Test("Suggestions: close misspellings and prefixes, nothing for a stranger")
+    func suggestions() {
+        let training = ["epochs", "iterations", "batchSize", "seed", "precision", "blasThreads"]
+        #expect(ConfigLoader.nearest(to: "epoch", in: training) == "epochs")
+        #expect(ConfigLoader.nearest(to: "batch_size", in: training) == "batchSize")
+        #expect(ConfigLoader.nearest(to: "Seed", in: training) == "seed")
+        #expect(ConfigLoader.nearest(to: "threads", in: training) == nil)
+        #expect(ConfigLoader.nearest(to: "colour", in: training) == nil)
+        #expect(ConfigLoader.nearest(to: "modle", in: ["model", "data"]) == "model")
+        #expect(ConfigLoader.editDistance(Array("kitten"), Array("sitting")) == 3)
+        #expect(ConfigLoader.editDistance(Array("modle"), Array("model")) == 1)  // a swap of neighbours is one edit
+        #expect(ConfigLoader.editDistance(Array(""), Array("abc")) == 3)
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import NeuronCore
+import Testing
+@testable import NeuronTraining
+
+// The oracle is Python's safetensors (the reference implementation, Rust underneath) with numpy.
+// These tests fail, never skip, when it is missing: `pip install safetensors numpy`.
+
+/// `python3 -c <script> <arguments>`, with its output in files so that neither pipe can fill up.
+private func python(_ script: String, _ arguments: [String] = [], in directory: CheckpointTestDirectory) throws -> String {
+    let id = UUID().uuidString
+    let (outPath, errPath) = (directory.file("\(id).stdout"), directory.file("\(id).stderr"))
+    for file in [outPath, errPath] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
+    defer { try? FileManager.default.removeItem(atPath: outPath); try? FileManager.default.removeItem(atPath: errPath) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", "-c", script] + arguments
+    process.standardOutput = FileHandle(forWritingAtPath: outPath)
+    process.standardError = FileHandle(forWritingAtPath: errPath)
+    try process.run()
+    process.waitUntilExit()
+    let output = try String(contentsOfFile: outPath, encoding: .utf8)
+    guard process.terminationStatus == 0 else {
+        let errors = try String(contentsOfFile: errPath, encoding: .utf8)
+        throw PythonFailed(status: process.terminationStatus, errors: errors)
+    }
+    return output
+}
+
+private struct PythonFailed: Error, CustomStringConvertible {
+    var status: Int32
+    /// What python3 wrote to standard error.
+    var errors: String
+    var description: String { "python3 exited with status \(status): \(errors)" }
+}
+
+/// Fails, with what to install, unless `python3` can import safetensors and numpy.
+private func requireSafetensors(in directory: CheckpointTestDirectory) throws {
+    struct MissingPython: Error, CustomStringConvertible { var description: String }
+    do {
+        _ = try python("import safetensors, numpy", in: directory)
+    } catch {
+        // The traceback's last line says what is missing: "ModuleNotFoundError: No module named 'safetensors'".
+        let reason = (error as? PythonFailed)?.errors.split(separator: "\n").last.map(String.init) ?? "\(error)"
+        throw MissingPython(description: "the interop tests need Python 3 with safetensors and numpy:"
+            + " run `pip install safetensors numpy` (\(reason))")
+    }
+}
+
+/// Python's description of a tensor: numpy's dtype name, the shape, and the little-endian bytes in hex.
+private struct PythonTensor: Decodable, Equatable {
+    var dtype: String
+    var shape: [Int]
+    var hex: String
+}
+
+private struct PythonFile: Decodable {
+    var metadata: [String: String]?
+    var tensors: [String: PythonTensor]
+}
+
+/// The Python function both scripts describe arrays with.
+private let describe = """
+    def describe(a):
+        little = a.astype(a.dtype.newbyteorder("<"), copy=True)
+        return {"dtype": str(a.dtype), "shape": list(a.shape), "hex": little.tobytes().hex()}
+    """
+
+/// How Python would describe `entry`.
+private func pythonView(_ entry: SafeTensors.Entry) -> PythonTensor {
+    let names: [SafeTensors.DType: String] = [.f32: "float32", .f64: "float64", .i64: "int64", .i32: "int32", .u8: "uint8"]
+    return PythonTensor(dtype: names[entry.dtype]!, shape: entry.shape,
+                        hex: entry.bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
+}
+
+@Suite("SafeTensors interop with Python's safetensors")
+struct SafeTensorsInteropTests {
+    @Test("Python's safetensors loads our checkpoint with identical tensors and metadata")
+    func pythonReadsOurs() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try requireSafetensors(in: directory)
+
+        let quietNaN = Float(bitPattern: 0x7FC0_002A), signalingNaN = Double(bitPattern: 0x7FF0_0000_0000_0015)
+        let entries = [
+            SafeTensors.entry("layers.0.weight", try Tensor<Float>(rows: [[1.5, -0.0, .leastNonzeroMagnitude], [.infinity, quietNaN, 0.1]])),
+            SafeTensors.entry("layers.0.bias", Tensor<Float>(vector: [-.infinity, .greatestFiniteMagnitude, 3])),
+            SafeTensors.entry("layers.1.weight", try Tensor<Double>(rows: [[0.1], [-0.0], [Double.leastNormalMagnitude.nextDown]])),
+            SafeTensors.entry("layers.1.bias", Tensor<Double>(vector: [signalingNaN])),
+            SafeTensors.entry("epoch.order", int64: [3, 0, -1, .max, .min], shape: [5]),
+            SafeTensors.entry("loss", try Tensor<Double>(shape: [], scalars: [0.25])),
+            SafeTensors.entry("empty", Tensor<Float>(zeros: [0, 3])),
+        ]
+        let metadata = ["format": "neuron", "epoch": "2", "note": "é ∑ \"quoted\" \\ \n"]
+        let path = directory.file("checkpoint.safetensors")
+        try SafeTensors.write(entries, metadata: metadata, to: path)
+
+        let script = """
+            import json, sys
+            from safetensors import safe_open
+            from safetensors.numpy import load_file
+            \(describe)
+            path = sys.argv[1]
+            tensors = load_file(path)
+            with safe_open(path, framework="np") as f:
+                metadata = f.metadata()
+            print(json.dumps({"metadata": metadata, "tensors": {name: describe(a) for name, a in tensors.items()}}))
+            """
+        let seen = try JSONDecoder().decode(PythonFile.self, from: Data(try python(script, [path], in: directory).utf8))
+        #expect(seen.metadata == metadata)
+        #expect(Set(seen.tensors.keys) == Set(entries.map(\.name)))
+        for entry in entries {
+            #expect(seen.tensors[entry.name] == pythonView(entry), "\(entry.name)")
+        }
+    }
+
+    @Test("We read what Python's safetensors writes, bit for bit")
+    func weReadPythons() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try requireSafetensors(in: directory)
+
+        let path = directory.file("python.safetensors")
+        let script = """
+            import json, sys
+            import numpy as np
+            from safetensors.numpy import save_file
+            \(describe)
+            path = sys.argv[1]
+            nans = np.array([0x7FC0002A, 0x7F800015], dtype="<u4").view("<f4")
+            tensors = {
+                "layers.0.weight": np.concatenate([np.array([1.5, -0.0, np.inf, -np.inf, 1e-45, 3.4028235e38], dtype=np.float32), nans]).reshape(2, 4),
+                "layers.0.bias": np.array([0.1, -2.0**-1024, 1e300], dtype=np.float64),
+                "epoch.order": np.array([3, 0, -1, 2**63 - 1, -2**63], dtype=np.int64),
+                "loss": np.array(0.25, dtype=np.float64),
+                "empty": np.zeros((0, 3), dtype=np.float32),
+            }
+            metadata = {"format": "np", "epoch": "3", "note": "é ∑ \\"quoted\\""}
+            save_file(tensors, path, metadata=metadata)
+            print(json.dumps({"metadata": metadata, "tensors": {name: describe(a) for name, a in tensors.items()}}))
+            """
+        let written = try JSONDecoder().decode(PythonFile.self, from: Data(try python(script, [path], in: directory).utf8))
+        let (entries, metadata) = try SafeTensors.read(path)
+
+        #expect(metadata == written.metadata)
+        #expect(Set(entries.map(\.name)) == Set(written.tensors.keys))
+        for entry in entries {
+            #expect(pythonView(entry) == written.tensors[entry.name], "\(entry.name)")
+        }
+        // The values, against Swift's own literals.
+        func entry(_ name: String) throws -> SafeTensors.Entry { try SafeTensors.entry(named: name, in: entries, source: path) }
+        let weight = try entry("layers.0.weight").tensor(as: Float.self, source: path)
+        #expect(weight.shape == [2, 4])
+        #expect(weight.scalars.map(\.bitPattern)
+                == [Float(1.5), -0.0, .infinity, -.infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude].map(\.bitPattern) + [0x7FC0_002A, 0x7F80_0015])
+        #expect(try entry("layers.0.bias").tensor(as: Double.self, source: path).scalars.map(\.bitPattern)
+                == [0.1, -0x1p-1024, 1e300].map(\.bitPattern))  // -2^-1024 is subnormal
+        #expect(try entry("epoch.order").int64s(source: path) == [3, 0, -1, .max, .min])
+        let loss = try entry("loss").tensor(as: Double.self, source: path)
+        #expect(loss.shape == [] && loss.scalars == [0.25])
+        #expect(try entry("empty").tensor(as: Float.self, source: path).shape == [0, 3])
+    }
+}
