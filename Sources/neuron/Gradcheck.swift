@@ -58,6 +58,9 @@ struct Gradcheck: ParsableCommand {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            // A zero tolerance makes severities infinite, and a broken network's gradients may be
+            // NaN: written as strings, as the progress JSON does, since JSON has no such numbers.
+            encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
             print(String(decoding: try encoder.encode(report), as: UTF8.self))
         } else {
             print(report)

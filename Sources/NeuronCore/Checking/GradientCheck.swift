@@ -219,28 +219,27 @@ public struct GradientCheckReport: Sendable, Equatable, Codable, CustomStringCon
     /// A table per tensor, then the worst entries by name, then PASS or FAIL.
     public var description: String {
         var lines = ["Gradient check of \(network): \(method) differences, eps \(eps), pass when |a - n| <= \(absoluteTolerance) + \(relativeTolerance)·|n|"]
-        lines.append(Self.columns(["tensor", "shape", "checked", "max abs error", "max rel error", "result"]))
-        for t in tensors {
-            lines.append(Self.columns([t.name, TensorError.format(t.shape), "\(t.checked)/\(t.total)",
-                                       "\(t.maxAbsoluteError)", "\(t.maxRelativeError)",
-                                       t.passed ? "ok" : "FAIL (\(t.failures))"]))
-        }
+        lines += Self.table([["tensor", "shape", "checked", "max abs error", "max rel error", "result"]] + tensors.map { t in
+            [t.name, TensorError.format(t.shape), "\(t.checked)/\(t.total)", "\(t.maxAbsoluteError)", "\(t.maxRelativeError)",
+             t.passed ? "ok" : "FAIL (\(t.failures))"]
+        })
         lines.append("Worst entries:")
-        lines.append(Self.columns(["entry", "analytic", "faux", "abs error", "rel error", ""]))
-        for e in worst {
-            let position = e.position.map(String.init).joined(separator: ", ")
-            lines.append(Self.columns(["\(e.name)[\(position)]", "\(e.analytic)", "\(e.faux)",
-                                       "\(e.absoluteError)", "\(e.relativeError)", e.passed ? "ok" : "FAIL"]))
-        }
+        lines += Self.table([["entry", "analytic", "faux", "abs error", "rel error", ""]] + worst.map { e in
+            ["\(e.name)[\(e.position.map(String.init).joined(separator: ", "))]", "\(e.analytic)", "\(e.faux)",
+             "\(e.absoluteError)", "\(e.relativeError)", e.passed ? "ok" : "FAIL"]
+        })
         lines.append(passed ? "PASS" : "FAIL: \(failingTensors.map(\.name).joined(separator: ", "))")
         return lines.joined(separator: "\n")
     }
 
-    private static func columns(_ cells: [String]) -> String {
-        let widths = [20, 12, 12, 24, 24, 0]
-        return "  " + zip(cells, widths).map { cell, width in
-            cell.count >= width ? cell + " " : cell + String(repeating: " ", count: width - cell.count)
-        }.joined()
+    /// Rows with each column padded to its widest cell, indented by two spaces.
+    private static func table(_ rows: [[String]]) -> [String] {
+        let widths = (0 ..< (rows.first?.count ?? 0)).map { j in rows.map { $0[j].count }.max() ?? 0 }
+        return rows.map { row in
+            "  " + row.enumerated().map { j, cell in
+                j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2)
+            }.joined()
+        }
     }
 }
 
