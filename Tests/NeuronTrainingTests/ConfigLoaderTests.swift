@@ -93,8 +93,8 @@ struct ConfigLoaderTests {
         #expect(fashion.data.testLabels == "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
         #expect(fashion.model.inputs == 784 && fashion.model.layers.map(\.units) == [256, 128, 10])
         #expect(fashion.model.layers.map(\.activation) == ["tanh", "tanh", "softmax"])
-        #expect(fashion.optimizer.nesterov == false && fashion.optimizer.learningRate == 0.05)
-        #expect(fashion.training.epochs == 15 && fashion.training.batchSize == 64 && fashion.training.precision == "float")
+        #expect(fashion.optimizer.nesterov == false && fashion.optimizer.learningRate == 0.02 && fashion.optimizer.schedule.kind == "cosine")
+        #expect(fashion.training.epochs == 20 && fashion.training.batchSize == 64 && fashion.training.precision == "float")
         #expect(fashion.training.blasThreads == 2)
     }
 

@@ -36,9 +36,14 @@ func xorEngine(epochs: Int, learningRate: Double = 0.5, seed: UInt64 = 1) throws
         dataset: Synthetic.xor(as: Double.self), batchSize: 4, epochs: epochs, seed: seed)
 }
 
-/// The engine run straight through, with no view model: the reference for exactness.
-func straightRun<E: TrainingEngine>(_ engine: E) -> E {
+/// The engine run straight through (or for exactly `steps` steps), with no view model: the
+/// reference for exactness.
+func straightRun<E: TrainingEngine>(_ engine: E, steps: Int? = nil) -> E {
     var engine = engine
-    while !engine.isFinished { engine.step() }
+    while !engine.isFinished && engine.stepsTaken < (steps ?? .max) { engine.step() }
     return engine
 }
+
+/// Planned steps no test can reach: a run that only ends when a test stops it, however slow or
+/// fast the machine, so reacting to a state can never come too late.
+let endless = 10_000_000

@@ -23,9 +23,9 @@ struct TrainingViewModelTests {
         #expect(vm.engine?.network.parameters == straightRun(try xorEngine(epochs: 1_000)).network.parameters)
     }
 
-    @Test("Pausing and resuming mid-run ends with the weights of an uninterrupted run")
+    @Test("Pausing and resuming mid-run gives the weights of a run that never paused")
     func pauseResumeExact() async throws {
-        let engine = try xorEngine(epochs: 20_000)
+        let engine = try xorEngine(epochs: endless)
         let vm = TrainingViewModel(engine: engine, policy: .every(100))
         // The script reacts to each observed state with the next event, as a user at a screen would.
         var phases: [TrainingViewState.Phase] = []
@@ -39,28 +39,33 @@ struct TrainingViewModelTests {
                 pausedAt = state.step
                 #expect(vm.engine?.stepsTaken == state.step)  // the engine is back, at the step the state shows
                 vm.handle(event: .resume)
+            case .running where pausedAt.map { state.step >= $0 + 100 } == true: vm.handle(event: .stop)
             default: break
             }
-            if state.phase == .finished { break }
+            if state.phase == .stopped { break }
         }
-        #expect(phases == [.idle, .running, .paused, .running, .finished])
+        #expect(phases == [.idle, .running, .paused, .running, .stopped])
         let paused = try #require(pausedAt)
-        #expect(paused >= 100 && paused < 20_000)
-        #expect(vm.engine?.network.parameters == straightRun(engine).network.parameters)
+        let ended = try #require(vm.engine)
+        #expect(paused >= 100 && ended.stepsTaken >= paused + 100)
+        #expect(ended.network.parameters == straightRun(engine, steps: ended.stepsTaken).network.parameters)
     }
 
-    @Test("Stopping, then resuming from the stopped state, ends with the same weights")
+    @Test("Stopping, then resuming from the stopped state, gives the weights of a run that never stopped")
     func stopResumeExact() async throws {
-        let engine = try xorEngine(epochs: 20_000)
+        let engine = try xorEngine(epochs: endless)
         let vm = TrainingViewModel(engine: engine, policy: .every(100))
         vm.handle(event: .start)
         _ = try await waitUntil(vm) { $0.step >= 100 }
         vm.handle(event: .stop)
         let stopped = try await waitUntil(vm) { $0.phase == .stopped }
-        #expect(stopped.step < stopped.totalSteps)
         vm.handle(event: .resume)
-        _ = try await waitUntil(vm) { $0.phase == .finished }
-        #expect(vm.engine?.network.parameters == straightRun(engine).network.parameters)
+        _ = try await waitUntil(vm) { $0.phase == .running && $0.step >= stopped.step + 100 }
+        vm.handle(event: .stop)
+        _ = try await waitUntil(vm) { $0.phase == .stopped }
+        let ended = try #require(vm.engine)
+        #expect(ended.stepsTaken > stopped.step)
+        #expect(ended.network.parameters == straightRun(engine, steps: ended.stepsTaken).network.parameters)
     }
 
     @Test("Single steps while idle or paused: exactly that many, then paused")
@@ -79,7 +84,7 @@ struct TrainingViewModelTests {
 
     @Test("Events that mean nothing in the phase are ignored, and the state says so")
     func ignoredEvents() async throws {
-        let vm = TrainingViewModel(engine: try xorEngine(epochs: 20_000), policy: .every(100))
+        let vm = TrainingViewModel(engine: try xorEngine(epochs: endless), policy: .every(100))
         vm.handle(event: .resume)           // idle: nothing to resume
         vm.handle(event: .step(count: 0))   // zero steps mean nothing
         #expect(vm.viewState.phase == .idle && vm.viewState.step == 0)
@@ -97,7 +102,7 @@ struct TrainingViewModelTests {
         vm.handle(event: .reset)
         let reset = try await waitUntil(vm) { $0.phase == .idle }
         #expect(reset.step == 0 && reset.loss == nil)
-        #expect(vm.engine?.network.parameters == (try xorEngine(epochs: 20_000)).network.parameters)
+        #expect(vm.engine?.network.parameters == (try xorEngine(epochs: endless)).network.parameters)
     }
 
     @Test("A NaN loss moves the phase to diverged with the step and the layer")
@@ -138,7 +143,7 @@ struct TrainingViewModelTests {
 
     @Test("checkGradients while running is done at a step boundary")
     func checkWhileRunning() async throws {
-        let vm = TrainingViewModel(engine: try xorEngine(epochs: 20_000), policy: .every(100))
+        let vm = TrainingViewModel(engine: try xorEngine(epochs: endless), policy: .every(100))
         vm.handle(event: .start)
         _ = try await waitUntil(vm) { $0.step >= 100 }
         vm.handle(event: .checkGradients)

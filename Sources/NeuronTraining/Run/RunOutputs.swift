@@ -130,6 +130,8 @@ enum Curves {
         }
         s += "<text x=\"\(x + width / 2)\" y=\"\(y + height + 34)\" text-anchor=\"middle\">epoch</text>\n"
         s += "<text x=\"\(x - 50)\" y=\"\(y + height / 2)\" text-anchor=\"middle\" transform=\"rotate(-90 \(x - 50) \(y + height / 2))\">\(label)</text>\n"
+        // The legend sits on a white box so that a curve passing under it does not garble it.
+        s += "<rect x=\"\(x + width - 158)\" y=\"\(y + 4)\" width=\"152\" height=\"\(series.count * 16 + 6)\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n"
         for (i, line) in series.enumerated() {
             let points = line.points.map { "\(f(px($0.0))),\(f(py($0.1)))" }.joined(separator: " ")
             s += "<polyline fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "") points=\"\(points)\"/>\n"
