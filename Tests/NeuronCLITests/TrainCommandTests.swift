@@ -137,6 +137,28 @@ struct TrainCommandTests {
         #expect(strict.stdout.contains("\"worst\""))
     }
 
+    @Test("A run that diverges says where, exits 1 and leaves the last good checkpoint as it was")
+    func divergence() throws {
+        let dir = try scratchDirectory("diverge")
+        let config = dir + "/sine.yaml"
+        try """
+            model:
+              layers:
+                - {units: 16, activation: relu}
+                - {units: 1, activation: identity}
+            data: {kind: synthetic, name: sine, count: 256}
+            optimizer: {kind: sgd, learningRate: 0.01}
+            training: {epochs: 2, batchSize: 16, precision: double}
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let out = dir + "/run"
+        #expect(try runNeuron(["train", config, "--output", out, "--quiet"]).status == 0)
+        let good = try checkpointTensors(out)
+        let diverged = try runNeuron(["train", config, "--resume", out, "--epochs", "50", "--learning-rate", "1e6", "--quiet"])
+        #expect(diverged.status == 1, "\(diverged.stdout)\(diverged.stderr)")
+        #expect(diverged.stdout.contains("diverged at step"), "\(diverged.stdout)")
+        #expect(try checkpointTensors(out) == good)
+    }
+
     @Test("Bad input exits 2 naming the file and place, and overwrites nothing")
     func badInput() throws {
         let dir = try scratchDirectory("bad")
