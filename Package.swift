@@ -55,17 +55,20 @@ let package = Package(
             ]
         ),
 
-        /// `swift run -c release Benchmarks`: checks, then times, against the BLAS ceiling.
+        /// `swift run -c release Benchmarks`: checks, then times, against the BLAS ceiling and the
+        /// peers (NumPy, PyTorch: `Benchmarks/peers/`, run as separate processes).
         .executableTarget(
             name: "Benchmarks",
             dependencies: [
                 "NeuronCore",
                 "NeuronTraining",
+                "AllocationCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: "Benchmarks",
-            exclude: ["README.md"]
+            path: "Benchmarks/Runner"
         ),
+        /// Counts heap allocations in the benchmark process (its own malloc family over glibc's).
+        .target(name: "AllocationCounter", path: "Benchmarks/AllocationCounter"),
 
         // MARK: - Tests
 

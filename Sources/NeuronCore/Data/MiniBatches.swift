@@ -72,8 +72,8 @@ public struct MiniBatches: Sendable, Equatable, Codable {
     ) {
         precondition(dataset.count == count, "batches over \(count) samples filled from a dataset of \(dataset.count)")
         let positions = range(ofBatch: index)
-        features.resize(to: [positions.count, dataset.featureCount])
-        targets.resize(to: [positions.count, dataset.outputCount])
+        features.resize(rows: positions.count, columns: dataset.featureCount)
+        targets.resize(rows: positions.count, columns: dataset.outputCount)
         copyRows(at: positions, of: dataset.features, into: &features)
         copyRows(at: positions, of: dataset.targets, into: &targets)
         labels.removeAll(keepingCapacity: true)

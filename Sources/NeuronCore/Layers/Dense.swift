@@ -69,7 +69,7 @@ public struct Dense<Scalar: TensorScalar>: Layer {
     public mutating func forward(_ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>) {
         // x: (batch, inputs)  w: (inputs, outputs)  b: (outputs)  y: (batch, outputs)
         let batch = x.rows, inputs = inputSize, outputs = outputSize
-        cache.output.resize(to: [batch, outputs])
+        cache.output.resize(rows: batch, columns: outputs)
         x.withUnsafeBufferPointer { px in
             cache.output.withUnsafeMutableBufferPointer { py in
                 let w = parameters.baseAddress!, b = w + inputs * outputs
@@ -85,7 +85,7 @@ public struct Dense<Scalar: TensorScalar>: Layer {
             }
         }
         if activation == .softmax {
-            cache.logits.resize(to: [batch, outputs])
+            cache.logits.resize(rows: batch, columns: outputs)
             cache.logits.withUnsafeMutableBufferPointer { pz in
                 cache.output.withUnsafeBufferPointer { py in _ = pz.update(fromContentsOf: py) }
             }
@@ -106,7 +106,7 @@ public struct Dense<Scalar: TensorScalar>: Layer {
     ) {
         // x: (batch, inputs)  dy, dz: (batch, outputs)  dw: (inputs, outputs)  db: (outputs)  dx: (batch, inputs)
         let batch = x.rows, inputs = inputSize, outputs = outputSize
-        cache.preActivationGradient.resize(to: [batch, outputs])
+        cache.preActivationGradient.resize(rows: batch, columns: outputs)
         activation.backward(output: cache.output, gradient: dy, into: &cache.preActivationGradient)
         x.withUnsafeBufferPointer { px in
             cache.preActivationGradient.withUnsafeBufferPointer { pdz in
@@ -125,7 +125,7 @@ public struct Dense<Scalar: TensorScalar>: Layer {
             }
         }
         guard computeInputGradient else { return }
-        cache.inputGradient.resize(to: [batch, inputs])
+        cache.inputGradient.resize(rows: batch, columns: inputs)
         cache.preActivationGradient.withUnsafeBufferPointer { pdz in
             cache.inputGradient.withUnsafeMutableBufferPointer { pdx in
                 // dx = dz·wᵀ
@@ -142,6 +142,10 @@ extension Naive {
     /// The definition of ``Dense``'s forward pass, one sample and one output at a time.
     ///
     ///     // x: (batch, inputs)  w: (inputs, outputs)  b: (outputs)  →  y: (batch, outputs)
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func denseForward<Scalar>(
         _ x: Tensor<Scalar>, weight w: Tensor<Scalar>, bias b: Tensor<Scalar>, activation: Activation
     ) -> Tensor<Scalar> {
@@ -158,6 +162,10 @@ extension Naive {
     }
 
     /// The definition of ``Dense``'s backward pass: `dz = dy ⊙ f'(z)`, `dw = xᵀ·dz`, `db = Σ dz`, `dx = dz·wᵀ`.
+    @_specialize(exported: true, where Scalar == Float)
+    @_specialize(exported: true, where Scalar == Double)
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     public static func denseBackward<Scalar>(
         _ x: Tensor<Scalar>, weight w: Tensor<Scalar>, output y: Tensor<Scalar>,
         outputGradient dy: Tensor<Scalar>, activation: Activation

@@ -250,7 +250,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     }
 
     private func checkTargets(_ t: Tensor<Scalar>, batch: Int) throws(NetworkError) {
-        guard t.rank == 2, t.shape == [batch, outputSize] else {
+        guard t.isMatrix(rows: batch, columns: outputSize) else {
             throw .shapeMismatch("the targets have shape \(TensorError.format(t.shape)) but the outputs have shape \(TensorError.format([batch, outputSize]))")
         }
     }

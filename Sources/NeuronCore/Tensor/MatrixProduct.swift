@@ -60,7 +60,7 @@ extension Tensor {
                 operation: "matmul", left: a.shape, right: b.shape,
                 expected: "inner dimensions of \(transposeA ? "aᵀ" : "a") and \(transposeB ? "bᵀ" : "b") are \(k) and \(kb)")
         }
-        guard c.shape == [m, n] else {
+        guard c.isMatrix(rows: m, columns: n) else {
             throw .shapeMismatch(
                 operation: "matmul output", left: c.shape, right: [m, n],
                 expected: "the output must have the product's shape \(TensorError.format([m, n]))")
@@ -137,7 +137,7 @@ extension Tensor {
             throw .shapeMismatch(operation: "matvec", left: a.shape, right: x.shape,
                                  expected: "the vector must have \(inner) elements to multiply \(transposeA ? "aᵀ" : "a")")
         }
-        guard y.shape == [outer] else {
+        guard y.shape.count == 1, y.shape[0] == outer else {
             throw .shapeMismatch(operation: "matvec output", left: y.shape, right: [outer],
                                  expected: "the output must have the product's shape \(TensorError.format([outer]))")
         }

@@ -101,6 +101,19 @@ public struct Tensor<Scalar: TensorScalar>: Equatable, Sendable {
         shape = newShape
     }
 
+    /// Resizes to the matrix shape (rows, columns), as ``resize(to:)``; when the shape is already
+    /// that, nothing happens and nothing is allocated (an array literal for the shape would be).
+    public mutating func resize(rows: Int, columns: Int) {
+        guard !isMatrix(rows: rows, columns: columns) else { return }
+        resize(to: [rows, columns])
+    }
+
+    /// Whether the shape is (rows, columns), compared without building a shape array.
+    @inline(__always)
+    func isMatrix(rows: Int, columns: Int) -> Bool {
+        shape.count == 2 && shape[0] == rows && shape[1] == columns
+    }
+
     /// Sets every element to zero without reallocating (clears gradient buffers once per step).
     public mutating func zero() {
         scalars.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }

@@ -1,0 +1,380 @@
+// `swift run -c release Benchmarks`: each workload is first checked against its naive
+// reference, then timed, next to the machine's sgemm ceiling and, with --peers, NumPy and PyTorch
+// doing the same work from the same weights, in interleaved rounds.
+import AllocationCounter
+import ArgumentParser
+import Foundation
+import NeuronCore
+import NeuronTraining
+import Observation
+
+@main
+struct Benchmarks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "Benchmarks",
+        abstract: "Check, then time, Neuron's training steps against the BLAS ceiling and the peers (NumPy, PyTorch).")
+
+    @Argument(help: "Workloads to run: W1…W6, F1, ceiling, observer, neuron (default: all; --quick: all but F1).")
+    var workloads: [String] = []
+
+    @Flag(help: "A few seconds in all, for CI smoke runs.")
+    var quick = false
+
+    @Flag(help: "Run the peers too (needs Benchmarks/peers/setup.sh).")
+    var peers = false
+
+    @Option(help: "Write the results as JSON to this file.")
+    var json: String?
+
+    @Option(help: "Threads for OpenBLAS and every peer.")
+    var threads: Int = 2
+
+    @Option(help: "Interleaved rounds of timing.")
+    var rounds: Int?
+
+    func validate() throws {
+        guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
+        if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
+        let known = Set(Workload.all.map(\.id) + ["F1", "ceiling", "observer", "neuron"])
+        for w in workloads where !known.contains(w) {
+            throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
+        }
+    }
+
+    @MainActor
+    func run() async throws {
+        #if DEBUG
+        print("""
+            ************************************************************************
+            WARNING: this is a DEBUG build. Its timings mean nothing.
+            Run the benchmarks in release mode:  swift run -c release Benchmarks
+            ************************************************************************
+            """)
+        #endif
+        BLAS.threadCount = threads
+        func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && id == "F1") : workloads.contains(id) }
+        var report = Report(date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, threads: threads,
+                            machine: Self.machine())
+        print("BLAS: \(report.blas)")
+        print("Machine: \(report.machine)")
+        print("Timings: median [p10–p90] per training step (forward, backward, SGD update), float32.\n")
+
+        if selected("ceiling") || Workload.all.contains(where: { selected($0.id) }) {
+            report.ceiling = try ceiling()
+        }
+        let chosen = Workload.all.filter { selected($0.id) }
+        if !chosen.isEmpty { report.workloads = try await compare(chosen, ceiling: report.ceiling?.best) }
+        if selected("F1") { report.fashion = try fashion() }
+        if selected("observer") { report.observer = try await observerCost() }
+        if selected("neuron") { try neuronStruct() }
+
+        if let json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+            try AtomicFile.write(Array(try encoder.encode(report)), to: json)
+            print("\nResults written to \(json)")
+        }
+    }
+
+    // MARK: The ceiling
+
+    /// sgemm through our binding at n = 256…2048, checked against the naive loops first.
+    func ceiling() throws -> Report.Ceiling {
+        var generator = SeededGenerator(seed: 1)
+        func random(_ n: Int) -> Tensor<Float> {
+            var t = Tensor<Float>(zeros: [n, n])
+            for i in 0 ..< t.count { t[i] = Float(generator.uniform(-1, 1)) }
+            return t
+        }
+        let (a0, b0) = (random(67), random(67))
+        var fast = Tensor<Float>(zeros: [67, 67]), slow = fast
+        try Tensor.matmul(a0, b0, into: &fast)
+        try Naive.matmul(a0, b0, into: &slow)
+        let gap = zip(fast.scalars, slow.scalars).map { abs($0 - $1) }.max() ?? 0
+        guard gap <= 67 * 4 * Float.ulpOfOne else { throw ValidationError("sgemm check failed: BLAS and naive differ by \(gap)") }
+
+        var rows = [["sgemm", "median", "p10–p90", "GFLOP/s"]]
+        var results: [String: Double] = [:]
+        for n in quick ? [256, 512] : [256, 512, 1024, 2048] {
+            let (a, b) = (random(n), random(n))
+            var c = Tensor<Float>(zeros: [n, n])
+            let timing = Timing(try measureSteps(blocks: quick ? 5 : 20, blockTarget: .milliseconds(20)) { try Tensor.matmul(a, b, into: &c) })
+            let gflops = 2 * pow(Double(n), 3) / timing.median / 1e9
+            results["\(n)"] = gflops
+            rows.append(["n = \(n)", format(timing.median), "\(format(timing.p10)) – \(format(timing.p90))", String(format: "%.1f", gflops)])
+        }
+        print("The ceiling: sgemm C = A·B (n×n) through our binding")
+        print(table(rows))
+        let best = results.values.max() ?? .nan
+        print(String(format: "  ceiling (best measured): %.1f GFLOP/s\n", best))
+        return Report.Ceiling(gflops: results, best: best)
+    }
+
+    // MARK: Workloads against the peers
+
+    @MainActor
+    func compare(_ chosen: [Workload], ceiling: Double?) async throws -> [Report.WorkloadResult] {
+        let checkSteps = 3
+        var results: [String: Report.WorkloadResult] = [:]
+        // Check: the engine against the naive loops, loss before each of the first steps, on the
+        // workload's network and its first 16 rows (the naive loops over a whole 1024-wide batch
+        // would take longer than all the timing).
+        for w in chosen {
+            let engine = try w.engineLosses(steps: checkSteps, rows: 16), naive = try w.naiveLosses(steps: checkSteps, rows: 16)
+            guard agree(engine, naive) else {
+                throw ValidationError("\(w.id) check failed: engine losses \(engine) vs naive \(naive)")
+            }
+            results[w.id] = Report.WorkloadResult(id: w.id, title: w.title, flops: w.flops, checkLosses: try w.engineLosses(steps: checkSteps))
+        }
+        // The peers get the same batch and weights through files, and must agree before they are timed.
+        var peerRunner: Peers?
+        var files: [String: String] = [:]
+        let peerNames = ["numpy", "torch"]
+        if peers {
+            peerRunner = try Peers(threads: threads)
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            for w in chosen {
+                files[w.id] = try w.writeExchangeFile(to: directory, checkSteps: checkSteps)
+                for peer in peerNames {
+                    let check = try peerRunner!.run("\(peer)_peer.py", ["--file", files[w.id]!, "--warmup", "0", "--steps", "1"])
+                    let ok = agree(check.checkLosses ?? [], results[w.id]!.checkLosses)
+                    results[w.id]!.peers[peer] = Report.PeerTiming(version: check.version, checked: ok, seconds: [])
+                    if !ok { print("  \(w.id) \(peer): losses \(check.checkLosses ?? []) disagree with ours \(results[w.id]!.checkLosses); not timed") }
+                }
+            }
+        }
+        // Time, in interleaved rounds.
+        let rounds = self.rounds ?? (quick ? 1 : (peers ? 3 : 1))
+        for round in 1 ... rounds {
+            print("round \(round)/\(rounds)…")
+            for w in chosen {
+                let (seconds, allocations) = try w.time(blocks: quick ? 5 : 30)
+                results[w.id]!.seconds += seconds
+                results[w.id]!.allocationsPerStep = allocations
+                guard let runner = peerRunner else { continue }
+                for peer in peerNames where results[w.id]!.peers[peer]!.checked {
+                    let steps = quick ? max(5, w.peerSteps / 10) : w.peerSteps
+                    let timed = try runner.run("\(peer)_peer.py", ["--file", files[w.id]!, "--warmup", "\(max(3, steps / 10))", "--steps", "\(steps)"])
+                    results[w.id]!.peers[peer]!.seconds += timed.stepSeconds ?? []
+                }
+            }
+        }
+        // The table.
+        var header = ["", "workload", "Neuron", "p10–p90", "GFLOP/s", "of ceiling", "allocs/step"]
+        if peers { header += ["NumPy", "PyTorch", "NumPy/Neuron", "PyTorch/Neuron"] }
+        var rows = [header]
+        for w in chosen {
+            var r = results[w.id]!
+            let t = Timing(r.seconds)
+            r.timing = t
+            r.gflops = w.flops / t.median / 1e9
+            var row = [w.id, w.title, format(t.median), "\(format(t.p10)) – \(format(t.p90))", String(format: "%.2f", r.gflops!),
+                       ceiling.map { String(format: "%.1f%%", r.gflops! / $0 * 100) } ?? "–", String(format: "%.2f", r.allocationsPerStep ?? .nan)]
+            if peers {
+                var ratios: [String] = []
+                for peer in peerNames {
+                    let p = r.peers[peer]!
+                    guard p.checked, !p.seconds.isEmpty else { row.append("unchecked"); ratios.append("–"); continue }
+                    let pt = Timing(p.seconds)
+                    r.peers[peer]!.timing = pt
+                    r.peers[peer]!.ratio = pt.median / t.median
+                    row.append(format(pt.median))
+                    ratios.append(String(format: "%.2f×", pt.median / t.median))
+                }
+                row += ratios
+            }
+            results[w.id] = r
+            rows.append(row)
+        }
+        print("\nTraining steps (median of \(rounds) interleaved round\(rounds == 1 ? "" : "s"); peer/Neuron > 1 means Neuron is faster)")
+        print(table(rows))
+        print("")
+        return chosen.map { results[$0.id]! }
+    }
+
+    // MARK: F1: Fashion-MNIST to 0.88
+
+    /// Time to reach 0.88 test accuracy with Data/fashion-mnist.yaml's recipe, training time only.
+    func fashion() throws -> Report.Fashion {
+        let configPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Data/fashion-mnist.yaml").standardized.path
+        let config = try ConfigLoader.load(configPath)
+        let target = 0.88
+        var run = try RunBuilder.build(config)
+        let result = try fashionRun(&run, target: target)
+        print(String(format: "F1 Fashion-MNIST to %.2f test accuracy (%@): Neuron %@ in %d epochs (training time only; accuracies %@)",
+                     target, run.title, result.reached ? format(result.seconds) : "not reached", result.epochs,
+                     result.accuracies.map { String(format: "%.4f", $0) }.joined(separator: " ")))
+        var fashion = Report.Fashion(target: target, neuronSeconds: result.seconds, neuronEpochs: result.epochs,
+                                     neuronReached: result.reached, neuronAccuracies: result.accuracies)
+        if peers {
+            let runner = try Peers(threads: threads)
+            let network = try Network<Float>(inputSize: 784, layers: [(256, .tanh), (128, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy,
+                                             seed: config.training.seed)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-F1.safetensors").path
+            try SafeTensors.write(network.parameterTensors.map { SafeTensors.entry($0.name, network.parameter($0)) }, metadata: [
+                "learningRate": "\(config.optimizer.learningRate)", "momentum": "\(config.optimizer.momentum)",
+                "batchSize": "\(config.training.batchSize)", "epochs": "\(config.training.epochs)", "schedule": config.optimizer.schedule.kind,
+                "validationSplit": "\(config.data.validationSplit ?? 0.1)", "seed": "\(config.training.seed)",
+            ], to: file)
+            let torch = try runner.run("torch_fashion.py", ["--data", "/usr/share/datasets/fashion-mnist", "--init", file,
+                                                            "--target", "\(target)", "--max-epochs", "\(config.training.epochs)"])
+            fashion.torchSeconds = torch.trainSeconds
+            fashion.torchEpochs = torch.epochs
+            fashion.torchReached = torch.reached
+            fashion.torchVersion = torch.version
+            print(String(format: "   PyTorch %@: %@ in %d epochs; PyTorch/Neuron %.2f×", torch.version,
+                         torch.reached == true ? format(torch.trainSeconds ?? .nan) : "not reached", torch.epochs ?? 0,
+                         (torch.trainSeconds ?? .nan) / result.seconds))
+        }
+        print("")
+        return fashion
+    }
+
+    func fashionRun<E: RunEngine>(_ run: inout E, target: Double) throws -> (seconds: Double, epochs: Int, reached: Bool, accuracies: [Double]) {
+        let clock = ContinuousClock()
+        var seconds = 0.0
+        var accuracies: [Double] = []
+        while !run.isFinished {
+            let epoch = run.epoch
+            seconds += clock.measure { while run.epoch == epoch && !run.isFinished { _ = run.step() } }.seconds
+            let accuracy = try run.finalEvaluation()?.evaluation.accuracy ?? 0  // untimed
+            accuracies.append(accuracy)
+            if accuracy >= target { return (seconds, run.epoch, true, accuracies) }
+        }
+        return (seconds, run.epoch, false, accuracies)
+    }
+
+    // MARK: Watching training
+
+    /// The same steps of 784-256-128-10 (batch 64) run bare, through the view model with nobody
+    /// watching, and through it with an observer that renders every state it sees, in alternating rounds.
+    @MainActor
+    func observerCost() async throws -> Report.Observer {
+        var generator = SeededGenerator(seed: 3)
+        let rows = 2_048
+        var x = Tensor<Float>(zeros: [rows, 784])
+        for i in 0 ..< x.count { x[i] = Float(generator.uniform(0, 1)) }
+        let labels = (0 ..< rows).map { _ in generator.index(below: 10) }
+        let data = try Dataset.classification(features: x, labels: labels, classNames: (0 ..< 10).map(String.init))
+        let network = try Network<Float>(inputSize: 784, layers: [(256, .tanh), (128, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy, seed: 1)
+        let engine = try NetworkTrainingEngine(network: network, optimizer: try SGD<Float>(learningRate: 0.01),
+                                               dataset: data, batchSize: 64, epochs: quick ? 2 : 16, seed: 1)
+        let clock = ContinuousClock()
+        var bare: [Double] = [], unobserved: [Double] = [], observed: [Double] = []
+        var rendered = 0
+        var observerBusy = Duration.zero
+        for _ in 0 ..< (quick ? 1 : 9) {
+            bare.append(clock.measure {
+                var e = engine
+                while !e.isFinished { _ = e.step() }
+            }.seconds)
+            let quiet = TrainingViewModel(engine: engine)
+            unobserved.append(await clock.measure {
+                quiet.handle(event: .start)
+                await quiet.activity?.value
+            }.seconds)
+            let watched = TrainingViewModel(engine: engine)
+            let renderer = ProgressRenderer()
+            observed.append(await clock.measure {
+                let observer = Task { @MainActor in
+                    var sink = 0
+                    for await state in Observations({ watched.viewState }) {
+                        let started = clock.now
+                        sink &+= renderer.line(state).utf8.count
+                        rendered += 1
+                        observerBusy += clock.now - started
+                        if state.phase == .finished { break }
+                    }
+                    return sink
+                }
+                watched.handle(event: .start)
+                _ = await observer.value
+            }.seconds)
+            guard watched.engine?.network.parameters == quiet.engine?.network.parameters else {
+                throw ValidationError("observer check failed: watched and unwatched runs ended with different weights")
+            }
+        }
+        let steps = Double(engine.totalSteps)
+        func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+        let (b, u, o) = (median(bare), median(unobserved), median(observed))
+        let result = Report.Observer(
+            steps: engine.totalSteps, bareStepsPerSecond: steps / b, unobservedStepsPerSecond: steps / u, observedStepsPerSecond: steps / o,
+            observerCostPercent: (o / u - 1) * 100, roundSpreadPercent: (unobserved.max()! / unobserved.min()! - 1) * 100,
+            observerWorkPercent: observerBusy.seconds / observed.reduce(0, +) * 100, statesRendered: rendered)
+        print("Watching training (784-256-128-10, batch 64, \(engine.totalSteps) steps, median of \(bare.count) alternating rounds)")
+        print(table([
+            ["bare engine loop", String(format: "%.1f steps/s", result.bareStepsPerSecond), ""],
+            ["view model, unobserved", String(format: "%.1f steps/s", result.unobservedStepsPerSecond), String(format: "%+.1f%% time vs bare", (u / b - 1) * 100)],
+            ["view model, observed", String(format: "%.1f steps/s", result.observedStepsPerSecond),
+             String(format: "%+.1f%% time vs unobserved (rounds vary by %.1f%%)", result.observerCostPercent, result.roundSpreadPercent)],
+            ["observer's own work", String(format: "%.3f%% of the time", result.observerWorkPercent), "\(rendered) states rendered"],
+        ]))
+        print("")
+        return result
+    }
+
+    // MARK: The single neuron as a plain struct
+
+    func neuronStruct() throws {
+        var neuron = Neuron<Float>(weight: 0.5, bias: 0.5)
+        let inputs: [Float] = [0.01]
+        let timing = Timing(try measureSteps(blocks: quick ? 5 : 30) { _ = try neuron.step(inputs: inputs, target: 0.1, learningRate: 0.01) })
+        print("The single neuron as a plain struct (Neuron<Float>.step, SPEC §3): \(format(timing.median)) per step [\(format(timing.p10)) – \(format(timing.p90))]\n")
+    }
+
+    static func machine() -> String {
+        let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
+        return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB"
+    }
+}
+
+/// Everything a run measured, for --json.
+struct Report: Encodable {
+    struct Ceiling: Encodable { var gflops: [String: Double]; var best: Double }
+    struct PeerTiming: Encodable {
+        var version: String
+        var checked: Bool
+        var seconds: [Double]
+        var timing: Timing?
+        var ratio: Double?
+    }
+    struct WorkloadResult: Encodable {
+        var id: String
+        var title: String
+        var flops: Double
+        var checkLosses: [Double]
+        var seconds: [Double] = []
+        var timing: Timing?
+        var gflops: Double?
+        var allocationsPerStep: Double?
+        var peers: [String: PeerTiming] = [:]
+    }
+    struct Fashion: Encodable {
+        var target: Double
+        var neuronSeconds: Double
+        var neuronEpochs: Int
+        var neuronReached: Bool
+        var neuronAccuracies: [Double]
+        var torchSeconds: Double?
+        var torchEpochs: Int?
+        var torchReached: Bool?
+        var torchVersion: String?
+    }
+    struct Observer: Encodable {
+        var steps: Int
+        var bareStepsPerSecond, unobservedStepsPerSecond, observedStepsPerSecond: Double
+        var observerCostPercent, roundSpreadPercent, observerWorkPercent: Double
+        var statesRendered: Int
+    }
+    var date: String
+    var blas: String
+    var threads: Int
+    var machine: String
+    var ceiling: Ceiling?
+    var workloads: [Report.WorkloadResult] = []
+    var fashion: Fashion?
+    var observer: Observer?
+}

@@ -1,0 +1,221 @@
+"""Shared helpers for the Python peers: argument parsing, thread pinning, reading the exchange file.
+
+This module must not import numpy or torch at import time: the thread-count environment
+variables have to be set before either is imported (see pin_threads).
+"""
+import json
+import math
+import os
+import sys
+
+ACTIVATIONS = ("tanh", "sigmoid", "relu", "identity", "softmax")
+LOSSES = ("halfSquaredError", "softmaxCrossEntropy")
+
+
+class PeerError(Exception):
+    """An error the peer reports as one line on stderr before exiting non-zero."""
+
+
+def pin_threads(n):
+    """Sets the BLAS/OpenMP thread-count variables. Call before importing numpy or torch."""
+    if n < 1:
+        raise PeerError(f"--threads must be >= 1 (got {n})")
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+        os.environ[var] = str(n)
+
+
+def fail(prog, message, code=1):
+    print(f"{prog}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    sys.exit(code)
+
+
+def emit(obj):
+    """Prints exactly one line of strict JSON (no NaN/Infinity) on stdout."""
+    print(json.dumps(obj, allow_nan=False, separators=(",", ":")))
+    sys.stdout.flush()
+
+
+def finite(values, what):
+    for v in values:
+        if not math.isfinite(v):
+            raise PeerError(f"{what} is not finite: {values}")
+    return values
+
+
+def load_layers(tensors, path):
+    """Returns [(weight (in,out), bias (out,))] for layers.0.. from a safetensors dict."""
+    import numpy as np
+    layers = []
+    i = 0
+    while f"layers.{i}.weight" in tensors:
+        w = tensors[f"layers.{i}.weight"]
+        b = tensors.get(f"layers.{i}.bias")
+        if b is None:
+            raise PeerError(f"{path}: layers.{i}.bias is missing")
+        if w.dtype != np.float32 or b.dtype != np.float32:
+            raise PeerError(f"{path}: layers.{i} must be F32 (got {w.dtype}, {b.dtype})")
+        if w.ndim != 2 or b.ndim != 1 or b.shape[0] != w.shape[1]:
+            raise PeerError(f"{path}: layers.{i}.weight {w.shape} / bias {b.shape} do not fit "
+                            "the (inputs, outputs) / (outputs) layout")
+        if layers and layers[-1][0].shape[1] != w.shape[0]:
+            raise PeerError(f"{path}: layers.{i - 1} has {layers[-1][0].shape[1]} outputs but "
+                            f"layers.{i} has {w.shape[0]} inputs")
+        layers.append((np.ascontiguousarray(w), np.ascontiguousarray(b)))
+        i += 1
+    if not layers:
+        raise PeerError(f"{path}: no layers.0.weight")
+    return layers
+
+
+def read_metadata(path):
+    from safetensors import safe_open
+    with safe_open(path, "np") as f:
+        return f.metadata() or {}
+
+
+def parse_activations(meta, n_layers, path):
+    acts = [a.strip() for a in meta.get("activations", "").split(",") if a.strip()]
+    if len(acts) != n_layers:
+        raise PeerError(f"{path}: metadata activations {meta.get('activations')!r} does not name "
+                        f"one activation for each of the {n_layers} layers")
+    for i, a in enumerate(acts):
+        if a not in ACTIVATIONS:
+            raise PeerError(f"{path}: unknown activation {a!r} (known: {', '.join(ACTIVATIONS)})")
+        if a == "softmax" and i != n_layers - 1:
+            raise PeerError(f"{path}: softmax is allowed only on the last layer")
+    return acts
+
+
+def load_workload(path):
+    """Reads a W1–W6 exchange file. Returns a dict with x, t, layers, activations, loss, lr,
+    check_steps, all arrays float32 and C-contiguous."""
+    import numpy as np
+    from safetensors.numpy import load_file
+    if not os.path.isfile(path):
+        raise PeerError(f"no such file: {path}")
+    try:
+        tensors = load_file(path)
+        meta = read_metadata(path)
+    except Exception as e:  # safetensors raises its own error types
+        raise PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    for name in ("x", "t"):
+        if name not in tensors:
+            raise PeerError(f"{path}: tensor {name!r} is missing")
+        if tensors[name].dtype != np.float32 or tensors[name].ndim != 2:
+            raise PeerError(f"{path}: {name} must be a 2-D F32 tensor "
+                            f"(got {tensors[name].dtype} {tensors[name].shape})")
+    x = np.ascontiguousarray(tensors["x"])
+    t = np.ascontiguousarray(tensors["t"])
+    layers = load_layers(tensors, path)
+    if x.shape[1] != layers[0][0].shape[0]:
+        raise PeerError(f"{path}: x has {x.shape[1]} columns, layers.0 takes {layers[0][0].shape[0]}")
+    if t.shape != (x.shape[0], layers[-1][0].shape[1]):
+        raise PeerError(f"{path}: t is {t.shape}, expected {(x.shape[0], layers[-1][0].shape[1])}")
+    acts = parse_activations(meta, len(layers), path)
+    loss = meta.get("loss", "")
+    if loss not in LOSSES:
+        raise PeerError(f"{path}: metadata loss {loss!r} is not one of {', '.join(LOSSES)}")
+    if loss == "softmaxCrossEntropy" and acts[-1] != "softmax":
+        raise PeerError(f"{path}: softmaxCrossEntropy needs softmax as the last activation")
+    if loss == "halfSquaredError" and acts[-1] == "softmax":
+        raise PeerError(f"{path}: softmax is only supported fused with softmaxCrossEntropy")
+    try:
+        lr = float(meta["learningRate"])
+        check_steps = int(meta.get("checkSteps", "3"))
+    except (KeyError, ValueError) as e:
+        raise PeerError(f"{path}: bad or missing metadata learningRate/checkSteps: {e}") from e
+    if check_steps < 0:
+        raise PeerError(f"{path}: checkSteps must be >= 0")
+    return {"x": x, "t": t, "layers": layers, "activations": acts, "loss": loss,
+            "lr": lr, "check_steps": check_steps}
+
+
+def add_step_args(parser):
+    parser.add_argument("--file", required=True, help="<dir>/<W>.safetensors exchange file")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed steps before timing")
+    parser.add_argument("--steps", type=int, default=100, help="timed steps")
+    parser.add_argument("--threads", type=int, default=2, help="BLAS/OpenMP/torch threads")
+
+
+def add_fashion_args(parser):
+    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist",
+                        help="folder with the four Fashion-MNIST IDX .gz files")
+    parser.add_argument("--init", required=True, help="F1.safetensors: initial layers + recipe")
+    parser.add_argument("--target", type=float, default=0.88, help="test accuracy to reach")
+    parser.add_argument("--max-epochs", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=2)
+
+
+def load_fashion(folder):
+    """Returns (train_x, train_y, test_x, test_y): float32 pixels / 255 as (n, 784), int64 labels."""
+    import gzip
+    import numpy as np
+
+    def idx(name, magic):
+        p = os.path.join(folder, name)
+        if not os.path.isfile(p):
+            raise PeerError(f"missing Fashion-MNIST file {p}")
+        with gzip.open(p, "rb") as f:
+            data = f.read()
+        m = int.from_bytes(data[0:4], "big")
+        if m != magic:
+            raise PeerError(f"{p}: IDX magic {m:#x}, expected {magic:#x}")
+        ndim = magic & 0xFF
+        dims = [int.from_bytes(data[4 + 4 * k: 8 + 4 * k], "big") for k in range(ndim)]
+        arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
+        if arr.size != int(np.prod(dims)):
+            raise PeerError(f"{p}: {arr.size} bytes of data for dimensions {dims}")
+        return arr.reshape(dims[0], -1) if ndim > 1 else arr
+
+    def images(name):
+        a = idx(name, 0x00000803)
+        return a.astype(np.float32) / np.float32(255.0)
+
+    def labels(name):
+        return idx(name, 0x00000801).astype(np.int64)
+
+    return (images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz"),
+            images("t10k-images-idx3-ubyte.gz"), labels("t10k-labels-idx1-ubyte.gz"))
+
+
+def load_fashion_init(path):
+    """Reads F1.safetensors: returns (layers, activations, recipe dict)."""
+    from safetensors.numpy import load_file
+    if not os.path.isfile(path):
+        raise PeerError(f"no such file: {path}")
+    try:
+        tensors = load_file(path)
+        meta = read_metadata(path)
+    except Exception as e:
+        raise PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    layers = load_layers(tensors, path)
+    acts = parse_activations(meta, len(layers), path) if "activations" in meta else \
+        ["tanh"] * (len(layers) - 1) + ["softmax"]
+    if acts[-1] != "softmax":
+        raise PeerError(f"{path}: the F1 network must end in softmax (cross-entropy)")
+    try:
+        recipe = {
+            "lr": float(meta.get("learningRate", "0.02")),
+            "momentum": float(meta.get("momentum", "0.9")),
+            "batch": int(meta.get("batchSize", "64")),
+            "epochs": int(meta.get("epochs", "20")),
+            "schedule": meta.get("schedule", "cosine"),
+            "validation": float(meta.get("validationSplit", "0.1")),
+            "seed": int(meta.get("seed", "42")),
+        }
+    except ValueError as e:
+        raise PeerError(f"{path}: bad recipe metadata: {e}") from e
+    if recipe["schedule"] not in ("cosine", "constant", "none"):
+        raise PeerError(f"{path}: unsupported schedule {recipe['schedule']!r}")
+    if layers[0][0].shape[0] != 784 or layers[-1][0].shape[1] != 10:
+        raise PeerError(f"{path}: network must take 784 inputs and give 10 outputs")
+    return layers, acts, recipe
+
+
+def split_train(n, fraction, seed):
+    """Indices (train, validation): the last `fraction` of a seeded permutation is held out."""
+    import numpy as np
+    perm = np.random.default_rng(seed).permutation(n)
+    n_val = int(round(n * fraction))
+    return perm[: n - n_val], perm[n - n_val:]
