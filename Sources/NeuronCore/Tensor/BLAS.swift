@@ -37,6 +37,11 @@ where RawSignificand: FixedWidthInteger {
     /// reference numbers computed with the same libm.
     static func tanh(_ x: Self) -> Self
 
+    /// tanh of every element in place, as fast as the type allows: Double calls the C library's
+    /// tanh (the reference numbers depend on it); Float uses a vectorizable rational approximation
+    /// (``Float/tanh(inPlace:)``).
+    static func tanh(inPlace values: UnsafeMutableBufferPointer<Self>)
+
     /// The C library's natural exponential.
     static func exp(_ x: Self) -> Self
 
