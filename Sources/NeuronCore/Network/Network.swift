@@ -207,7 +207,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         defer { lossGradient = dy }
         parameters.withUnsafeBufferPointer { p in
             gradients.withUnsafeMutableBufferPointer { g in
-                g.update(repeating: 0)  // gradients are cleared once per step; layers add into them
+                Tensor<Scalar>.zero(g)  // gradients are cleared once per step; layers add into them
                 for i in layers.indices.reversed() {
                     let input = i == 0 ? x : layers[i - 1].output
                     let outputGradient = i == layers.count - 1 ? dy : layers[i + 1].inputGradient
