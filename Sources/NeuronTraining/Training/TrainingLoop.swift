@@ -37,7 +37,7 @@ struct Session<Engine: TrainingEngine>: Sendable {
     var smoothedLoss: Double?
     var samplesPerSecond: Double?
     var secondsRemaining: Double?
-    /// A check done by the loop at a step boundary, not yet handed to the view model.
+    /// The latest check done by the loop at a step boundary.
     var gradientCheck: GradientCheckReport?
 
     init(engine: Engine) { self.engine = engine }
@@ -91,8 +91,9 @@ func runTrainingLoop<Engine: TrainingEngine>(
             session.samplesPerSecond = Double(steps * session.engine.samplesPerStep) / elapsed
             session.secondsRemaining = Double(session.engine.totalSteps - session.engine.stepsTaken) * elapsed / Double(steps)
         }
+        // The latest check rides on every snapshot: the stream keeps only the newest one, so a
+        // report sent once could be replaced before the view model reads it.
         send(session.state(phase: .running))
-        session.gradientCheck = nil  // handed over once
         // The next interval starts when this snapshot is done, so however long a snapshot takes,
         // training gets at least an interval's time between two of them.
         lastSnapshot = clock.now

@@ -22,6 +22,8 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
     @ObservationIgnored private var runID = 0
     /// The last gradient check, kept here so that it outlives the snapshots of later runs.
     @ObservationIgnored private var lastCheck: GradientCheckReport?
+    /// The last report adopted from the loop's snapshots (which repeat it until a newer one).
+    @ObservationIgnored private var lastLoopCheck: GradientCheckReport?
     @ObservationIgnored private var children: [Int: LayerTrainingViewModel] = [:]
     /// The task driving the current run or check; tests may await it.
     @ObservationIgnored public private(set) var activity: Task<Void, Never>?
@@ -64,6 +66,7 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         case (.reset, let phase) where phase != .running:
             runID += 1  // a check still in flight belongs to the old run
             lastCheck = nil
+            lastLoopCheck = nil
             session = Session(engine: initial)
             show(session!.state(phase: .idle))
         case (.step(let count), .idle) where count >= 1 && session?.engine.isFinished == false,
@@ -124,7 +127,10 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
     /// A snapshot or final state from run `id`.
     private func receive(_ state: TrainingViewState, run id: Int) {
         guard id == runID else { return }
-        if let report = state.gradientCheck { lastCheck = report }
+        if let report = state.gradientCheck, report != lastLoopCheck {
+            lastLoopCheck = report
+            lastCheck = report
+        }
         show(state)
     }
 
