@@ -138,7 +138,14 @@ struct Benchmarks: AsyncParsableCommand {
             for w in chosen {
                 files[w.id] = try w.writeExchangeFile(to: directory, checkSteps: checkSteps)
                 for peer in peerNames {
-                    let check = try peerRunner!.run("\(peer)_peer.py", ["--file", files[w.id]!, "--warmup", "0", "--steps", "1"])
+                    let check: PeerResult
+                    do {
+                        check = try peerRunner!.run("\(peer)_peer.py", ["--file", files[w.id]!, "--warmup", "0", "--steps", "1"])
+                    } catch {
+                        print("  \(w.id) \(peer) failed its check: \(error)")
+                        results[w.id]!.peers[peer] = Report.PeerTiming(version: "?", checked: false, seconds: [])
+                        continue
+                    }
                     let ok = agree(check.checkLosses ?? [], results[w.id]!.checkLosses)
                     results[w.id]!.peers[peer] = Report.PeerTiming(version: check.version, checked: ok, seconds: [])
                     if !ok { print("  \(w.id) \(peer): losses \(check.checkLosses ?? []) disagree with ours \(results[w.id]!.checkLosses); not timed") }
@@ -156,8 +163,14 @@ struct Benchmarks: AsyncParsableCommand {
                 guard let runner = peerRunner else { continue }
                 for peer in peerNames where results[w.id]!.peers[peer]!.checked {
                     let steps = quick ? max(5, w.peerSteps / 10) : w.peerSteps
-                    let timed = try runner.run("\(peer)_peer.py", ["--file", files[w.id]!, "--warmup", "\(max(3, steps / 10))", "--steps", "\(steps)"])
-                    results[w.id]!.peers[peer]!.seconds += timed.stepSeconds ?? []
+                    do {
+                        let timed = try runner.run("\(peer)_peer.py", ["--file", files[w.id]!, "--warmup", "\(max(3, steps / 10))", "--steps", "\(steps)"])
+                        results[w.id]!.peers[peer]!.seconds += timed.stepSeconds ?? []
+                    } catch {
+                        // One peer failing must not lose every other number of the run; its row says so.
+                        print("  \(w.id) \(peer) failed: \(error)")
+                        results[w.id]!.peers[peer]!.checked = false
+                    }
                 }
             }
         }

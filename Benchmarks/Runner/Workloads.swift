@@ -29,7 +29,9 @@ struct Workload {
         Workload(id: "W5", title: "784-256-128-10, batch 256", sizes: [784, 256, 128, 10], activations: [.tanh, .tanh, .softmax],
                  loss: .softmaxCrossEntropy, batch: 256, learningRate: 0.01, peerSteps: 100),
         Workload(id: "W6", title: "1024-1024-1024-1024, batch 128", sizes: [1024, 1024, 1024, 1024], activations: [.tanh, .tanh, .identity],
-                 loss: .halfSquaredError, batch: 128, learningRate: 0.01, peerSteps: 30),
+                 // 1e-4: a 1,024-output squared error, stepped hundreds of times on one batch,
+                 // blows up at 0.01 (and a peer rightly refuses a non-finite loss).
+                 loss: .halfSquaredError, batch: 128, learningRate: 1e-4, peerSteps: 30),
     ]
 
     /// Floating-point operations in one step: `2·batch·in·out` per layer for the forward product,
