@@ -148,24 +148,8 @@ public enum CSV {
     /// The header name nearest to `name` by edit distance, ignoring case; first in header order on ties.
     static func closest(to name: String, in header: [String]) -> String? {
         let target = Array(name.lowercased())
-        let distances = header.map { editDistance(Array($0.lowercased()), target) }
+        let distances = header.map { Spelling.distance(Array($0.lowercased()), target) }
         return distances.indices.min { distances[$0] < distances[$1] }.map { header[$0] }
-    }
-
-    /// Levenshtein distance: insertions, deletions and substitutions, one row of the table at a time.
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        guard !a.isEmpty else { return b.count }
-        guard !b.isEmpty else { return a.count }
-        var previous = Array(0...b.count)
-        var current = previous
-        for i in 1...a.count {
-            current[0] = i
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            swap(&previous, &current)
-        }
-        return previous[b.count]
     }
 
     /// Records of a CSV text (RFC 4180 with lenient edges): fields split at commas, quoted fields

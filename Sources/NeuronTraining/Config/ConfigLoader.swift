@@ -3,6 +3,7 @@
 // wrong type is reported where it is written; only then is it decoded into `RunConfig`, and every
 // value is checked, each error pointing at the line and column of the value at fault.
 import Foundation
+import NeuronCore
 import Yams
 
 /// What is wrong with a config file, and where.
@@ -607,7 +608,7 @@ extension ConfigLoader {
         var best: (candidate: String, distance: Int)?
         for candidate in candidates {
             let c = normalized(candidate)
-            let distance = editDistance(c, target)
+            let distance = Spelling.distance(c, target)
             let limit = max(1, min(3, c.count / 4))
             let isPrefix = min(c.count, target.count) >= 3 && (c.starts(with: target) || target.starts(with: c))
             guard distance <= limit || isPrefix else { continue }
@@ -615,27 +616,5 @@ extension ConfigLoader {
             if best == nil || score < best!.distance { best = (candidate, score) }
         }
         return best?.candidate
-    }
-
-    /// Edit distance counting insertions, deletions, substitutions and swaps of neighbours
-    /// (`modle` is one edit from `model`): the optimal-string-alignment form of Damerau–Levenshtein.
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        guard !a.isEmpty else { return b.count }
-        guard !b.isEmpty else { return a.count }
-        // Three rows of the table: before the previous, the previous, and the current.
-        var beforePrevious = [Int](repeating: 0, count: b.count + 1)
-        var previous = Array(0...b.count)
-        var current = previous
-        for i in 1...a.count {
-            current[0] = i
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
-                    current[j] = min(current[j], beforePrevious[j - 2] + 1)
-                }
-            }
-            (beforePrevious, previous, current) = (previous, current, beforePrevious)
-        }
-        return previous[b.count]
     }
 }
