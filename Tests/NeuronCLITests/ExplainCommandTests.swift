@@ -12,19 +12,25 @@ func runNeuron(_ arguments: [String], interruptWhen: (@Sendable (String) -> Bool
     process.standardOutput = out
     process.standardError = err
     let collected = Collected()
+    // Only the handler reads stdout, to its end of file; mixing it with a final read raced.
+    let finished = DispatchSemaphore(value: 0)
     out.fileHandleForReading.readabilityHandler = { handle in
         let chunk = handle.availableData
-        guard !chunk.isEmpty else { return }
+        guard !chunk.isEmpty else {
+            handle.readabilityHandler = nil
+            finished.signal()
+            return
+        }
         let text = collected.append(chunk)
         if let interruptWhen, collected.markInterrupted(if: interruptWhen(text)) { process.interrupt() }
     }
     try process.run()
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    out.fileHandleForReading.readabilityHandler = nil
-    let rest = out.fileHandleForReading.readDataToEndOfFile()
-    let stdout = collected.append(rest)
-    return (process.terminationStatus, stdout, String(decoding: stderr, as: UTF8.self))
+    guard finished.wait(timeout: .now() + 60) == .success else {
+        throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "neuron's output never reached its end of file"])
+    }
+    return (process.terminationStatus, collected.append(Data()), String(decoding: stderr, as: UTF8.self))
 }
 
 /// Output gathered from a pipe's handler thread.
