@@ -54,9 +54,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except pc.PeerError as e:
-        pc.fail(PROG, e)
-    except Exception as e:  # anything unexpected: still one line on stderr, non-zero exit
-        pc.fail(PROG, f"{type(e).__name__}: {e}")
+    pc.run(PROG, main)

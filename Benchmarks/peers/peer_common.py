@@ -25,6 +25,16 @@ def pin_threads(n):
         os.environ[var] = str(n)
 
 
+def run(prog, main):
+    """Runs a peer's main(): any failure becomes one line on stderr and a non-zero exit."""
+    try:
+        main()
+    except PeerError as e:
+        fail(prog, e)
+    except Exception as e:
+        fail(prog, f"{type(e).__name__}: {e}")
+
+
 def fail(prog, message, code=1):
     print(f"{prog}: error: {' '.join(str(message).split())}", file=sys.stderr)
     sys.exit(code)

@@ -105,9 +105,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except pc.PeerError as e:
-        pc.fail(PROG, e)
-    except Exception as e:
-        pc.fail(PROG, f"{type(e).__name__}: {e}")
+    pc.run(PROG, main)
