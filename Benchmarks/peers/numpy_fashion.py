@@ -11,7 +11,6 @@ annealed per step along a cosine from lr to 0 over epochs x batches-per-epoch st
 seeded permutation each epoch. Prints one JSON line:
 {"peer","version","threads","reached","epochs","trainSeconds","testAccuracies"}.
 """
-import argparse
 import math
 import os
 import sys
@@ -24,13 +23,7 @@ PROG = "numpy_fashion"
 
 
 def main():
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    pc.add_fashion_args(parser)
-    parser.add_argument("--verbose", action="store_true", help="progress on stderr")
-    args = parser.parse_args()
-    if args.max_epochs < 1:
-        raise pc.PeerError("--max-epochs must be >= 1")
-    pc.pin_threads(args.threads)
+    args = pc.parse_fashion_args(PROG, __doc__.splitlines()[0])  # threads pinned before the library is imported
 
     import numpy as np
     from numpy_mlp import MLP

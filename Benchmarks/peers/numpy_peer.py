@@ -5,7 +5,6 @@
 
 Prints one JSON line: {"peer","version","threads","checkLosses","stepSeconds"}. See README.md.
 """
-import argparse
 import os
 import sys
 import time
@@ -17,12 +16,7 @@ PROG = "numpy_peer"
 
 
 def main():
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    pc.add_step_args(parser)
-    args = parser.parse_args()
-    if args.warmup < 0 or args.steps < 1:
-        raise pc.PeerError("--warmup must be >= 0 and --steps >= 1")
-    pc.pin_threads(args.threads)          # before numpy is imported
+    args = pc.parse_step_args(PROG, __doc__.splitlines()[0])  # threads pinned before the library is imported
 
     import numpy as np
     from numpy_mlp import MLP

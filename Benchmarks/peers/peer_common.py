@@ -3,6 +3,7 @@
 This module must not import numpy or torch at import time: the thread-count environment
 variables have to be set before either is imported (see pin_threads).
 """
+import argparse
 import json
 import math
 import os
@@ -23,6 +24,29 @@ def pin_threads(n):
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
         os.environ[var] = str(n)
+
+
+def parse_step_args(prog, description):
+    """A step peer's arguments, checked, with its threads pinned before its library is imported."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_step_args(parser)
+    args = parser.parse_args()
+    if args.warmup < 0 or args.steps < 1:
+        raise PeerError("--warmup must be >= 0 and --steps >= 1")
+    pin_threads(args.threads)
+    return args
+
+
+def parse_fashion_args(prog, description):
+    """An F1 peer's arguments, checked, with its threads pinned before its library is imported."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_fashion_args(parser)
+    parser.add_argument("--verbose", action="store_true", help="progress on stderr")
+    args = parser.parse_args()
+    if args.max_epochs < 1:
+        raise PeerError("--max-epochs must be >= 1")
+    pin_threads(args.threads)
+    return args
 
 
 def run(prog, main):

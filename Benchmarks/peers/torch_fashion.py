@@ -11,7 +11,6 @@ each epoch (a DataLoader over a TensorDataset would add per-sample Python overhe
 engine's). Prints one JSON line:
 {"peer","version","threads","reached","epochs","trainSeconds","testAccuracies"}.
 """
-import argparse
 import math
 import os
 import sys
@@ -24,13 +23,7 @@ PROG = "torch_fashion"
 
 
 def main():
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    pc.add_fashion_args(parser)
-    parser.add_argument("--verbose", action="store_true", help="progress on stderr")
-    args = parser.parse_args()
-    if args.max_epochs < 1:
-        raise pc.PeerError("--max-epochs must be >= 1")
-    pc.pin_threads(args.threads)
+    args = pc.parse_fashion_args(PROG, __doc__.splitlines()[0])  # threads pinned before the library is imported
 
     import torch
     torch.set_num_threads(args.threads)

@@ -6,7 +6,6 @@ nn.Linear and activation modules, loss.backward(), torch.optim.SGD; float32.
 
 Prints one JSON line: {"peer","version","threads","checkLosses","stepSeconds"}. See README.md.
 """
-import argparse
 import os
 import sys
 import time
@@ -54,12 +53,7 @@ def make_loss(torch, kind, t_np):
 
 
 def main():
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    pc.add_step_args(parser)
-    args = parser.parse_args()
-    if args.warmup < 0 or args.steps < 1:
-        raise pc.PeerError("--warmup must be >= 0 and --steps >= 1")
-    pc.pin_threads(args.threads)          # before torch is imported
+    args = pc.parse_step_args(PROG, __doc__.splitlines()[0])  # threads pinned before the library is imported
 
     import torch
     torch.set_num_threads(args.threads)
