@@ -87,11 +87,13 @@ struct Workload {
         var biases = network.parameterTensors.filter { $0.tensor == "bias" }.map { network.parameter($0) }
         var losses: [Double] = []
         for _ in 0 ..< steps {
-            var outputs = [x]
+            var outputs = [x], preActivations: [Tensor<Float>] = []
             for l in weights.indices {
-                outputs.append(Naive.denseForward(outputs[l], weight: weights[l], bias: biases[l], activation: activations[l]))
+                let (z, y) = Naive.denseForward(outputs[l], weight: weights[l], bias: biases[l], activation: activations[l])
+                preActivations.append(z)
+                outputs.append(y)
             }
-            let y = outputs.last!
+            let y = self.loss == .softmaxCrossEntropy ? Naive.softmax(outputs.last!) : outputs.last!
             var dy = Tensor<Float>(zeros: y.shape)
             var loss = 0.0
             for n in 0 ..< batch {
@@ -107,7 +109,7 @@ struct Workload {
             }
             losses.append(loss / Double(batch))
             for l in weights.indices.reversed() {
-                let g = Naive.denseBackward(outputs[l], weight: weights[l], output: outputs[l + 1], outputGradient: dy, activation: activations[l])
+                let g = Naive.denseBackward(outputs[l], weight: weights[l], preActivation: preActivations[l], outputGradient: dy, activation: activations[l])
                 for i in 0 ..< weights[l].count { weights[l][i] -= learningRate * g.weight[i] }
                 for i in 0 ..< biases[l].count { biases[l][i] -= learningRate * g.bias[i] }
                 dy = g.input

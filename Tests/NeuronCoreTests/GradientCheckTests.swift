@@ -2,28 +2,27 @@ import Testing
 @testable import NeuronCore
 
 /// A dense layer with a planted bug: its bias gradient has the wrong sign.
-struct FlippedBiasGradient<Scalar: TensorScalar>: Layer {
+struct FlippedBiasGradient<Scalar: TensorScalar>: ActivatedLayer {
     var dense: Dense<Scalar>
-    var inputSize: Int { dense.inputSize }
-    var outputSize: Int { dense.outputSize }
+    var inputShape: [Int] { dense.inputShape }
+    var outputShape: [Int] { dense.outputShape }
     var activation: Activation { dense.activation }
     var parameterShapes: [(name: String, shape: [Int])] { dense.parameterShapes }
     var description: String { "Flipped\(dense)" }
     var output: Tensor<Scalar> { dense.output }
-    var logits: Tensor<Scalar>? { dense.logits }
     var inputGradient: Tensor<Scalar> { dense.inputGradient }
 
-    func initialize(_ parameters: UnsafeMutableBufferPointer<Scalar>, using generator: inout SeededGenerator) {
-        dense.initialize(parameters, using: &generator)
+    func initialize(parameters: UnsafeMutableBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>, using generator: inout SeededGenerator) {
+        dense.initialize(parameters: parameters, state: state, using: &generator)
     }
-    mutating func forward(_ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>) {
-        dense.forward(x, parameters: parameters)
+    mutating func forward(_ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>, mode: LayerMode) {
+        dense.forward(x, parameters: parameters, state: state, mode: mode)
     }
     mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>, computeInputGradient: Bool
     ) {
-        let weights = inputSize * outputSize
+        let weights = dense.inputs * dense.outputs
         // Subtract this batch's bias gradient where the real layer adds it.
         let before = Array(gradients[weights...])
         dense.backward(input: x, outputGradient: dy, parameters: parameters, gradients: gradients, computeInputGradient: computeInputGradient)
@@ -36,14 +35,17 @@ struct FlippedBiasGradient<Scalar: TensorScalar>: Layer {
 
 @Suite("Whole-network gradient check")
 struct GradientCheckTests {
-    /// A random network of `depth` layers ending as `loss` requires, with a batch and targets.
-    static func randomCase(depth: Int, loss: Loss, seed: UInt64) throws -> (Network<Double>, Tensor<Double>, Tensor<Double>) {
+    /// A random network of `depth` layers ending as `loss` requires, with a batch and targets;
+    /// hidden activations drawn from `hidden`.
+    static func randomCase(
+        depth: Int, loss: Loss, seed: UInt64, hidden: [Activation] = [.tanh, .sigmoid]
+    ) throws -> (Network<Double>, Tensor<Double>, Tensor<Double>) {
         var generator = SeededGenerator(seed: seed)
         let inputs = 2 + generator.index(below: 5)
         var layers: [(units: Int, activation: Activation)] = []
-        for _ in 0 ..< depth - 1 { layers.append((2 + generator.index(below: 6), generator.index(below: 2) == 0 ? .tanh : .sigmoid)) }
+        for _ in 0 ..< depth - 1 { layers.append((2 + generator.index(below: 6), hidden[generator.index(below: hidden.count)])) }
         let outputs = 2 + generator.index(below: 3)
-        layers.append((outputs, loss == .softmaxCrossEntropy ? .softmax : (generator.index(below: 2) == 0 ? .tanh : .sigmoid)))
+        layers.append((outputs, loss == .softmaxCrossEntropy ? .softmax : hidden[generator.index(below: hidden.count)]))
         let network = try Network<Double>(inputSize: inputs, layers: layers, loss: loss, seed: seed)
         let batch = 1 + generator.index(below: 4)
         let x = Tensor<Double>.random([batch, inputs], using: &generator)
@@ -70,6 +72,27 @@ struct GradientCheckTests {
             #expect(fine.maxRelativeError <= 1e-7, "\(fine)")
             #expect(report.tensors.map(\.checked).reduce(0, +) == network.parameterCount + x.count)
         }
+    }
+
+    @Test("Random networks over every activation pass, relu away from its kink", arguments: [Loss.halfSquaredError, .softmaxCrossEntropy])
+    func everyActivation(loss: Loss) throws {
+        let hidden: [Activation] = [.tanh, .sigmoid, .relu, .identity]
+        var checked = 0
+        for seed in UInt64(1)...12 {
+            let (network, x, t) = try Self.randomCase(depth: 3, loss: loss, seed: seed * 7919, hidden: hidden)
+            // relu's derivative jumps at 0: a nudge of 1e-6 across the kink makes the faux gradient
+            // meaningless there, so skip the rare batch with a relu pre-activation that close to 0.
+            var probe = network
+            _ = try probe.forward(x)
+            let nearKink = probe.layers.contains { layer in
+                (layer as? any ActivatedLayer)?.activation == .relu && layer.output.scalars.contains { $0 > 0 && $0 < 1e-4 }
+            }
+            guard !nearKink else { continue }
+            let report = try GradientCheck(checkInputs: true).run(on: network, inputs: x, targets: t)
+            #expect(report.passed, "\(network): \(report)")
+            checked += 1
+        }
+        #expect(checked >= 8)  // most seeds are far from every kink
     }
 
     @Test("A planted bug is caught, and the report names its layer and tensor")

@@ -85,37 +85,4 @@ struct MatrixProductTests {
         try Tensor.matmul(a, b, beta: 0.5, into: &c)
         #expect(c.scalars == Array(repeating: 2, count: 6))
     }
-
-    @Test("gemv equals the naive loops, plain and transposed")
-    func gemvMatchesNaive() throws {
-        func check<Scalar: TensorScalar>(_: Scalar.Type) throws {
-            var generator = SeededGenerator(seed: 7)
-            for (m, n, _) in Self.shapes {
-                let a = Tensor<Scalar>.random([m, n], using: &generator)
-                for transposeA in [false, true] {
-                    let x = Tensor<Scalar>.random([transposeA ? m : n], using: &generator)
-                    let start = Tensor<Scalar>.random([transposeA ? n : m], using: &generator)
-                    var fast = start, slow = start
-                    try Tensor.matvec(a, transposeA: transposeA, x, alpha: 1.5, beta: -1, into: &fast)
-                    try Naive.matvec(a, transposeA: transposeA, x, alpha: 1.5, beta: -1, into: &slow)
-                    expectClose(fast.scalars, slow.scalars, tolerance: 2 * summationTolerance(Scalar.self, terms: max(m, n)))
-                }
-            }
-        }
-        try check(Float.self)
-        try check(Double.self)
-    }
-
-    @Test("gemv by hand, and its shape errors")
-    func gemvByHand() throws {
-        let a = try Tensor<Double>(rows: [[1, 2, 3], [4, 5, 6]])
-        var y = Tensor<Double>(zeros: [2])
-        try Tensor.matvec(a, Tensor(vector: [1, 0, -1]), into: &y)
-        #expect(y.scalars == [-2, -2])
-        var yt = Tensor<Double>(zeros: [3])
-        try Tensor.matvec(a, transposeA: true, Tensor(vector: [1, 1]), into: &yt)
-        #expect(yt.scalars == [5, 7, 9])
-        #expect(throws: TensorError.self) { try Tensor.matvec(a, Tensor(vector: [1, 1]), into: &y) }
-        #expect(throws: TensorError.self) { try Tensor.matvec(a, Tensor(vector: [1, 1, 1]), into: &yt) }
-    }
 }

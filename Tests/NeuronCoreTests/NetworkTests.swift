@@ -16,7 +16,7 @@ struct NetworkTests {
 
     @Test("Impossible networks are refused with a message saying why")
     func refused() throws {
-        #expect(throws: NetworkError.layersDoNotChain(index: 0, outputs: 3, nextInputs: 4)) {
+        #expect(throws: NetworkError.layersDoNotChain(index: 0, layer: "Dense(2→3, tanh)", outputShape: [3], next: "Dense(4→1, tanh)", inputShape: [4])) {
             try Network<Double>([try Dense<Double>(2, 3), try Dense<Double>(4, 1)], loss: .halfSquaredError)
         }
         #expect(throws: NetworkError.self) {

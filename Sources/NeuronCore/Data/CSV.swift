@@ -19,10 +19,6 @@ public enum CSV {
     /// - Throws: ``DataError`` naming the file, and the line and column (1-based) where it applies:
     ///   a missing or empty file, no data rows, an unknown column (with the closest header name),
     ///   a row with the wrong number of fields, an empty, non-numeric or non-finite value.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public static func load<Scalar: TensorScalar>(
         _ path: String, labelColumn: String, task: Task, featureColumns: [String]? = nil, as: Scalar.Type = Scalar.self
     ) throws(DataError) -> Dataset<Scalar> {
@@ -32,10 +28,6 @@ public enum CSV {
 
     /// The same as ``load(_:labelColumn:task:featureColumns:as:)`` from text already in memory;
     /// `source` names the text in errors.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public static func parse<Scalar: TensorScalar>(
         _ text: String, source: String, labelColumn: String, task: Task, featureColumns: [String]? = nil,
         as: Scalar.Type = Scalar.self
@@ -45,10 +37,6 @@ public enum CSV {
 
     /// The reader behind ``load(_:labelColumn:task:featureColumns:as:)`` and
     /// ``parse(_:source:labelColumn:task:featureColumns:as:)``, over UTF-8 bytes.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     static func parse<Scalar: TensorScalar>(
         bytes: [UInt8], source: String, labelColumn: String, task: Task, featureColumns: [String]?
     ) throws(DataError) -> Dataset<Scalar> {
@@ -272,10 +260,6 @@ extension CSV {
     /// - Throws: ``DataError`` naming the file, and the line and column where it applies: a
     ///   missing or empty file, no data rows, an unknown column (with the closest header name), a
     ///   row with the wrong number of fields, an empty, non-numeric or non-finite value.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public static func loadFeatures<Scalar: TensorScalar>(
         _ path: String, columns: [String], as: Scalar.Type = Scalar.self
     ) throws(DataError) -> Tensor<Scalar> {

@@ -24,10 +24,6 @@ public struct Dataset<Scalar: TensorScalar>: Sendable, Equatable {
     ///   - classNames: one name per target column; only together with `labels`.
     ///   - featureNames: one per feature column; defaults to `x0`, `x1`, ….
     /// - Throws: ``DataError/inconsistentDataset(_:)`` saying what does not fit.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public init(
         features: Tensor<Scalar>, targets: Tensor<Scalar>, labels: [Int]? = nil,
         classNames: [String]? = nil, featureNames: [String]? = nil
@@ -55,10 +51,6 @@ public struct Dataset<Scalar: TensorScalar>: Sendable, Equatable {
     /// A classification dataset from class indices: builds the one-hot targets, (samples, classNames.count).
     /// - Throws: ``DataError/inconsistentDataset(_:)`` for a label outside `0..<classNames.count`,
     ///   a label count that differs from the feature rows, or features that are not rank 2.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public static func classification(
         features: Tensor<Scalar>, labels: [Int], classNames: [String], featureNames: [String]? = nil
     ) throws(DataError) -> Dataset {
@@ -88,10 +80,6 @@ public struct Dataset<Scalar: TensorScalar>: Sendable, Equatable {
     public var isClassification: Bool { labels != nil }
 
     /// The rows at `indices`, in that order; the indices must be valid (callers derive them from `count`).
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public func subset(_ indices: [Int]) -> Dataset {
         Dataset(
             unchecked: Self.gatherRows(features, indices), targets: Self.gatherRows(targets, indices),
@@ -122,10 +110,6 @@ public struct Dataset<Scalar: TensorScalar>: Sendable, Equatable {
     }
 
     /// The same dataset in another scalar type (Float ↔ Double), rounding to nearest.
-    @_specialize(exported: true, where Scalar == Float, Other == Double)
-    @_specialize(exported: true, where Scalar == Double, Other == Float)
-    @_specialize(exported: true, where Scalar == Float, Other == Float)
-    @_specialize(exported: true, where Scalar == Double, Other == Double)
     public func converted<Other: TensorScalar>(to: Other.Type) -> Dataset<Other> {
         Dataset<Other>(
             unchecked: Self.convert(features), targets: Self.convert(targets),

@@ -22,10 +22,6 @@ public enum IDX {
     /// - Throws: ``DataError`` naming the file(s): everything ``read(_:)`` throws, images that are
     ///   not 3-dimensional or labels that are not 1-dimensional, image and label counts that
     ///   differ, a label outside the classes.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public static func load<Scalar: TensorScalar>(
         images: String, labels: String, scale: Scalar = 1 / 255, classNames: [String]? = nil, limit: Int? = nil
     ) throws(DataError) -> Dataset<Scalar> {

@@ -62,10 +62,6 @@ public struct MiniBatches: Sendable, Equatable, Codable {
     /// refilled (left empty for a dataset without labels). So once the buffers have held a full
     /// batch, no call allocates.
     /// - Precondition: `dataset.count == count` (the batches were made for this dataset).
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public func fill<Scalar: TensorScalar>(
         batch index: Int, from dataset: Dataset<Scalar>,
         features: inout Tensor<Scalar>, targets: inout Tensor<Scalar>, labels: inout [Int]
@@ -82,16 +78,12 @@ public struct MiniBatches: Sendable, Equatable, Codable {
         }
     }
 
-    // source: (count, columns)  batch: (positions.count, columns); batch row i = source row order[positions.lowerBound + i]
-    @inline(__always)
+    // source: (count, columns)  batch: (positions.count, columns)
     private func copyRows<Scalar: TensorScalar>(at positions: Range<Int>, of source: Tensor<Scalar>, into batch: inout Tensor<Scalar>) {
-        let columns = source.columns
-        guard columns > 0, !positions.isEmpty else { return }
         source.withUnsafeBufferPointer { from in
             batch.withUnsafeMutableBufferPointer { to in
-                guard let from = from.baseAddress, let to = to.baseAddress else { return }
-                for (i, position) in positions.enumerated() {
-                    (to + i * columns).update(from: from + order[position] * columns, count: columns)
+                order.withUnsafeBufferPointer { order in
+                    Scalar.gatherRows(from, columns: source.columns, order: order, positions: positions, into: to)
                 }
             }
         }

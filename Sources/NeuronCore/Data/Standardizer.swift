@@ -11,10 +11,6 @@ public struct Standardizer<Scalar: TensorScalar>: Sendable, Equatable, Codable {
     /// Fits each column of `features` (samples, featureCount): its mean and population standard
     /// deviation, accumulated in Double. A constant column gets standard deviation 1, so it maps
     /// to 0 rather than NaN; with no rows every mean is 0 and every deviation 1.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public init(fitting features: Tensor<Scalar>) {
         // features: (rows, columns)  sums, squares, constant: (columns)
         let columns = features.columns
@@ -77,10 +73,6 @@ public struct Standardizer<Scalar: TensorScalar>: Sendable, Equatable, Codable {
 
     /// Standardizes `features` (samples, featureCount) in place: x = (x - mean) / standardDeviation.
     /// - Throws: ``DataError/featureCountMismatch(expected:found:)`` when the column count differs from the fit.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public func apply(to features: inout Tensor<Scalar>) throws(DataError) {
         // features: (rows, columns)  mean, standardDeviation: (columns)
         let columns = mean.count

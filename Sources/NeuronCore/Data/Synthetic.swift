@@ -20,10 +20,6 @@ public enum Synthetic {
     /// `count` points x uniform in [-π, π) from `generator`, with target sin(x): regression, one
     /// feature "x", one output.
     /// - Throws: ``DataError/invalidArgument(name:value:expected:)`` for a count below 1.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public static func sine<Scalar: TensorScalar>(
         count: Int, generator: inout SeededGenerator
     ) throws(DataError) -> Dataset<Scalar> {

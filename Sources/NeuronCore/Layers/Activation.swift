@@ -1,7 +1,9 @@
 // Activations: applied in place to a layer's pre-activation, and differentiated from the saved
-// output alone (tanh: 1 - y², sigmoid: y·(1 - y), relu: y > 0), so backward never recomputes them.
+// output alone (tanh: 1 - y², sigmoid: y·(1 - y), relu: y > 0), so backward never recomputes
+// them. The loops are kernels of ``TensorScalar``; under them, in `Naive`, each activation and its
+// derivative written from the pre-activation instead, an oracle that shares nothing with them.
 
-/// The non-linearity at a dense layer's output.
+/// The non-linearity at a layer's output.
 public enum Activation: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
     /// `tanh(z)`: the neuron's, and the default (Float: a vectorized approximation within 4e-7, see ``Float/tanh(inPlace:)``).
     case tanh
@@ -11,92 +13,108 @@ public enum Activation: String, Sendable, Codable, CaseIterable, CustomStringCon
     case relu
     /// `z` unchanged.
     case identity
-    /// `e^zⱼ / Σₖ e^zₖ` over each row. Only at the output, fused with the cross-entropy loss,
-    /// whose gradient with respect to the pre-activation is simply `p - t`.
+    /// `e^zⱼ / Σₖ e^zₖ` over each row. Only at the output: the layer's output stays its logits
+    /// `z`, and the network's loss head turns them into probabilities, fused with the
+    /// cross-entropy, whose gradient with respect to the logits is simply `p - t`.
     case softmax
 
     public var description: String { rawValue }
+}
 
-    /// Applies the activation in place: `y = f(z)`, element-wise (softmax: row-wise).
-    ///
-    ///     // z → y: (batch, units), in place
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
-    public func apply<Scalar: TensorScalar>(to y: inout Tensor<Scalar>) {
-        let columns = y.columns
-        y.withUnsafeMutableBufferPointer { p in
-            switch self {
-            case .tanh:
-                Scalar.tanh(inPlace: p)
-            case .sigmoid:
-                for i in p.indices { p[i] = Self.sigmoid(p[i]) }
-            case .relu:
-                for i in p.indices where p[i] < 0 { p[i] = 0 }  // NaN stays NaN, so divergence stays visible
-            case .identity:
-                break
-            case .softmax:
-                var start = 0
-                while start < p.count {
-                    Self.softmaxRow(p, start: start, count: columns)
-                    start += columns
-                }
-            }
+extension TensorScalar {
+    public static func activate(_ activation: Activation, _ y: UnsafeMutableBufferPointer<Self>) {
+        switch activation {
+        case .tanh:
+            tanh(inPlace: y)
+        case .sigmoid:
+            for i in y.indices { y[i] = sigmoid(y[i]) }
+        case .relu:
+            for i in y.indices where y[i] < 0 { y[i] = 0 }  // NaN stays NaN, so divergence stays visible
+        case .identity, .softmax:
+            break
         }
     }
 
-    /// The chain rule through the activation from its saved output: `dz = dy ⊙ f'(z)`.
-    ///
-    ///     // y: (batch, units)  dy: (batch, units)  →  dz: (batch, units), may alias dy
-    ///
-    /// Softmax has no element-wise derivative; fused with cross-entropy the loss hands over
-    /// `dz` directly, so here it passes the gradient through unchanged.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
-    public func backward<Scalar: TensorScalar>(output y: Tensor<Scalar>, gradient dy: Tensor<Scalar>, into dz: inout Tensor<Scalar>) {
-        y.withUnsafeBufferPointer { py in
-            dy.withUnsafeBufferPointer { pdy in
-                dz.withUnsafeMutableBufferPointer { pdz in
-                    switch self {
-                    case .tanh:
-                        for i in py.indices { pdz[i] = pdy[i] * (1 - py[i] * py[i]) }
-                    case .sigmoid:
-                        for i in py.indices { pdz[i] = pdy[i] * (py[i] * (1 - py[i])) }
-                    case .relu:
-                        for i in py.indices { pdz[i] = py[i] > 0 ? pdy[i] : 0 }
-                    case .identity, .softmax:
-                        for i in py.indices { pdz[i] = pdy[i] }
-                    }
-                }
-            }
+    public static func activationBackward(
+        _ activation: Activation, output y: UnsafeBufferPointer<Self>, gradient dy: UnsafeBufferPointer<Self>,
+        into dz: UnsafeMutableBufferPointer<Self>
+    ) {
+        switch activation {
+        case .tanh:
+            for i in y.indices { dz[i] = dy[i] * (1 - y[i] * y[i]) }
+        case .sigmoid:
+            for i in y.indices { dz[i] = dy[i] * (y[i] * (1 - y[i])) }
+        case .relu:
+            for i in y.indices { dz[i] = y[i] > 0 ? dy[i] : 0 }
+        case .identity, .softmax:
+            // Softmax has no element-wise derivative: the fused loss hands over dz directly.
+            for i in y.indices { dz[i] = dy[i] }
         }
     }
 
+    public static func softmaxRows(_ p: UnsafeMutableBufferPointer<Self>, columns: Int) {
+        var start = 0
+        while start < p.count {
+            var maximum = -Self.infinity
+            for j in start ..< start + columns where p[j] > maximum { maximum = p[j] }
+            var sum: Self = 0
+            for j in start ..< start + columns {
+                p[j] = exp(p[j] - maximum)
+                sum += p[j]
+            }
+            let inverse = 1 / sum
+            for j in start ..< start + columns { p[j] *= inverse }
+            start += columns
+        }
+    }
+
+    /// Two branches so that exp never overflows: e^-z for z ≥ 0, e^z for z < 0.
     @inline(__always)
-    static func sigmoid<Scalar: TensorScalar>(_ z: Scalar) -> Scalar {
-        // Two branches so that exp never overflows: e^-z for z ≥ 0, e^z for z < 0.
+    static func sigmoid(_ z: Self) -> Self {
         if z >= 0 {
-            return 1 / (1 + Scalar.exp(-z))
+            return 1 / (1 + exp(-z))
         } else {
-            let e = Scalar.exp(z)
+            let e = exp(z)
             return e / (1 + e)
         }
     }
+}
 
-    /// Softmax of one row in place, shifted by the row's maximum so that exp never overflows.
-    @inline(__always)
-    static func softmaxRow<Scalar: TensorScalar>(_ p: UnsafeMutableBufferPointer<Scalar>, start: Int, count: Int) {
-        var maximum = -Scalar.infinity
-        for j in start ..< start + count where p[j] > maximum { maximum = p[j] }
-        var sum: Scalar = 0
-        for j in start ..< start + count {
-            p[j] = Scalar.exp(p[j] - maximum)
-            sum += p[j]
+extension Naive {
+    /// `f(z)` for one pre-activation, from the textbook definitions (the C library's tanh, even
+    /// for Float; softmax, which is not element-wise, is the identity here as in a layer).
+    public static func activation<Scalar: TensorScalar>(_ activation: Activation, _ z: Scalar) -> Scalar {
+        switch activation {
+        case .tanh: Scalar.tanh(z)
+        case .sigmoid: 1 / (1 + Scalar.exp(-z))
+        case .relu: z > 0 ? z : 0
+        case .identity, .softmax: z
         }
-        let inverse = 1 / sum
-        for j in start ..< start + count { p[j] *= inverse }
+    }
+
+    /// `f'(z)` for one pre-activation, from the definitions written in `z`, not in the output:
+    /// tanh' = 1 / cosh²(z), sigmoid' = e^-z / (1 + e^-z)², relu' = 1 for z > 0 else 0.
+    public static func activationDerivative<Scalar: TensorScalar>(_ activation: Activation, _ z: Scalar) -> Scalar {
+        switch activation {
+        case .tanh:
+            let cosh = (Scalar.exp(z) + Scalar.exp(-z)) / 2
+            return 1 / (cosh * cosh)
+        case .sigmoid:
+            let e = Scalar.exp(-z)
+            return e / ((1 + e) * (1 + e))
+        case .relu: return z > 0 ? 1 : 0
+        case .identity, .softmax: return 1
+        }
+    }
+
+    /// Softmax of each row of `z`: `e^zⱼ / Σₖ e^zₖ`, with no shift (fine for the small logits of tests).
+    public static func softmax<Scalar: TensorScalar>(_ z: Tensor<Scalar>) -> Tensor<Scalar> {
+        var p = z
+        for n in 0..<z.rows {
+            var sum: Scalar = 0
+            for j in 0..<z.columns { sum += Scalar.exp(z[n, j]) }
+            for j in 0..<z.columns { p[n, j] = Scalar.exp(z[n, j]) / sum }
+        }
+        return p
     }
 }

@@ -4,18 +4,18 @@
 /// A fully connected layer `y = f(x·w + b)`, e.g. `Dense(784→256, tanh)`.
 ///
 /// Its parameter slice holds the weight `w: (inputs, outputs)` row-major, then the bias `b: (outputs)`.
-public struct Dense<Scalar: TensorScalar>: Layer {
-    public let inputSize: Int
-    public let outputSize: Int
+public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
+    /// Features per sample going in.
+    public let inputs: Int
+    /// Units: features per sample coming out.
+    public let outputs: Int
     public let activation: Activation
 
     /// What forward keeps for backward, and backward's own buffers; sized when a batch shape is
     /// first seen, then reused (``Tensor/resize(to:)`` keeps capacity).
     public struct Cache: Sendable {
-        /// `y = f(x·w + b)`: tanh, sigmoid and relu differentiate from it alone.
+        /// `y = f(x·w + b)`: tanh, sigmoid and relu differentiate from it alone (softmax: the logits).
         public var output = Tensor<Scalar>(zeros: [0, 0])
-        /// `x·w + b` before a softmax, for the fused cross-entropy's log-sum-exp.
-        public var logits = Tensor<Scalar>(zeros: [0, 0])
         /// `dz = dy ⊙ f'(z)`.
         public var preActivationGradient = Tensor<Scalar>(zeros: [0, 0])
         /// `dx = dz·wᵀ`, only when asked for.
@@ -31,72 +31,70 @@ public struct Dense<Scalar: TensorScalar>: Layer {
         guard inputs >= 1, outputs >= 1 else {
             throw .invalidLayer("Dense(\(inputs)→\(outputs))", reason: "inputs and outputs must be at least 1")
         }
-        inputSize = inputs
-        outputSize = outputs
+        self.inputs = inputs
+        self.outputs = outputs
         self.activation = activation
     }
 
-    public var description: String { "Dense(\(inputSize)→\(outputSize), \(activation))" }
+    public var description: String { "Dense(\(inputs)→\(outputs), \(activation))" }
+
+    public var inputShape: [Int] { [inputs] }
+    public var outputShape: [Int] { [outputs] }
 
     public var parameterShapes: [(name: String, shape: [Int])] {
-        [("weight", [inputSize, outputSize]), ("bias", [outputSize])]
+        [("weight", [inputs, outputs]), ("bias", [outputs])]
     }
 
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
-        try! Dense<Other>(inputSize, outputSize, activation: activation)  // sizes were checked when self was built
+        try! Dense<Other>(inputs, outputs, activation: activation)  // sizes were checked when self was built
     }
 
     public var output: Tensor<Scalar> { cache.output }
-    public var logits: Tensor<Scalar>? { activation == .softmax ? cache.logits : nil }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
 
     /// Glorot/Xavier uniform, `U(±√(6 / (in + out)))`, for tanh, sigmoid, identity and softmax;
     /// He uniform, `U(±√(6 / in))`, for relu (its half-zero output halves the variance); zero biases.
-    public func initialize(_ parameters: UnsafeMutableBufferPointer<Scalar>, using generator: inout SeededGenerator) {
-        let fanIn = Double(inputSize), fanOut = Double(outputSize)
+    public func initialize(
+        parameters: UnsafeMutableBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
+        using generator: inout SeededGenerator
+    ) {
+        let fanIn = Double(inputs), fanOut = Double(outputs)
         let limit = activation == .relu ? (6 / fanIn).squareRoot() : (6 / (fanIn + fanOut)).squareRoot()
-        let weights = inputSize * outputSize
+        let weights = inputs * outputs
         for i in 0..<weights { parameters[i] = Scalar(generator.uniform(-limit, limit)) }
-        for i in weights ..< weights + outputSize { parameters[i] = 0 }
+        for i in weights ..< weights + outputs { parameters[i] = 0 }
     }
 
     // MARK: Forward
 
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
+    // Reached through `any Layer<Scalar>`: a concrete copy spares each step the generic metadata lookups.
     @_specialize(where Scalar == Float)
     @_specialize(where Scalar == Double)
-    public mutating func forward(_ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>) {
+    public mutating func forward(
+        _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
+        mode: LayerMode
+    ) {
         // x: (batch, inputs)  w: (inputs, outputs)  b: (outputs)  y: (batch, outputs)
-        let batch = x.rows, inputs = inputSize, outputs = outputSize
+        let batch = x.shape[0], inputs = inputs, outputs = outputs, activation = activation
         cache.output.resize(rows: batch, columns: outputs)
         x.withUnsafeBufferPointer { px in
             cache.output.withUnsafeMutableBufferPointer { py in
-                let w = parameters.baseAddress!, b = w + inputs * outputs
+                let w = parameters.baseAddress!
+                // y = x·w
                 Scalar.blasGemm(
                     transposeA: false, transposeB: false, m: batch, n: outputs, k: inputs,
                     alpha: 1, a: px.baseAddress!, lda: inputs, b: w, ldb: outputs,
                     beta: 0, c: py.baseAddress!, ldc: outputs)
-                var row = 0
-                while row < py.count {
-                    for j in 0..<outputs { py[row + j] += b[j] }
-                    row += outputs
-                }
+                // y += b, then y = f(y) (softmax: left to the loss head)
+                Scalar.addBias(UnsafeBufferPointer(rebasing: parameters[inputs * outputs ..< inputs * outputs + outputs]), to: py)
+                Scalar.activate(activation, py)
             }
         }
-        if activation == .softmax {
-            cache.logits.resize(rows: batch, columns: outputs)
-            cache.logits.withUnsafeMutableBufferPointer { pz in
-                cache.output.withUnsafeBufferPointer { py in _ = pz.update(fromContentsOf: py) }
-            }
-        }
-        activation.apply(to: &cache.output)
     }
 
     // MARK: Backward
 
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
+    // Reached through `any Layer<Scalar>`: a concrete copy spares each step the generic metadata lookups.
     @_specialize(where Scalar == Float)
     @_specialize(where Scalar == Double)
     public mutating func backward(
@@ -105,23 +103,26 @@ public struct Dense<Scalar: TensorScalar>: Layer {
         computeInputGradient: Bool
     ) {
         // x: (batch, inputs)  dy, dz: (batch, outputs)  dw: (inputs, outputs)  db: (outputs)  dx: (batch, inputs)
-        let batch = x.rows, inputs = inputSize, outputs = outputSize
+        let batch = x.shape[0], inputs = inputs, outputs = outputs, activation = activation
         cache.preActivationGradient.resize(rows: batch, columns: outputs)
-        activation.backward(output: cache.output, gradient: dy, into: &cache.preActivationGradient)
+        cache.output.withUnsafeBufferPointer { py in
+            dy.withUnsafeBufferPointer { pdy in
+                cache.preActivationGradient.withUnsafeMutableBufferPointer { pdz in
+                    // dz = dy ⊙ f'(z), from the saved output
+                    Scalar.activationBackward(activation, output: py, gradient: pdy, into: pdz)
+                }
+            }
+        }
         x.withUnsafeBufferPointer { px in
             cache.preActivationGradient.withUnsafeBufferPointer { pdz in
-                let dw = gradients.baseAddress!, db = dw + inputs * outputs
+                let dw = gradients.baseAddress!
                 // dw += xᵀ·dz  (beta 1: backward adds into the gradient buffer)
                 Scalar.blasGemm(
                     transposeA: true, transposeB: false, m: inputs, n: outputs, k: batch,
                     alpha: 1, a: px.baseAddress!, lda: inputs, b: pdz.baseAddress!, ldb: outputs,
                     beta: 1, c: dw, ldc: outputs)
                 // db += Σ over the batch of dz
-                var row = 0
-                while row < pdz.count {
-                    for j in 0..<outputs { db[j] += pdz[row + j] }
-                    row += outputs
-                }
+                Scalar.addColumnSums(pdz, to: UnsafeMutableBufferPointer(rebasing: gradients[inputs * outputs ..< inputs * outputs + outputs]))
             }
         }
         guard computeInputGradient else { return }
@@ -139,46 +140,39 @@ public struct Dense<Scalar: TensorScalar>: Layer {
 }
 
 extension Naive {
-    /// The definition of ``Dense``'s forward pass, one sample and one output at a time.
+    /// The definition of ``Dense``'s forward pass, one sample and one output at a time; the
+    /// activation from its textbook definition (``Naive/activation(_:_:)``).
     ///
-    ///     // x: (batch, inputs)  w: (inputs, outputs)  b: (outputs)  →  y: (batch, outputs)
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
+    ///     // x: (batch, inputs)  w: (inputs, outputs)  b: (outputs)  →  z, y: (batch, outputs)
     public static func denseForward<Scalar>(
         _ x: Tensor<Scalar>, weight w: Tensor<Scalar>, bias b: Tensor<Scalar>, activation: Activation
-    ) -> Tensor<Scalar> {
-        var y = Tensor<Scalar>(zeros: [x.rows, w.columns])
+    ) -> (preActivation: Tensor<Scalar>, output: Tensor<Scalar>) {
+        var z = Tensor<Scalar>(zeros: [x.rows, w.columns]), y = z
         for n in 0..<x.rows {
             for j in 0..<w.columns {
-                var z: Scalar = 0
-                for i in 0..<w.rows { z += x[n, i] * w[i, j] }
-                y[n, j] = z + b[j]
+                var sum: Scalar = 0
+                for i in 0..<w.rows { sum += x[n, i] * w[i, j] }
+                z[n, j] = sum + b[j]
+                y[n, j] = Naive.activation(activation, z[n, j])
             }
         }
-        activation.apply(to: &y)
-        return y
+        return (z, y)
     }
 
-    /// The definition of ``Dense``'s backward pass: `dz = dy ⊙ f'(z)`, `dw = xᵀ·dz`, `db = Σ dz`, `dx = dz·wᵀ`.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
+    /// The definition of ``Dense``'s backward pass from the pre-activation `z`:
+    /// `dz = dy ⊙ f'(z)`, `dw = xᵀ·dz`, `db = Σ dz`, `dx = dz·wᵀ`.
     public static func denseBackward<Scalar>(
-        _ x: Tensor<Scalar>, weight w: Tensor<Scalar>, output y: Tensor<Scalar>,
+        _ x: Tensor<Scalar>, weight w: Tensor<Scalar>, preActivation z: Tensor<Scalar>,
         outputGradient dy: Tensor<Scalar>, activation: Activation
     ) -> (weight: Tensor<Scalar>, bias: Tensor<Scalar>, input: Tensor<Scalar>) {
-        var dz = Tensor<Scalar>(zeros: dy.shape)
-        activation.backward(output: y, gradient: dy, into: &dz)
         var dw = Tensor<Scalar>(zeros: w.shape), db = Tensor<Scalar>(zeros: [w.columns]), dx = Tensor<Scalar>(zeros: x.shape)
         for n in 0..<x.rows {
             for j in 0..<w.columns {
-                db[j] += dz[n, j]
+                let dz = dy[n, j] * activationDerivative(activation, z[n, j])
+                db[j] += dz
                 for i in 0..<w.rows {
-                    dw[i, j] += x[n, i] * dz[n, j]
-                    dx[n, i] += dz[n, j] * w[i, j]
+                    dw[i, j] += x[n, i] * dz
+                    dx[n, i] += dz * w[i, j]
                 }
             }
         }

@@ -1,40 +1,56 @@
+/// Whether a forward pass is part of training or only evaluates.
+///
+/// Layers that behave differently in the two (dropout, batch normalization) read it; the others
+/// ignore it. Backward follows a `.training` forward pass.
+public enum LayerMode: Sendable, Equatable {
+    /// Training: batch statistics, random masks, and state such as running means updated.
+    case training
+    /// Evaluation (validation, test, evaluate, predict): deterministic, state read only.
+    case evaluation
+}
+
 /// A stage of a network: a function of a batch and of its own parameters, with its backward pass.
+///
+/// A layer declares the shape of one sample going in and coming out (`[features]` for a dense
+/// layer; `[channels, height, width]` for an image); a batch adds a leading dimension. The
+/// network checks each layer's output shape against the next one's input shape when it is built.
 ///
 /// A layer owns no parameters: the network keeps every layer's parameters in one contiguous
 /// buffer (and gradients in another of the same layout) and hands each layer its slice, so
-/// optimizers update everything in one flat loop. A layer owns its caches: what forward keeps
-/// for backward, sized when a batch shape is first seen and reused after.
+/// optimizers update everything in one flat loop. Non-trainable state (a running mean) lives the
+/// same way in a third buffer, saved in checkpoints but never seen by an optimizer. A layer owns
+/// its caches: what forward keeps for backward, sized when a batch shape is first seen and reused
+/// after.
 public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
     associatedtype Scalar: TensorScalar
 
-    /// Features per sample going in.
-    var inputSize: Int { get }
-    /// Features per sample coming out.
-    var outputSize: Int { get }
-    /// The non-linearity at the output (it decides the initialisation and the loss it may feed).
-    var activation: Activation { get }
-    /// The parameter tensors, in buffer order, e.g. `[("weight", [in, out]), ("bias", [out])]`.
+    /// The shape of one sample going in, e.g. `[784]`.
+    var inputShape: [Int] { get }
+    /// The shape of one sample coming out, e.g. `[256]`.
+    var outputShape: [Int] { get }
+    /// The trainable tensors, in buffer order, e.g. `[("weight", [in, out]), ("bias", [out])]`.
     var parameterShapes: [(name: String, shape: [Int])] { get }
+    /// The non-trainable tensors (saved, not trained), in buffer order; none by default.
+    var stateShapes: [(name: String, shape: [Int])] { get }
 
-    /// Fills this layer's parameter slice with seeded initial values.
-    func initialize(_ parameters: UnsafeMutableBufferPointer<Scalar>, using generator: inout SeededGenerator)
+    /// Fills this layer's parameter and state slices with seeded initial values.
+    func initialize(
+        parameters: UnsafeMutableBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
+        using generator: inout SeededGenerator)
 
-    /// Runs the layer on a batch and keeps ``output`` (and whatever backward needs).
+    /// Runs the layer on a batch and keeps ``output`` (and, in training, whatever backward needs).
     ///
-    ///     // x: (batch, inputSize)  →  output: (batch, outputSize)
-    mutating func forward(_ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>)
+    ///     // x: (batch, inputShape…)  →  output: (batch, outputShape…)
+    mutating func forward(
+        _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
+        mode: LayerMode)
     /// The last forward pass's output.
     var output: Tensor<Scalar> { get }
-    /// The pre-activation of a softmax output (the logits), kept for the fused cross-entropy; nil otherwise.
-    var logits: Tensor<Scalar>? { get }
 
     /// Adds this batch's parameter gradients into `gradients` (cleared once per step by the
     /// network) and, only when asked, computes ``inputGradient``.
     ///
-    ///     // x: (batch, inputSize)  dy: (batch, outputSize)  →  gradients += …, inputGradient: (batch, inputSize)
-    ///
-    /// `dy` is the loss's gradient with respect to ``output``, except after a softmax, where the
-    /// fused loss hands over the gradient with respect to the logits.
+    ///     // x: (batch, inputShape…)  dy: (batch, outputShape…)  →  gradients += …, inputGradient: like x
     mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
@@ -47,6 +63,17 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
 }
 
 extension Layer {
+    public var stateShapes: [(name: String, shape: [Int])] { [] }
+
     /// The number of scalars in this layer's parameter slice.
     public var parameterCount: Int { parameterShapes.reduce(0) { $0 + $1.shape.reduce(1, *) } }
+    /// The number of scalars in this layer's state slice.
+    public var stateCount: Int { stateShapes.reduce(0) { $0 + $1.shape.reduce(1, *) } }
+}
+
+/// A layer whose output goes through an ``Activation`` (a dense layer): the network reads it to
+/// place the softmax head, and displays to measure saturated or dead units.
+public protocol ActivatedLayer<Scalar>: Layer {
+    /// The non-linearity at the output.
+    var activation: Activation { get }
 }

@@ -26,10 +26,6 @@ public struct ConfusionMatrix: Sendable, Equatable, Codable, CustomStringConvert
     }
 
     /// How many rows' largest entry is at their label.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public static func correctCount<Scalar: TensorScalar>(_ predictions: Tensor<Scalar>, labels: [Int]) -> Int {
         var correct = 0
         for (n, label) in labels.enumerated() where argmax(predictions, row: n) == label { correct += 1 }
@@ -37,19 +33,11 @@ public struct ConfusionMatrix: Sendable, Equatable, Codable, CustomStringConvert
     }
 
     /// The index of the largest entry of `row` (the first, on ties).
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public static func argmax<Scalar: TensorScalar>(_ predictions: Tensor<Scalar>, row: Int) -> Int {
         let columns = predictions.columns
-        var best = 0
-        var bestValue = predictions[row * columns]
-        for j in 1 ..< max(columns, 1) where predictions[row * columns + j] > bestValue {
-            best = j
-            bestValue = predictions[row * columns + j]
+        return predictions.withUnsafeBufferPointer { p in
+            Scalar.argmax(UnsafeBufferPointer(rebasing: p[row * columns ..< (row + 1) * columns]))
         }
-        return best
     }
 
     /// Samples counted.
@@ -77,48 +65,68 @@ public struct ConfusionMatrix: Sendable, Equatable, Codable, CustomStringConvert
 
 // MARK: - Summaries for displays
 
+/// One layer's health, for displays: how large its weights and their gradients are, and how
+/// many of its units are saturated.
+public struct LayerStatistics: Sendable, Equatable {
+    /// The layer's index in the network.
+    public var index: Int
+    /// `Dense(784→256, tanh)`.
+    public var title: String
+    /// ‖weight‖₂ (0 for a layer without weights).
+    public var weightNorm: Double
+    /// ‖∂loss/∂weight‖₂ from the last backward pass.
+    public var gradientNorm: Double
+    /// For a tanh layer, the share of the last output's entries with |y| > 0.99, whose gradient
+    /// has all but vanished; nil for other layers or before any forward pass.
+    public var saturation: Double?
+}
+
 extension Network {
     /// ‖·‖₂ of one parameter tensor's values, summed in Double.
     public func parameterNorm(_ tensor: ParameterTensor) -> Double {
-        parameters.withUnsafeBufferPointer { Self.norm(UnsafeBufferPointer(rebasing: $0[tensor.range])) }
+        parameters.withUnsafeBufferPointer { Scalar.sumOfSquares(UnsafeBufferPointer(rebasing: $0[tensor.range])).squareRoot() }
     }
 
     /// ‖·‖₂ of one parameter tensor's gradient from the last backward pass, summed in Double.
     public func gradientNorm(_ tensor: ParameterTensor) -> Double {
-        gradients.withUnsafeBufferPointer { Self.norm(UnsafeBufferPointer(rebasing: $0[tensor.range])) }
+        gradients.withUnsafeBufferPointer { Scalar.sumOfSquares(UnsafeBufferPointer(rebasing: $0[tensor.range])).squareRoot() }
     }
 
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
-    static func norm(_ values: UnsafeBufferPointer<Scalar>) -> Double {
-        var sum = 0.0
-        for v in values { sum += Double(v) * Double(v) }
-        return sum.squareRoot()
+    /// Each layer's ``LayerStatistics``.
+    public func layerStatistics() -> [LayerStatistics] {
+        layers.enumerated().map { i, layer in
+            let weight = parameterTensors.first { $0.layer == i && $0.tensor == "weight" }
+            let tanh = (layer as? any ActivatedLayer)?.activation == .tanh
+            return LayerStatistics(
+                index: i, title: layer.description,
+                weightNorm: weight.map(parameterNorm) ?? 0,
+                gradientNorm: weight.map(gradientNorm) ?? 0,
+                saturation: tanh && layer.output.count > 0 ? layer.output.shareOfMagnitudes(above: 0.99) : nil)
+        }
+    }
+
+    /// Where a NaN or infinity first shows: the first layer whose output holds one
+    /// (`layers.1 output`), else the first parameter tensor, else `loss`.
+    public func divergenceLocation() -> String {
+        for (i, layer) in layers.enumerated() where layer.output.containsNonFinite() {
+            return "layers.\(i) output"
+        }
+        for tensor in parameterTensors where !parameterNorm(tensor).isFinite {
+            return tensor.name
+        }
+        return "loss"
     }
 }
 
 extension Tensor {
-    /// The share of entries with `|x| > threshold` (for a tanh layer's output with 0.99: its
-    /// saturated units, whose gradient has all but vanished); 0 for an empty tensor.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
+    /// The share of entries with `|x| > threshold`; 0 for an empty tensor.
     public func shareOfMagnitudes(above threshold: Scalar) -> Double {
         guard count > 0 else { return 0 }
-        var above = 0
-        for x in scalars where abs(x) > threshold { above += 1 }
-        return Double(above) / Double(count)
+        return Double(withUnsafeBufferPointer { Scalar.countMagnitudes($0, above: threshold) }) / Double(count)
     }
 
     /// Whether any entry is NaN or infinite.
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public func containsNonFinite() -> Bool {
-        scalars.contains { !$0.isFinite }
+        withUnsafeBufferPointer { Scalar.containsNonFinite($0) }
     }
 }

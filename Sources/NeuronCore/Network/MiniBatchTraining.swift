@@ -85,7 +85,7 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         // The shapes were checked against the network when training was set up.
         let loss = try! network.lossAndGradients(features, targets: targets)
         if !labels.isEmpty {
-            epochProgress.correct += ConfusionMatrix.correctCount(network.layers[network.layers.count - 1].output, labels: labels)
+            epochProgress.correct += ConfusionMatrix.correctCount(network.output, labels: labels)
         }
         optimizer.update(parameters: &network.parameters, gradients: network.gradients)
         epochProgress.lossSum += Double(loss)
@@ -168,7 +168,7 @@ extension Network {
         for b in 0 ..< batches.batchesPerEpoch {
             batches.fill(batch: b, from: dataset, features: &x, targets: &t, labels: &labels)
             total += Double(try loss(x, targets: t)) * Double(x.rows)
-            if confusion != nil { confusion!.add(predictions: layers[layers.count - 1].output, labels: labels) }
+            if confusion != nil { confusion!.add(predictions: output, labels: labels) }
         }
         return Evaluation(loss: total / Double(dataset.count), accuracy: confusion?.accuracy, confusion: confusion, count: dataset.count)
     }

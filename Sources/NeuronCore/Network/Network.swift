@@ -22,6 +22,9 @@ public struct ParameterTensor: Sendable, Equatable, Codable, CustomStringConvert
 }
 
 /// Layers in sequence with a loss at the end, e.g. `Network[Dense(784→256, tanh), Dense(256→10, softmax)]`.
+///
+/// With ``Loss/softmaxCrossEntropy`` the last layer's output are the logits and the network's
+/// ``output`` is their softmax: the loss head applies it, fused with the loss.
 public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// The layers, input side first.
     public private(set) var layers: [any Layer<Scalar>]
@@ -31,50 +34,67 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     public var parameters: [Scalar]
     /// The gradient of the last batch's loss with respect to each entry of ``parameters``.
     public private(set) var gradients: [Scalar]
+    /// Every layer's non-trainable state (running statistics), in ``Layer/stateShapes`` order:
+    /// saved in checkpoints, never seen by an optimizer.
+    public var state: [Scalar]
     /// Where each parameter tensor lives in ``parameters`` and ``gradients``.
     public let parameterTensors: [ParameterTensor]
-    /// Each layer's slice of the flat buffers.
-    let layerRanges: [Range<Int>]
+    /// Where each state tensor lives in ``state``.
+    public let stateTensors: [ParameterTensor]
+    /// Each layer's slice of the parameter and gradient buffers, and of the state buffer.
+    let layerRanges: [Range<Int>], stateRanges: [Range<Int>]
+    /// The softmax of the last layer's logits (cross-entropy only); sized when a batch shape is first seen.
+    private var probabilities = Tensor<Scalar>(zeros: [0, 0])
     /// The loss's gradient, the start of backward; sized when a batch shape is first seen.
-    private var lossGradient: Tensor<Scalar>? = Tensor(zeros: [0, 0])
+    private var lossGradient = Tensor<Scalar>(zeros: [0, 0])
 
     /// A network of the given layers, parameters all zero (see ``initialize(seed:)``).
-    /// - Throws: ``NetworkError`` when consecutive sizes do not chain, when a softmax is not the
-    ///   last layer, or when softmax and cross-entropy do not come together.
+    /// - Throws: ``NetworkError`` when a layer's output shape is not the next one's input shape
+    ///   (naming both layers and shapes), when a softmax is not the last layer, or when softmax
+    ///   and cross-entropy do not come together.
     public init(_ layers: [any Layer<Scalar>], loss: Loss) throws(NetworkError) {
         guard !layers.isEmpty else { throw .invalidLayer("Network[]", reason: "a network needs at least one layer") }
-        for (i, (a, b)) in zip(layers, layers.dropFirst()).enumerated() where a.outputSize != b.inputSize {
-            throw .layersDoNotChain(index: i, outputs: a.outputSize, nextInputs: b.inputSize)
+        for (i, (a, b)) in zip(layers, layers.dropFirst()).enumerated() where a.outputShape != b.inputShape {
+            throw .layersDoNotChain(
+                index: i, layer: a.description, outputShape: a.outputShape, next: b.description, inputShape: b.inputShape)
         }
-        if let i = layers.dropLast().firstIndex(where: { $0.activation == .softmax }) {
+        let activations = layers.map { ($0 as? any ActivatedLayer)?.activation }
+        if let i = activations.dropLast().firstIndex(of: .softmax) {
             throw .invalidLayer("layer \(i) \(layers[i])", reason: "softmax is only allowed at the output layer, fused with softmaxCrossEntropy")
         }
         let last = layers[layers.count - 1]
-        switch (loss, last.activation) {
-        case (.softmaxCrossEntropy, .softmax), (.halfSquaredError, .tanh), (.halfSquaredError, .sigmoid),
-             (.halfSquaredError, .relu), (.halfSquaredError, .identity):
+        switch (loss, activations.last!) {
+        case (.softmaxCrossEntropy, .softmax?), (.halfSquaredError, .tanh?), (.halfSquaredError, .sigmoid?),
+             (.halfSquaredError, .relu?), (.halfSquaredError, .identity?), (.halfSquaredError, nil):
             break
         case (.softmaxCrossEntropy, _):
             throw .lossMismatch("softmaxCrossEntropy needs a softmax output layer, got \(last)")
-        case (.halfSquaredError, .softmax):
+        case (.halfSquaredError, .softmax?):
             throw .lossMismatch("a softmax output needs the softmaxCrossEntropy loss, got halfSquaredError")
         }
-        var tensors: [ParameterTensor] = [], ranges: [Range<Int>] = []
-        var offset = 0
-        for (i, layer) in layers.enumerated() {
-            let start = offset
-            for (name, shape) in layer.parameterShapes {
-                tensors.append(ParameterTensor(layer: i, tensor: name, shape: shape, offset: offset))
-                offset += shape.reduce(1, *)
+        func lay(_ shapes: (any Layer<Scalar>) -> [(name: String, shape: [Int])]) -> ([ParameterTensor], [Range<Int>]) {
+            var tensors: [ParameterTensor] = [], ranges: [Range<Int>] = []
+            var offset = 0
+            for (i, layer) in layers.enumerated() {
+                let start = offset
+                for (name, shape) in shapes(layer) {
+                    tensors.append(ParameterTensor(layer: i, tensor: name, shape: shape, offset: offset))
+                    offset += shape.reduce(1, *)
+                }
+                ranges.append(start ..< offset)
             }
-            ranges.append(start ..< offset)
+            return (tensors, ranges)
         }
         self.layers = layers
         self.loss = loss
-        parameterTensors = tensors
-        layerRanges = ranges
-        parameters = Array(repeating: 0, count: offset)
-        gradients = Array(repeating: 0, count: offset)
+        inputShape = layers[0].inputShape
+        outputShape = last.outputShape
+        outputSize = outputShape.reduce(1, *)
+        (parameterTensors, layerRanges) = lay(\.parameterShapes)
+        (stateTensors, stateRanges) = lay(\.stateShapes)
+        parameters = Array(repeating: 0, count: layerRanges.last!.upperBound)
+        gradients = parameters
+        state = Array(repeating: 0, count: stateRanges.last!.upperBound)
     }
 
     /// A network of dense layers, initialised from `seed`.
@@ -82,7 +102,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     ///   - inputSize: features per sample.
     ///   - layers: units and activation of each dense layer, input side first.
     ///   - loss: the loss at the output.
-    ///   - seed: the seed of the initial weights (Glorot/He, see ``Dense/initialize(_:using:)``).
+    ///   - seed: the seed of the initial weights (Glorot/He, see ``Dense/initialize(parameters:state:using:)``).
     /// - Throws: ``NetworkError`` for a size below 1 or an invalid softmax/loss pairing.
     public init(inputSize: Int, layers: [(units: Int, activation: Activation)], loss: Loss, seed: UInt64) throws(NetworkError) {
         var built: [any Layer<Scalar>] = []
@@ -98,29 +118,39 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// `Network[Dense(784→256, tanh), Dense(256→10, softmax)]`.
     public var description: String { "Network[" + layers.map(\.description).joined(separator: ", ") + "]" }
 
-    /// Features per sample the network takes.
-    public var inputSize: Int { layers[0].inputSize }
-    /// Outputs per sample it gives.
-    public var outputSize: Int { layers[layers.count - 1].outputSize }
+    /// The shape of one sample going in.
+    public let inputShape: [Int]
+    /// The shape of one sample's output.
+    public let outputShape: [Int]
+    /// Features per sample the network takes (the product of ``inputShape``).
+    public var inputSize: Int { inputShape.reduce(1, *) }
+    /// Outputs per sample it gives (the product of ``outputShape``), kept so that steps need not
+    /// ask a layer for its shape (an array each time).
+    public let outputSize: Int
     /// The number of scalar parameters.
     public var parameterCount: Int { parameters.count }
 
-    /// Draws every layer's initial parameters from one generator seeded with `seed`, in layer order.
+    /// Draws every layer's initial parameters and state from one generator seeded with `seed`, in layer order.
     public mutating func initialize(seed: UInt64) {
         var generator = SeededGenerator(seed: seed)
         for (i, layer) in layers.enumerated() {
             parameters.withUnsafeMutableBufferPointer { p in
-                layer.initialize(UnsafeMutableBufferPointer(rebasing: p[layerRanges[i]]), using: &generator)
+                state.withUnsafeMutableBufferPointer { s in
+                    layer.initialize(
+                        parameters: UnsafeMutableBufferPointer(rebasing: p[layerRanges[i]]),
+                        state: UnsafeMutableBufferPointer(rebasing: s[stateRanges[i]]), using: &generator)
+                }
             }
         }
     }
 
-    /// The same network computing in another precision: the same layers, the parameters
+    /// The same network computing in another precision: the same layers, the parameters and state
     /// converted entry by entry (Float → Double is exact), caches and gradients fresh.
     public func converted<Other: TensorScalar>(to: Other.Type) -> Network<Other> {
         // The layers chained and paired with the loss already, so building the copy cannot fail.
         var copy = try! Network<Other>(layers.map { $0.converted(to: Other.self) }, loss: loss)
         copy.parameters = parameters.map { Other($0) }
+        copy.state = state.map { Other($0) }
         return copy
     }
 
@@ -138,59 +168,101 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 
     /// Runs the batch through every layer and returns the output (probabilities after a softmax).
     ///
-    ///     // x: (batch, inputSize)  →  (batch, outputSize)
+    ///     // x: (batch, inputShape…)  →  (batch, outputShape…)
     ///
+    /// - Parameter mode: `.evaluation` (the default) or `.training`, for layers that behave differently.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` does not fit.
     @discardableResult
-    public mutating func forward(_ x: Tensor<Scalar>) throws(NetworkError) -> Tensor<Scalar> {
+    public mutating func forward(_ x: Tensor<Scalar>, mode: LayerMode = .evaluation) throws(NetworkError) -> Tensor<Scalar> {
         try checkInput(x)
-        forwardUnchecked(x)
-        return layers[layers.count - 1].output
+        forwardUnchecked(x, mode: mode)
+        return output
     }
 
-    mutating func forwardUnchecked(_ x: Tensor<Scalar>) {
+    /// The last forward pass's output: the last layer's, or the softmax of its logits.
+    public var output: Tensor<Scalar> { loss == .softmaxCrossEntropy ? probabilities : layers[layers.count - 1].output }
+
+    mutating func forwardUnchecked(_ x: Tensor<Scalar>, mode: LayerMode) {
         let parameters = self.parameters
+        var state: [Scalar] = []
+        swap(&state, &self.state)  // borrowed out of `self` (no copy) while layers are mutated
+        defer { swap(&state, &self.state) }
         parameters.withUnsafeBufferPointer { p in
-            for i in layers.indices {
-                let input = i == 0 ? x : layers[i - 1].output
-                layers[i].forward(input, parameters: UnsafeBufferPointer(rebasing: p[layerRanges[i]]))
+            state.withUnsafeMutableBufferPointer { s in
+                for i in layers.indices {
+                    let input = i == 0 ? x : layers[i - 1].output
+                    layers[i].forward(
+                        input, parameters: UnsafeBufferPointer(rebasing: p[layerRanges[i]]),
+                        state: UnsafeMutableBufferPointer(rebasing: s[stateRanges[i]]), mode: mode)
+                }
+            }
+        }
+        if loss == .softmaxCrossEntropy {
+            // p = softmax(z), row by row, from the logits the last layer left.
+            let z = layers[layers.count - 1].output
+            probabilities.resize(to: z.shape)
+            probabilities.withUnsafeMutableBufferPointer { p in
+                z.withUnsafeBufferPointer { z in _ = p.update(fromContentsOf: z) }
+                Scalar.softmaxRows(p, columns: z.columns)
             }
         }
     }
 
-    /// The batch's loss, forward only.
+    /// The loss of the last forward pass against `targets`; its gradient into ``lossGradient`` when asked.
+    private mutating func evaluateLoss(_ t: Tensor<Scalar>, gradient wantsGradient: Bool) -> Scalar {
+        let y = layers[layers.count - 1].output
+        if wantsGradient { lossGradient.resize(to: y.shape) }
+        let probabilities = probabilities, loss = loss, columns = outputSize
+        return y.withUnsafeBufferPointer { y in
+            t.withUnsafeBufferPointer { t in
+                lossGradient.withUnsafeMutableBufferPointer { g in
+                    let g = wantsGradient ? g : nil
+                    switch loss {
+                    case .halfSquaredError:
+                        return Scalar.halfSquaredError(output: y, targets: t, batch: y.count / columns, gradient: g)
+                    case .softmaxCrossEntropy:
+                        return probabilities.withUnsafeBufferPointer { p in
+                            Scalar.softmaxCrossEntropy(logits: y, probabilities: p, targets: t, columns: columns, gradient: g)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The batch's loss, forward only (in evaluation mode).
     ///
-    ///     // x: (batch, inputSize)  targets: (batch, outputSize)
+    ///     // x: (batch, inputShape…)  targets: (batch, outputSize)
     ///
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
     public mutating func loss(_ x: Tensor<Scalar>, targets: Tensor<Scalar>) throws(NetworkError) -> Scalar {
         try checkInput(x)
-        try checkTargets(targets, batch: x.rows)
-        forwardUnchecked(x)
-        var none: Tensor<Scalar>? = nil
-        let last = layers[layers.count - 1]
-        return loss.evaluate(output: last.output, logits: last.logits, targets: targets, gradient: &none)
+        try checkTargets(targets, batch: x.shape[0])
+        forwardUnchecked(x, mode: .evaluation)
+        return evaluateLoss(targets, gradient: false)
     }
 
     // MARK: Backward
 
-    /// Forward, loss and backward for one batch: afterwards ``gradients`` holds the loss's
-    /// gradient for every parameter (cleared first, once) and, when `inputGradient` is set,
-    /// ``inputGradient`` holds it for every input.
+    /// Forward (in training mode), loss and backward for one batch: afterwards ``gradients``
+    /// holds the loss's gradient for every parameter (cleared first, once) and, when
+    /// `inputGradient` is set, ``inputGradient`` holds it for every input.
     ///
-    ///     // x: (batch, inputSize)  targets: (batch, outputSize)
+    ///     // x: (batch, inputShape…)  targets: (batch, outputSize)
     ///
     /// - Returns: the batch's loss before any update.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
+    // The step's entry from generic callers: a concrete copy spares each step the generic metadata lookups.
+    @_specialize(where Scalar == Float)
+    @_specialize(where Scalar == Double)
     @discardableResult
     public mutating func lossAndGradients(
         _ x: Tensor<Scalar>, targets: Tensor<Scalar>, inputGradient: Bool = false
     ) throws(NetworkError) -> Scalar {
         try checkInput(x)
-        try checkTargets(targets, batch: x.rows)
-        forwardUnchecked(x)
-        let last = layers.count - 1
-        let value = loss.evaluate(output: layers[last].output, logits: layers[last].logits, targets: targets, gradient: &lossGradient)
+        try checkTargets(targets, batch: x.shape[0])
+        forwardUnchecked(x, mode: .training)
+        let value = evaluateLoss(targets, gradient: true)
         backwardUnchecked(x, computeInputGradient: inputGradient)
         return value
     }
@@ -201,10 +273,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         var gradients: [Scalar] = []
         swap(&gradients, &self.gradients)
         defer { swap(&gradients, &self.gradients) }
-        let parameters = self.parameters
-        let dy = lossGradient!
-        lossGradient = nil
-        defer { lossGradient = dy }
+        let parameters = self.parameters, dy = lossGradient
         parameters.withUnsafeBufferPointer { p in
             gradients.withUnsafeMutableBufferPointer { g in
                 Tensor<Scalar>.zero(g)  // gradients are cleared once per step; layers add into them
@@ -224,7 +293,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// One step of training on one batch: loss and gradients, then the optimizer's update of
     /// the flat parameter buffer.
     ///
-    ///     // x: (batch, inputSize)  targets: (batch, outputSize)
+    ///     // x: (batch, inputShape…)  targets: (batch, outputSize)
     ///
     /// - Returns: the batch's loss before the update.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
@@ -244,8 +313,9 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     // MARK: Checks at the door
 
     private func checkInput(_ x: Tensor<Scalar>) throws(NetworkError) {
-        guard x.rank == 2, x.columns == inputSize, x.rows >= 1 else {
-            throw .shapeMismatch("the input batch has shape \(TensorError.format(x.shape)) but \(self) takes (batch ≥ 1, \(inputSize))")
+        let shape = inputShape
+        guard x.rank == shape.count + 1, x.shape[0] >= 1, x.shape.dropFirst().elementsEqual(shape) else {
+            throw .shapeMismatch("the input batch has shape \(TensorError.format(x.shape)) but \(self) takes (batch ≥ 1\(shape.map { ", \($0)" }.joined()))")
         }
     }
 
@@ -260,8 +330,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 public enum NetworkError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A layer that cannot be built as asked.
     case invalidLayer(String, reason: String)
-    /// Layer `index`'s outputs differ from layer `index + 1`'s inputs.
-    case layersDoNotChain(index: Int, outputs: Int, nextInputs: Int)
+    /// Layer `index`'s output shape differs from layer `index + 1`'s input shape.
+    case layersDoNotChain(index: Int, layer: String, outputShape: [Int], next: String, inputShape: [Int])
     /// A loss that does not fit the output layer.
     case lossMismatch(String)
     /// A batch or target whose shape does not fit the network; the message names both shapes.
@@ -272,8 +342,8 @@ public enum NetworkError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .invalidLayer(layer, reason): "\(layer): \(reason)"
-        case let .layersDoNotChain(i, outputs, nextInputs):
-            "layer \(i) gives \(outputs) outputs but layer \(i + 1) takes \(nextInputs) inputs"
+        case let .layersDoNotChain(i, layer, outputShape, next, inputShape):
+            "layer \(i) \(layer) gives samples of shape \(TensorError.format(outputShape)) but layer \(i + 1) \(next) takes \(TensorError.format(inputShape))"
         case let .lossMismatch(message): message
         case let .shapeMismatch(message): message
         case let .parameterCount(expected, actual): "expected \(expected) parameters, got \(actual)"

@@ -82,10 +82,6 @@ public struct Adam<Scalar: TensorScalar>: Optimizer, Equatable {
     /// One Adam step over the flat buffers (the formula in the type's documentation).
     ///
     ///     // parameters: (n)  gradients: (n)  m: (n)  v: (n)
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public mutating func update(parameters: inout [Scalar], gradients: [Scalar]) {
         precondition(parameters.count == gradients.count,
                      "\(parameters.count) parameters but \(gradients.count) gradients")
@@ -99,32 +95,16 @@ public struct Adam<Scalar: TensorScalar>: Optimizer, Equatable {
         // The per-step constants, in Double as PyTorch computes them in Python floats.
         let t = Double(step + 1)
         let lr = scheduledLearningRate
-        let stepSize = Scalar(Double(lr) / (1 - pow(Double(beta1), t)))
-        let inverseRootCorrection2 = Scalar(1 / (1 - pow(Double(beta2), t)).squareRoot())
-        // Locals, so the loop reads registers rather than `self` while `m` and `v` are borrowed.
-        let beta1 = beta1, beta2 = beta2, epsilon = epsilon
-        let oneMinusBeta1 = 1 - beta1, oneMinusBeta2 = 1 - beta2
-        let l2 = decoupled ? 0 : weightDecay
-        let shrink = decoupled ? 1 - lr * weightDecay : 1
+        let constants = AdamStep<Scalar>(
+            stepSize: Scalar(Double(lr) / (1 - pow(Double(beta1), t))),
+            inverseRootCorrection2: Scalar(1 / (1 - pow(Double(beta2), t)).squareRoot()),
+            beta1: beta1, beta2: beta2, epsilon: epsilon,
+            l2: decoupled ? 0 : weightDecay, shrink: decoupled ? 1 - lr * weightDecay : 1)
         parameters.withUnsafeMutableBufferPointer { p in
             gradients.withUnsafeBufferPointer { g in
                 m.withUnsafeMutableBufferPointer { m in
                     v.withUnsafeMutableBufferPointer { v in
-                        // Every load unconditional and the branches on loop invariants, so they
-                        // become selects and the loop vectorizes.
-                        for i in p.indices {
-                            var pi = p[i], d = g[i]
-                            if l2 != 0 { d += l2 * pi }
-                            if shrink != 1 { pi *= shrink }
-                            let mi = beta1 * m[i] + oneMinusBeta1 * d
-                            let vi = beta2 * v[i] + oneMinusBeta2 * d * d
-                            m[i] = mi
-                            v[i] = vi
-                            // lr·m̂/(√v̂ + ε) with the corrections folded into the step constants.
-                            // v ≥ 0 already; `magnitude` tells the compiler so, which lets it drop
-                            // the square root's errno path on Linux and vectorize (4× faster).
-                            p[i] = pi - stepSize * mi / (vi.magnitude.squareRoot() * inverseRootCorrection2 + epsilon)
-                        }
+                        Scalar.adamUpdate(parameters: p, gradients: g, m: m, v: v, step: constants)
                     }
                 }
             }
@@ -150,5 +130,45 @@ public struct Adam<Scalar: TensorScalar>: Optimizer, Equatable {
         if weightDecay != 0 { parts.append("weightDecay: \(weightDecay)") }
         if schedule != .constant { parts.append("schedule: \(schedule)") }
         return (decoupled ? "AdamW(" : "Adam(") + parts.joined(separator: ", ") + ")"
+    }
+}
+
+/// One Adam step's constants: the hyperparameters and the bias corrections folded in.
+public struct AdamStep<Scalar: TensorScalar>: Sendable {
+    /// `lr / (1 - β1^t)`.
+    public var stepSize: Scalar
+    /// `1 / √(1 - β2^t)`.
+    public var inverseRootCorrection2: Scalar
+    public var beta1: Scalar, beta2: Scalar, epsilon: Scalar
+    /// Adam's L2 coefficient added to the gradient (0 for AdamW).
+    public var l2: Scalar
+    /// AdamW's shrink factor `1 - lr·λ` (1 for Adam).
+    public var shrink: Scalar
+}
+
+extension TensorScalar {
+    public static func adamUpdate(
+        parameters p: UnsafeMutableBufferPointer<Self>, gradients g: UnsafeBufferPointer<Self>,
+        m: UnsafeMutableBufferPointer<Self>, v: UnsafeMutableBufferPointer<Self>, step: AdamStep<Self>
+    ) {
+        // Locals, so the loop reads registers; every load unconditional and the branches on loop
+        // invariants, so they become selects and the loop vectorizes.
+        let beta1 = step.beta1, beta2 = step.beta2, epsilon = step.epsilon
+        let oneMinusBeta1 = 1 - beta1, oneMinusBeta2 = 1 - beta2
+        let l2 = step.l2, shrink = step.shrink
+        let stepSize = step.stepSize, inverseRootCorrection2 = step.inverseRootCorrection2
+        for i in p.indices {
+            var pi = p[i], d = g[i]
+            if l2 != 0 { d += l2 * pi }
+            if shrink != 1 { pi *= shrink }
+            let mi = beta1 * m[i] + oneMinusBeta1 * d
+            let vi = beta2 * v[i] + oneMinusBeta2 * d * d
+            m[i] = mi
+            v[i] = vi
+            // lr·m̂/(√v̂ + ε) with the corrections folded into the step constants. v ≥ 0 already;
+            // `magnitude` tells the compiler so, which lets it drop the square root's errno path
+            // on Linux and vectorize (4× faster).
+            p[i] = pi - stepSize * mi / (vi.magnitude.squareRoot() * inverseRootCorrection2 + epsilon)
+        }
     }
 }

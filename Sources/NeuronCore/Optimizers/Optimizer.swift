@@ -8,11 +8,9 @@
 /// A value type: its state (velocities, moments, step count) travels with it and can be saved in
 /// a checkpoint through ``state`` and ``step``, and resumed with ``restore(state:step:)``.
 ///
-/// Implementations put four `@_specialize` attributes on `update`. Exported ones: callers with a
-/// concrete Scalar link straight to those copies. Plain ones: the generic body checks Scalar
-/// first and jumps to them, so callers that only know `some Optimizer` or `any Optimizer<Float>`
-/// (a training loop generic over its optimizer) are fast too; without them such calls ran
-/// 150-200× slower.
+/// The update's loop is a kernel of ``TensorScalar`` (``TensorScalar/sgdUpdate(parameters:gradients:learningRate:weightDecay:)``,
+/// ``TensorScalar/adamUpdate(parameters:gradients:m:v:step:)``), so an optimizer reached as
+/// `some Optimizer` or `any Optimizer<Float>` runs its loop as concrete Float code.
 public protocol Optimizer<Scalar>: Sendable, CustomStringConvertible {
     associatedtype Scalar: TensorScalar
 

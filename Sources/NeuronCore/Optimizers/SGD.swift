@@ -60,47 +60,30 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
     /// One SGD step over the flat buffers (the formula in the type's documentation).
     ///
     ///     // parameters: (n)  gradients: (n)  velocity: (n), or empty without momentum
-    @_specialize(exported: true, where Scalar == Float)
-    @_specialize(exported: true, where Scalar == Double)
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
     public mutating func update(parameters: inout [Scalar], gradients: [Scalar]) {
         precondition(parameters.count == gradients.count,
                      "\(parameters.count) parameters but \(gradients.count) gradients")
-        if momentum != 0 {
+        let lr = scheduledLearningRate
+        if momentum == 0 {
+            parameters.withUnsafeMutableBufferPointer { p in
+                gradients.withUnsafeBufferPointer { g in
+                    Scalar.sgdUpdate(parameters: p, gradients: g, learningRate: lr, weightDecay: weightDecay)
+                }
+            }
+        } else {
             if step == 0 {
                 // Sized once, on first sight; the first step overwrites it with the gradient.
                 velocity = Array(repeating: 0, count: parameters.count)
             }
             precondition(velocity.count == parameters.count,
                          "SGD velocity holds \(velocity.count) values but the parameters \(parameters.count): one optimizer serves one network")
-        }
-        // Locals, so the loops read registers rather than `self` while `velocity` is borrowed.
-        let lr = scheduledLearningRate, wd = weightDecay, mu = momentum
-        let nesterov = nesterov, first = step == 0
-        parameters.withUnsafeMutableBufferPointer { p in
-            gradients.withUnsafeBufferPointer { g in
-                // Two loops rather than one with `if mu != 0` inside: every load in each loop is
-                // unconditional, so the compiler vectorizes them (4-6× faster than one loop for
-                // all cases); the remaining branches test loop invariants and become selects.
-                guard mu != 0 else {
-                    for i in p.indices {
-                        let pi = p[i]
-                        var d = g[i]
-                        if wd != 0 { d += wd * pi }
-                        p[i] = pi - lr * d
-                    }
-                    return
-                }
-                velocity.withUnsafeMutableBufferPointer { b in
-                    for i in p.indices {
-                        let pi = p[i], bi = b[i]
-                        var d = g[i]
-                        if wd != 0 { d += wd * pi }
-                        let velocity = first ? d : mu * bi + d
-                        b[i] = velocity
-                        d = nesterov ? d + mu * velocity : velocity
-                        p[i] = pi - lr * d
+            let (wd, mu, nesterov, first) = (weightDecay, momentum, nesterov, step == 0)
+            parameters.withUnsafeMutableBufferPointer { p in
+                gradients.withUnsafeBufferPointer { g in
+                    velocity.withUnsafeMutableBufferPointer { b in
+                        Scalar.sgdMomentumUpdate(
+                            parameters: p, gradients: g, velocity: b,
+                            learningRate: lr, weightDecay: wd, momentum: mu, nesterov: nesterov, first: first)
                     }
                 }
             }
@@ -130,5 +113,38 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
         if weightDecay != 0 { parts.append("weightDecay: \(weightDecay)") }
         if schedule != .constant { parts.append("schedule: \(schedule)") }
         return "SGD(" + parts.joined(separator: ", ") + ")"
+    }
+}
+
+// Two kernels rather than one with `if mu != 0` inside: every load in each loop is unconditional,
+// so the compiler vectorizes them (4-6× faster than one loop for all cases); the remaining
+// branches test loop invariants and become selects.
+extension TensorScalar {
+    public static func sgdUpdate(
+        parameters p: UnsafeMutableBufferPointer<Self>, gradients g: UnsafeBufferPointer<Self>,
+        learningRate lr: Self, weightDecay wd: Self
+    ) {
+        for i in p.indices {
+            let pi = p[i]
+            var d = g[i]
+            if wd != 0 { d += wd * pi }
+            p[i] = pi - lr * d
+        }
+    }
+
+    public static func sgdMomentumUpdate(
+        parameters p: UnsafeMutableBufferPointer<Self>, gradients g: UnsafeBufferPointer<Self>,
+        velocity b: UnsafeMutableBufferPointer<Self>,
+        learningRate lr: Self, weightDecay wd: Self, momentum mu: Self, nesterov: Bool, first: Bool
+    ) {
+        for i in p.indices {
+            let pi = p[i], bi = b[i]
+            var d = g[i]
+            if wd != 0 { d += wd * pi }
+            let velocity = first ? d : mu * bi + d
+            b[i] = velocity
+            d = nesterov ? d + mu * velocity : velocity
+            p[i] = pi - lr * d
+        }
     }
 }

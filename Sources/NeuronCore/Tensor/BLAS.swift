@@ -1,53 +1,12 @@
 // The one seam between Swift and C: every BLAS call in Neuron goes through this file, and no
-// other file imports CBLAS. Each scalar type maps the same Swift requirement onto its own
-// single- (s) or double- (d) precision routine.
+// other file imports CBLAS. Each scalar type maps the same requirement of ``TensorScalar`` onto
+// its own single- (s) or double- (d) precision routine.
 import CBLAS
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// A scalar type the engine computes in: `Float` or `Double`, each bridged to its BLAS routines.
-///
-/// The `blas…` requirements are the raw seam (pointers, row-major, C integers). Engine code does
-/// not call them directly; it calls the shape-checked operations on ``Tensor``.
-public protocol TensorScalar: BinaryFloatingPoint, LosslessStringConvertible, Codable, Sendable
-where RawSignificand: FixedWidthInteger {
-    /// Row-major `c = alpha * op(a) * op(b) + beta * c` (BLAS gemm).
-    static func blasGemm(
-        transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
-        alpha: Self, a: UnsafePointer<Self>, lda: Int,
-        b: UnsafePointer<Self>, ldb: Int,
-        beta: Self, c: UnsafeMutablePointer<Self>, ldc: Int)
-
-    /// Row-major `y = alpha * op(a) * x + beta * y` with `a` stored as (m, n) (BLAS gemv).
-    static func blasGemv(
-        transposeA: Bool, m: Int, n: Int,
-        alpha: Self, a: UnsafePointer<Self>, lda: Int,
-        x: UnsafePointer<Self>, beta: Self, y: UnsafeMutablePointer<Self>)
-
-    /// `y += alpha * x` over `n` contiguous elements (BLAS axpy).
-    static func blasAxpy(n: Int, alpha: Self, x: UnsafePointer<Self>, y: UnsafeMutablePointer<Self>)
-
-    /// `x *= alpha` over `n` contiguous elements (BLAS scal).
-    static func blasScal(n: Int, alpha: Self, x: UnsafeMutablePointer<Self>)
-
-    /// The C library's hyperbolic tangent (glibc's `tanh` / `tanhf`), so results match the
-    /// reference numbers computed with the same libm.
-    static func tanh(_ x: Self) -> Self
-
-    /// tanh of every element in place, as fast as the type allows: Double calls the C library's
-    /// tanh (the reference numbers depend on it); Float uses a vectorizable rational approximation
-    /// (``Float/tanh(inPlace:)``).
-    static func tanh(inPlace values: UnsafeMutableBufferPointer<Self>)
-
-    /// The C library's natural exponential.
-    static func exp(_ x: Self) -> Self
-
-    /// The C library's natural logarithm.
-    static func log(_ x: Self) -> Self
-}
 
 @inline(__always)
 private func transpose(_ flag: Bool) -> CBLAS_TRANSPOSE { flag ? CblasTrans : CblasNoTrans }
@@ -58,7 +17,7 @@ private func blasInt(_ value: Int) -> blasint {
     return blasint(value)
 }
 
-extension Float: TensorScalar {
+extension Float {
     @inlinable @inline(__always)
     public static func tanh(_ x: Float) -> Float { tanhf(x) }
     @inlinable @inline(__always)
@@ -82,30 +41,12 @@ extension Float: TensorScalar {
             beta, c, blasInt(ldc))
     }
 
-    public static func blasGemv(
-        transposeA: Bool, m: Int, n: Int,
-        alpha: Float, a: UnsafePointer<Float>, lda: Int,
-        x: UnsafePointer<Float>, beta: Float, y: UnsafeMutablePointer<Float>
-    ) {
-        cblas_sgemv(
-            CblasRowMajor,          // order
-            transpose(transposeA),  // transA
-            blasInt(m), blasInt(n),
-            alpha, a, blasInt(lda),
-            x, 1,                   // incX
-            beta, y, 1)             // incY
-    }
-
-    public static func blasAxpy(n: Int, alpha: Float, x: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>) {
-        cblas_saxpy(blasInt(n), alpha, x, 1 /* incX */, y, 1 /* incY */)
-    }
-
     public static func blasScal(n: Int, alpha: Float, x: UnsafeMutablePointer<Float>) {
         cblas_sscal(blasInt(n), alpha, x, 1 /* incX */)
     }
 }
 
-extension Double: TensorScalar {
+extension Double {
     @inlinable @inline(__always)
     public static func tanh(_ x: Double) -> Double { Glibc.tanh(x) }
     @inlinable @inline(__always)
@@ -127,24 +68,6 @@ extension Double: TensorScalar {
             alpha, a, blasInt(lda),
             b, blasInt(ldb),
             beta, c, blasInt(ldc))
-    }
-
-    public static func blasGemv(
-        transposeA: Bool, m: Int, n: Int,
-        alpha: Double, a: UnsafePointer<Double>, lda: Int,
-        x: UnsafePointer<Double>, beta: Double, y: UnsafeMutablePointer<Double>
-    ) {
-        cblas_dgemv(
-            CblasRowMajor,          // order
-            transpose(transposeA),  // transA
-            blasInt(m), blasInt(n),
-            alpha, a, blasInt(lda),
-            x, 1,                   // incX
-            beta, y, 1)             // incY
-    }
-
-    public static func blasAxpy(n: Int, alpha: Double, x: UnsafePointer<Double>, y: UnsafeMutablePointer<Double>) {
-        cblas_daxpy(blasInt(n), alpha, x, 1 /* incX */, y, 1 /* incY */)
     }
 
     public static func blasScal(n: Int, alpha: Double, x: UnsafeMutablePointer<Double>) {

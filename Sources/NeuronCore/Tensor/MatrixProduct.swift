@@ -1,5 +1,5 @@
-// Matrix–matrix and matrix–vector products: BLAS gemm/gemv with shape checks at the door,
-// and under each one the three plain loops that define it (the tests' oracle).
+// The matrix product: BLAS gemm with shape checks at the door, and under it the three plain
+// loops that define it (the tests' oracle).
 
 /// Reference implementations: slow, obviously right, and the oracle every fast path is tested
 /// and benchmarked against. Same signatures as the fast operations on ``Tensor``.
@@ -94,70 +94,6 @@ extension Naive {
                 }
                 c[i, j] = alpha * sum + (beta == 0 ? 0 : beta * c[i, j])
             }
-        }
-    }
-}
-
-extension Tensor {
-    /// `y = alpha * op(a) * x + beta * y` (BLAS gemv).
-    ///
-    ///     // a: (m, n)  x: (n) or (m) when transposed  y: (m) or (n) when transposed
-    ///
-    /// - Throws: ``TensorError/shapeMismatch(operation:left:right:expected:)`` naming both shapes.
-    public static func matvec(
-        _ a: Tensor, transposeA: Bool = false, _ x: Tensor,
-        alpha: Scalar = 1, beta: Scalar = 0,
-        into y: inout Tensor
-    ) throws(TensorError) {
-        let (m, n) = try matvecShape(a, transposeA, x, y)
-        guard m > 0, n > 0 else {
-            if y.count > 0 { scale(by: beta, &y) }
-            return
-        }
-        a.scalars.withUnsafeBufferPointer { pa in
-            x.scalars.withUnsafeBufferPointer { px in
-                y.scalars.withUnsafeMutableBufferPointer { py in
-                    Scalar.blasGemv(
-                        transposeA: transposeA, m: m, n: n,
-                        alpha: alpha, a: pa.baseAddress!, lda: n,
-                        x: px.baseAddress!, beta: beta, y: py.baseAddress!)
-                }
-            }
-        }
-    }
-
-    /// Checks the operands of a matrix–vector product and returns `a`'s stored `(m, n)`.
-    static func matvecShape(_ a: Tensor, _ transposeA: Bool, _ x: Tensor, _ y: Tensor) throws(TensorError) -> (m: Int, n: Int) {
-        guard a.rank == 2, x.rank == 1 else {
-            throw .shapeMismatch(operation: "matvec", left: a.shape, right: x.shape, expected: "a matrix (rank 2) times a vector (rank 1)")
-        }
-        let (m, n) = (a.rows, a.columns)
-        let (inner, outer) = transposeA ? (m, n) : (n, m)
-        guard x.count == inner else {
-            throw .shapeMismatch(operation: "matvec", left: a.shape, right: x.shape,
-                                 expected: "the vector must have \(inner) elements to multiply \(transposeA ? "aᵀ" : "a")")
-        }
-        guard y.shape.count == 1, y.shape[0] == outer else {
-            throw .shapeMismatch(operation: "matvec output", left: y.shape, right: [outer],
-                                 expected: "the output must have the product's shape \(TensorError.format([outer]))")
-        }
-        return (m, n)
-    }
-}
-
-extension Naive {
-    /// Two plain loops: the definition of ``Tensor/matvec(_:transposeA:_:alpha:beta:into:)``.
-    public static func matvec<Scalar>(
-        _ a: Tensor<Scalar>, transposeA: Bool = false, _ x: Tensor<Scalar>,
-        alpha: Scalar = 1, beta: Scalar = 0,
-        into y: inout Tensor<Scalar>
-    ) throws(TensorError) {
-        let (m, n) = try Tensor.matvecShape(a, transposeA, x, y)
-        let (outer, inner) = transposeA ? (n, m) : (m, n)
-        for i in 0..<outer {
-            var sum: Scalar = 0
-            for p in 0..<inner { sum += (transposeA ? a[p, i] : a[i, p]) * x[p] }
-            y[i] = alpha * sum + (beta == 0 ? 0 : beta * y[i])
         }
     }
 }

@@ -135,27 +135,12 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public func describe(into state: inout TrainingViewState) {
         state.validationLoss = lastValidation?.loss
         state.validationAccuracy = lastValidation?.accuracy
-        let network = training.network
-        state.layers = network.layers.enumerated().map { i, layer in
-            let weight = network.parameterTensors.first { $0.layer == i && $0.tensor == "weight" }
-            return LayerViewState(
-                index: i, title: layer.description,
-                weightNorm: weight.map(network.parameterNorm) ?? 0,
-                gradientNorm: weight.map(network.gradientNorm) ?? 0,
-                saturation: layer.activation == .tanh && layer.output.count > 0 ? layer.output.shareOfMagnitudes(above: 0.99) : nil)
+        state.layers = training.network.layerStatistics().map {
+            LayerViewState(index: $0.index, title: $0.title, weightNorm: $0.weightNorm, gradientNorm: $0.gradientNorm, saturation: $0.saturation)
         }
     }
 
-    public func divergenceLocation() -> String {
-        let network = training.network
-        for (i, layer) in network.layers.enumerated() where layer.output.containsNonFinite() {
-            return "layers.\(i) output"
-        }
-        for tensor in network.parameterTensors where !network.parameterNorm(tensor).isFinite {
-            return tensor.name
-        }
-        return "loss"
-    }
+    public func divergenceLocation() -> String { training.network.divergenceLocation() }
 
     public func checkGradients() throws -> GradientCheckReport {
         let rows = Array(0 ..< min(16, training.dataset.count))

@@ -1,0 +1,80 @@
+// The generic bodies of the element-wise and reduction kernels of ``TensorScalar`` (see
+// `TensorScalar.swift`): flat loops over contiguous storage, specialized by the compiler for each
+// conformance. Under each, in `Naive`, its definition written out plainly, for the tests.
+
+extension TensorScalar {
+    public static func addBias(_ b: UnsafeBufferPointer<Self>, to y: UnsafeMutableBufferPointer<Self>) {
+        // y: (rows, columns)  b: (columns)
+        let columns = b.count
+        var row = 0
+        while row < y.count {
+            for j in 0..<columns { y[row + j] += b[j] }
+            row += columns
+        }
+    }
+
+    public static func addColumnSums(_ x: UnsafeBufferPointer<Self>, to b: UnsafeMutableBufferPointer<Self>) {
+        // x: (rows, columns)  b: (columns)
+        // Row after row keeps the reads sequential; each column's sum runs down the rows in order.
+        let columns = b.count
+        var row = 0
+        while row < x.count {
+            for j in 0..<columns { b[j] += x[row + j] }
+            row += columns
+        }
+    }
+
+    public static func gatherRows(
+        _ source: UnsafeBufferPointer<Self>, columns: Int, order: UnsafeBufferPointer<Int>, positions: Range<Int>,
+        into batch: UnsafeMutableBufferPointer<Self>
+    ) {
+        // source: (count, columns)  batch: (positions.count, columns); batch row i = source row order[positions.lowerBound + i]
+        guard columns > 0, let from = source.baseAddress, let to = batch.baseAddress else { return }
+        for (i, position) in positions.enumerated() {
+            (to + i * columns).update(from: from + order[position] * columns, count: columns)
+        }
+    }
+
+    public static func argmax(_ row: UnsafeBufferPointer<Self>) -> Int {
+        guard !row.isEmpty else { return 0 }
+        var best = 0
+        var bestValue = row[0]
+        for j in 1..<row.count where row[j] > bestValue {
+            best = j
+            bestValue = row[j]
+        }
+        return best
+    }
+
+    public static func sumOfSquares(_ x: UnsafeBufferPointer<Self>) -> Double {
+        var sum = 0.0
+        for v in x { sum += Double(v) * Double(v) }
+        return sum
+    }
+
+    public static func countMagnitudes(_ x: UnsafeBufferPointer<Self>, above threshold: Self) -> Int {
+        var above = 0
+        for v in x where abs(v) > threshold { above += 1 }
+        return above
+    }
+
+    public static func containsNonFinite(_ x: UnsafeBufferPointer<Self>) -> Bool {
+        x.contains { !$0.isFinite }
+    }
+}
+
+extension Naive {
+    /// The definition of ``TensorScalar/addBias(_:to:)``: `y[i, j] += b[j]`, through subscripts.
+    public static func addBias<Scalar>(_ b: Tensor<Scalar>, to y: inout Tensor<Scalar>) {
+        for i in 0..<y.rows { for j in 0..<y.columns { y[i, j] += b[j] } }
+    }
+
+    /// The definition of ``TensorScalar/addColumnSums(_:to:)``: one column at a time.
+    public static func addColumnSums<Scalar>(_ x: Tensor<Scalar>, to b: inout Tensor<Scalar>) {
+        for j in 0..<x.columns {
+            var sum = b[j]
+            for i in 0..<x.rows { sum += x[i, j] }
+            b[j] = sum
+        }
+    }
+}
