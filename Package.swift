@@ -1,6 +1,6 @@
 // swift-tools-version: 6.1
 // Neuron: a neural-network training engine written from scratch in Swift, over OpenBLAS.
-// Dependencies point one way: C modules → NeuronCore → NeuronTraining → CLI and Benchmarks; then tests.
+// Dependencies point one way: C modules → NeuronCore → NeuronTraining → CLI, Benchmarks and the example; then tests.
 import PackageDescription
 
 let package = Package(
@@ -69,6 +69,11 @@ let package = Package(
         ),
         /// Counts heap allocations in the benchmark process (its own malloc family over glibc's).
         .target(name: "AllocationCounter", path: "Benchmarks/AllocationCounter"),
+
+        // MARK: - Examples
+
+        /// `swift run TrainXOR`: the README's "Use it as a library" code, built and run by CI so that it cannot rot.
+        .executableTarget(name: "TrainXOR", dependencies: ["NeuronCore", "NeuronTraining"], path: "Examples/TrainXOR"),
 
         // MARK: - Tests
 
