@@ -179,18 +179,25 @@ public struct GradientCheckReport: Sendable, Equatable, Codable, CustomStringCon
 
     /// One tensor's summary.
     public struct TensorResult: Sendable, Equatable, Codable {
+        /// `layers.1.bias` or `input`.
         public var name: String
+        /// The layer's index (nil for the input).
         public var layer: Int?
+        /// `weight`, `bias` or `input`.
         public var tensor: String
+        /// The tensor's shape.
         public var shape: [Int]
         /// Entries checked (all, or a sample).
         public var checked: Int
         /// Entries in the tensor.
         public var total: Int
+        /// The largest `|analytic - faux|` over the checked entries.
         public var maxAbsoluteError: Double
+        /// The largest `|analytic - faux| / max(|analytic|, |faux|)` over the checked entries.
         public var maxRelativeError: Double
         /// Entries outside the tolerance.
         public var failures: Int
+        /// Whether every checked entry is within tolerance.
         public var passed: Bool { failures == 0 }
     }
 
@@ -200,7 +207,9 @@ public struct GradientCheckReport: Sendable, Equatable, Codable, CustomStringCon
     public var method: String
     /// The finite-difference step.
     public var eps: Double
+    /// The pass rule's `atol`.
     public var absoluteTolerance: Double
+    /// The pass rule's `rtol`.
     public var relativeTolerance: Double
     /// Per tensor, in buffer order (then the input, when checked).
     public var tensors: [TensorResult]

@@ -18,7 +18,12 @@ public enum IDX {
     /// `features: (N, rows · cols)` with each byte times `scale` (default 1/255, so [0, 1]);
     /// `targets: (N, classCount)` one-hot. The class names are `classNames` when given, else
     /// "0", "1", … for max(10, largest label + 1) classes.
-    /// - Parameter limit: read only the first `limit` samples (at least 1).
+    /// - Parameters:
+    ///   - images: the IDX images file (gzip or raw).
+    ///   - labels: the IDX labels file (gzip or raw).
+    ///   - scale: each pixel byte's factor.
+    ///   - classNames: the classes' names, in label order.
+    ///   - limit: read only the first `limit` samples (at least 1).
     /// - Throws: ``DataError`` naming the file(s): everything ``read(_:)`` throws, images that are
     ///   not 3-dimensional or labels that are not 1-dimensional, image and label counts that
     ///   differ, a label outside the classes.

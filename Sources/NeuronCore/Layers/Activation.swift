@@ -5,7 +5,7 @@
 
 /// The non-linearity at a layer's output.
 public enum Activation: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
-    /// `tanh(z)`: the neuron's, and the default (Float: a vectorized approximation within 4e-7, see ``Float/tanh(inPlace:)``).
+    /// `tanh(z)`: the neuron's, and the default (Float: a vectorized approximation within 4e-7, see `Float.tanh(inPlace:)` in `Tensor/VectorTanh.swift`).
     case tanh
     /// `1 / (1 + e^-z)`.
     case sigmoid

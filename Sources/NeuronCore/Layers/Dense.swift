@@ -9,6 +9,7 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     public let inputs: Int
     /// Units: features per sample coming out.
     public let outputs: Int
+    /// The non-linearity at the output.
     public let activation: Activation
 
     /// What forward keeps for backward, and backward's own buffers; sized when a batch shape is
@@ -67,9 +68,9 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
 
     // MARK: Forward
 
-    // Reached through `any Layer<Scalar>`: a concrete copy spares each step the generic metadata lookups.
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
+    /// Runs the layer on a batch: `y = f(x·w + b)` (softmax: the logits, `x·w + b`).
+    @_specialize(where Scalar == Float)  // reached through `any Layer`: a concrete copy spares each step's
+    @_specialize(where Scalar == Double)  // generic metadata lookups (W1 2.4 → 1.3 µs with the next two)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
@@ -94,8 +95,8 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
 
     // MARK: Backward
 
-    // Reached through `any Layer<Scalar>`: a concrete copy spares each step the generic metadata lookups.
-    @_specialize(where Scalar == Float)
+    /// Adds `dw += xᵀ·dz` and `db += Σ dz` into `gradients`, with `dz = dy ⊙ f'(z)`, and `dx = dz·wᵀ` when asked.
+    @_specialize(where Scalar == Float)  // as forward
     @_specialize(where Scalar == Double)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,

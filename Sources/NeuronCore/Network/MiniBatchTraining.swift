@@ -62,6 +62,7 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         epochProgress = position.epochProgress
     }
 
+    /// Where training stands: ``TrainingPosition``.
     public typealias Position = TrainingPosition
 
     /// Where training stands, to save beside the network and optimizer.
@@ -115,13 +116,20 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
 
 /// Everything besides network and optimizer that decides the next step.
 public struct TrainingPosition: Sendable, Equatable, Codable {
+    /// The epoch's sample order and batch size.
     public var batches: MiniBatches
+    /// The generator that draws the next epoch's order.
     public var generator: SeededGenerator
+    /// Epochs completed.
     public var epoch: Int
+    /// The next batch within the epoch.
     public var batchIndex: Int
+    /// Steps taken in all.
     public var stepsTaken: Int
+    /// The sums over the epoch so far.
     public var epochProgress: EpochProgress
 
+    /// A position from its parts.
     public init(batches: MiniBatches, generator: SeededGenerator, epoch: Int, batchIndex: Int, stepsTaken: Int, epochProgress: EpochProgress) {
         (self.batches, self.generator, self.epoch, self.batchIndex, self.stepsTaken, self.epochProgress) = (batches, generator, epoch, batchIndex, stepsTaken, epochProgress)
     }
@@ -129,10 +137,15 @@ public struct TrainingPosition: Sendable, Equatable, Codable {
 
 /// Sums over the batches of an epoch so far.
 public struct EpochProgress: Sendable, Equatable, Codable {
+    /// Nothing summed yet.
     public init() {}
+    /// The sum of the batch losses.
     public var lossSum = 0.0
+    /// Batches taken.
     public var batches = 0
+    /// Samples seen.
     public var samples = 0
+    /// Samples whose largest output was their class, before each update.
     public var correct = 0
     /// The mean batch loss so far.
     public var meanLoss: Double { batches == 0 ? 0 : lossSum / Double(batches) }
@@ -151,6 +164,7 @@ public struct Evaluation: Sendable, Equatable, Codable {
     /// Samples evaluated.
     public var count: Int
 
+    /// An evaluation from its parts.
     public init(loss: Double, accuracy: Double?, confusion: ConfusionMatrix?, count: Int) {
         (self.loss, self.accuracy, self.confusion, self.count) = (loss, accuracy, confusion, count)
     }

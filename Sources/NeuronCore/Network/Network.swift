@@ -170,7 +170,9 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     ///
     ///     // x: (batch, inputShape…)  →  (batch, outputShape…)
     ///
-    /// - Parameter mode: `.evaluation` (the default) or `.training`, for layers that behave differently.
+    /// - Parameters:
+    ///   - x: the batch.
+    ///   - mode: `.evaluation` (the default) or `.training`, for layers that behave differently.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` does not fit.
     @discardableResult
     public mutating func forward(_ x: Tensor<Scalar>, mode: LayerMode = .evaluation) throws(NetworkError) -> Tensor<Scalar> {
@@ -252,9 +254,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     ///
     /// - Returns: the batch's loss before any update.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
-    // The step's entry from generic callers: a concrete copy spares each step the generic metadata lookups.
-    @_specialize(where Scalar == Float)
-    @_specialize(where Scalar == Double)
+    @_specialize(where Scalar == Float)  // the step's entry from generic callers (the training loop):
+    @_specialize(where Scalar == Double)  // a concrete copy spares each step's generic metadata lookups
     @discardableResult
     public mutating func lossAndGradients(
         _ x: Tensor<Scalar>, targets: Tensor<Scalar>, inputGradient: Bool = false

@@ -139,6 +139,7 @@ public struct AdamStep<Scalar: TensorScalar>: Sendable {
     public var stepSize: Scalar
     /// `1 / √(1 - β2^t)`.
     public var inverseRootCorrection2: Scalar
+    /// Adam's hyperparameters.
     public var beta1: Scalar, beta2: Scalar, epsilon: Scalar
     /// Adam's L2 coefficient added to the gradient (0 for AdamW).
     public var l2: Scalar

@@ -45,7 +45,7 @@ where RawSignificand: FixedWidthInteger {
 
     /// tanh of every element in place, as fast as the type allows: Double calls the C library's
     /// tanh (the reference numbers depend on it); Float uses a vectorizable rational approximation
-    /// (``Float/tanh(inPlace:)``).
+    /// (`Float.tanh(inPlace:)` in `Tensor/VectorTanh.swift`).
     static func tanh(inPlace values: UnsafeMutableBufferPointer<Self>)
 
     /// Adds the bias row to every row: `y[r, j] += b[j]`.
