@@ -326,8 +326,16 @@ public enum SafeTensors {
     /// `(2, 3)`, the shape notation of the engine's messages.
     static func format(_ shape: [Int]) -> String { "(" + shape.map(String.init).joined(separator: ", ") + ")" }
 
-    /// `803,760`: byte counts in messages.
-    static func count(_ n: Int) -> String { ProgressRenderer.count(n) }
+    /// `803,760`: byte counts in messages, grouped in thousands. (The format's own: a file format
+    /// does not borrow from the progress display.)
+    static func count(_ n: Int) -> String {
+        var digits = String(n.magnitude), grouped = ""
+        while digits.count > 3 {
+            grouped = "," + digits.suffix(3) + grouped
+            digits.removeLast(3)
+        }
+        return (n < 0 ? "-" : "") + digits + grouped
+    }
     static func count(_ n: UInt64) -> String { n <= UInt64(Int.max) ? count(Int(n)) : String(n) }
 }
 
