@@ -20,36 +20,6 @@ public protocol RunEngine: TrainingEngine {
     func gradientCheck(_ check: GradientCheck, batchSize: Int) throws -> GradientCheckReport
 }
 
-/// A checkpoint's contents: tensors for `checkpoint.safetensors`, state for `checkpoint.json`.
-public struct Checkpoint: Sendable {
-    public var tensors: [SafeTensors.Entry]
-    public var state: CheckpointState
-}
-
-/// The JSON half of a checkpoint: what the tensors alone cannot say.
-public struct CheckpointState: Sendable, Equatable, Codable {
-    /// Bumped when the layout changes.
-    public var format = 1
-    /// The run's config, with its data paths resolved.
-    public var config: RunConfig
-    /// `Network[Dense(784→256, tanh), …]`.
-    public var network: String
-    /// `float` or `double`: the tensors' type.
-    public var precision: String
-    public var epoch: Int
-    public var step: Int
-    public var seed: UInt64
-    /// The epoch order, the random generator's state and the position within the epoch.
-    public var position: TrainingPosition?
-    /// `sgd` or `adam`, and its step count; its buffers are the `optimizer.*` tensors.
-    public var optimizerKind: String
-    public var optimizerStep: Int
-    public var preprocessing: Preprocessing
-    public var classNames: [String]?
-    public var featureNames: [String]
-    public var records: [EpochRecord]
-}
-
 // MARK: - Networks
 
 /// A network trained as a config says.
