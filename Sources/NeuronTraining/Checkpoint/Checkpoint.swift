@@ -14,6 +14,18 @@ public struct Checkpoint: Sendable {
     public init(tensors: [SafeTensors.Entry], state: CheckpointState) {
         (self.tensors, self.state) = (tensors, state)
     }
+
+    /// `engine` as it stands, saved with the config it was built from and the preprocessing fitted
+    /// on its training rows.
+    public init<Engine: TrainingEngine>(_ engine: Engine, config: RunConfig, preprocessing: Preprocessing) {
+        let point = engine.resumePoint()
+        tensors = point.tensors.map { SafeTensors.entry($0.name, $0.tensor) }
+        state = CheckpointState(
+            config: config, network: point.network, precision: Engine.Scalar.self == Float.self ? "float" : "double",
+            epoch: point.epoch, step: point.step, seed: point.seed, position: point.position,
+            optimizerKind: config.optimizer.kind, optimizerStep: point.optimizerStep, preprocessing: preprocessing,
+            classNames: point.classNames, featureNames: point.featureNames, records: point.records)
+    }
 }
 
 /// The JSON half of a checkpoint: what the tensors alone cannot say.

@@ -21,12 +21,27 @@ public enum RunError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
+/// A run as built from a config: the engine that trains, and what it was built from that a
+/// checkpoint saves beside the engine's own state.
+public struct Run: Sendable {
+    /// What trains: a network on its data, or the single neuron.
+    public var engine: any TrainingEngine
+    /// The config the run was built from.
+    public let config: RunConfig
+    /// The preprocessing fitted on the training rows (`none` for the neuron).
+    public let preprocessing: Preprocessing
+
+    public init(engine: any TrainingEngine, config: RunConfig, preprocessing: Preprocessing) {
+        (self.engine, self.config, self.preprocessing) = (engine, config, preprocessing)
+    }
+}
+
 /// Builds runs from configs.
 public enum RunBuilder {
     /// A run as `config` says, or, with `resume`, the run exactly where the checkpoint left it.
     /// - Throws: ``DataError``, ``NetworkError``, ``OptimizerError``, ``CheckpointError`` or
     ///   ``RunError`` saying what does not fit.
-    public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil) throws -> any RunEngine {
+    public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil) throws -> Run {
         if let resume, resume.state.config.model != config.model {
             throw RunError.checkpointMismatch(path: resume.path, reason: "the checkpoint's model (\(resume.state.network)) differs from the config's")
         }
@@ -34,15 +49,15 @@ public enum RunBuilder {
             guard let input = config.data.input, let target = config.data.target else {
                 throw RunError.invalid("the neuron needs data.input and data.target")
             }
-            var run = NeuronRun(engine: try NeuronTrainingEngine(
+            var engine = try NeuronTrainingEngine(
                 weight: neuron.weight, bias: neuron.bias, input: input, target: target,
-                learningRate: config.optimizer.learningRate, iterations: config.training.iterations ?? config.training.epochs), config: config)
+                learningRate: config.optimizer.learningRate, iterations: config.training.iterations ?? config.training.epochs)
             if let resume {
                 let weight = try resume.tensor("layers.0.weight", as: Double.self, shape: [1, 1])
                 let bias = try resume.tensor("layers.0.bias", as: Double.self, shape: [1])
-                try run.restore(resume.state, weight: weight[0], bias: bias[0])
+                engine = try engine.restored(weight: weight[0], bias: bias[0], stepsTaken: resume.state.step, records: resume.state.records)
             }
-            return run
+            return Run(engine: engine, config: config, preprocessing: .none)
         }
         switch config.training.precision {
         case "double": return try network(Double.self, config, resume)
@@ -50,7 +65,7 @@ public enum RunBuilder {
         }
     }
 
-    private static func network<Scalar: TensorScalar>(_: Scalar.Type, _ config: RunConfig, _ resume: LoadedCheckpoint?) throws -> any RunEngine {
+    private static func network<Scalar: TensorScalar>(_: Scalar.Type, _ config: RunConfig, _ resume: LoadedCheckpoint?) throws -> Run {
         let data = try RunData<Scalar>(config.data, seed: config.training.seed)
         let inputs = data.training.featureCount
         if let declared = config.model.inputs, declared != inputs {
@@ -86,7 +101,7 @@ public enum RunBuilder {
         default: .constant
         }
 
-        func run<O: Optimizer>(_ fresh: O) throws -> any RunEngine where O.Scalar == Scalar {
+        func run<O: Optimizer>(_ fresh: O) throws -> Run where O.Scalar == Scalar {
             var optimizer = fresh
             let engine: NetworkTrainingEngine<Scalar, O>
             if let resume, let position = resume.state.position {
@@ -103,7 +118,7 @@ public enum RunBuilder {
                     network: network, optimizer: optimizer, dataset: data.training, validation: data.validation, test: data.test,
                     batchSize: batchSize, epochs: config.training.epochs, seed: config.training.seed)
             }
-            return NetworkRun(engine: engine, config: config, preprocessing: data.preprocessing)
+            return Run(engine: engine, config: config, preprocessing: data.preprocessing)
         }
         switch o.kind {
         case "adam":
