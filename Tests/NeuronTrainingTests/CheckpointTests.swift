@@ -3,17 +3,6 @@ import NeuronCore
 import Testing
 @testable import NeuronTraining
 
-/// XOR's config, as a file would give it.
-func xorConfig(epochs: Int = 4, extra: String = "") throws -> RunConfig {
-    try ConfigLoader.parse("""
-        model: {layers: [{units: 3, activation: tanh}, {units: 1, activation: tanh}]}
-        data: {kind: synthetic, name: xor}
-        optimizer: {kind: sgd, learningRate: 0.5, momentum: 0.9}
-        training: {epochs: \(epochs), batchSize: 4, precision: double, seed: 7}
-        \(extra)
-        """, source: "xor.yaml", baseDirectory: nil)
-}
-
 /// A checkpoint built by hand: two tensors and a state at `step`.
 private func handmade(step: Int) throws -> Checkpoint {
     let weight = try Tensor<Float>(shape: [2, 3], scalars: [1, 2, 3, 4, 5, 6])
