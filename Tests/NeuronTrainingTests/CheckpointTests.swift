@@ -57,6 +57,17 @@ struct CheckpointTests {
         }
     }
 
+    @Test("Non-finite numbers in the records (an infinite validation loss) are saved and read back")
+    func nonFiniteRecords() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        var checkpoint = try handmade(step: 12)
+        checkpoint.state.records[0].validationLoss = .infinity
+        try checkpoint.write(to: directory.path)
+        #expect(try Checkpoint.read(directory.path).state == checkpoint.state)
+        #expect(try String(contentsOfFile: directory.file("checkpoint.json"), encoding: .utf8).contains(#""validationLoss" : "Infinity""#))
+    }
+
     @Test("A missing or undecodable checkpoint.json names that file")
     func badStateFile() throws {
         let directory = try CheckpointTestDirectory()

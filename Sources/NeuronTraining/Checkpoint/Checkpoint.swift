@@ -71,16 +71,25 @@ public struct LoadedCheckpoint: Sendable {
 
 extension Checkpoint {
     /// `checkpoint.safetensors` and `checkpoint.json` in `directory`, each written atomically
-    /// (tensors first: a crash between the two leaves a pair that ``read(_:)`` rejects).
+    /// (tensors first: a crash between the two leaves a pair that ``read(_:)`` rejects). The state
+    /// is encoded before either file is touched, so a state that cannot be encoded leaves the
+    /// previous pair whole.
     /// - Throws: ``CheckpointError/writeFailed(path:reason:)``, or an encoding error.
     public func write(to directory: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.nonConformingFloatEncodingStrategy = Self.nonFiniteEncoding
+        let json = Array(try encoder.encode(state))
         let metadata = ["format": "neuron-\(state.format)", "network": state.network, "step": "\(state.step)",
                         "epoch": "\(state.epoch)", "precision": state.precision]
         try SafeTensors.write(tensors, metadata: metadata, to: (directory as NSString).appendingPathComponent("checkpoint.safetensors"))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        try AtomicFile.write(Array(try encoder.encode(state)), to: (directory as NSString).appendingPathComponent("checkpoint.json"))
+        try AtomicFile.write(json, to: (directory as NSString).appendingPathComponent("checkpoint.json"))
     }
+
+    /// A validation loss can be infinite while training goes on (a record, not a divergence); JSON
+    /// has no such numbers, so they are written as strings, as the progress JSON writes them.
+    static let nonFiniteEncoding = JSONEncoder.NonConformingFloatEncodingStrategy.convertToString(
+        positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
 
     /// Reads a checkpoint from its directory or either of its two files.
     /// - Throws: ``CheckpointError`` for a missing, truncated or corrupt file, or two files that
@@ -95,7 +104,9 @@ extension Checkpoint {
         guard let data = FileManager.default.contents(atPath: statePath) else { throw CheckpointError.fileNotFound(path: statePath) }
         let state: CheckpointState
         do {
-            state = try JSONDecoder().decode(CheckpointState.self, from: data)
+            let decoder = JSONDecoder()
+            decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+            state = try decoder.decode(CheckpointState.self, from: data)
         } catch {
             throw CheckpointError.corrupt(path: statePath, reason: "not a checkpoint state: \(error)")
         }
