@@ -1,7 +1,7 @@
 // The training loop runs off the main actor, on its own task, owning its engine outright: no lock
 // is taken inside a step. The view model reaches it only through `TrainingControl` (atomics read
 // once per step), and it reaches the view model only through immutable snapshots at a bounded rate
-// and, at the epoch ends asked for, copies of the engine (`EpochEnds`, a lock taken once an epoch).
+// and, at the epoch ends asked for, copies of the engine (`EpochEnds`: a lock taken at those alone).
 import NeuronCore
 import Synchronization
 
@@ -55,6 +55,20 @@ struct LoopSnapshot: Sendable {
     var record: LoopRecord
 }
 
+/// Why the loop returned.
+enum LoopEnd: Sendable, Equatable {
+    /// Every planned step taken.
+    case finished
+    /// `maxSteps` taken, or a pause asked for.
+    case paused
+    /// A stop asked for.
+    case stopped
+    /// The step's loss was not finite.
+    case diverged(step: Int, location: String)
+    /// A gradient check asked for at a step boundary failed to run.
+    case failed(String)
+}
+
 /// Copies of the engine at every `every`-th completed epoch, from the loop to the view model.
 /// Unbounded and in order: snapshots keep only the newest, so an epoch end carried by one could be
 /// replaced before anyone saw it; a copy kept here stays until taken.
@@ -78,11 +92,11 @@ final class EpochEnds<Engine: TrainingEngine>: Sendable {
 /// Runs steps until the engine finishes, `maxSteps` have been taken, the control asks to pause or
 /// stop, or a loss is not finite; hands snapshots to `send` as `policy` allows, and a copy of the
 /// engine to `epochEnds` at each epoch end it asks for.
-/// - Returns: the phase the run ended in; `engine` and `record` are left as they stand after the last step.
+/// - Returns: why it ended; `engine` and `record` are left as they stand after the last step.
 func runTrainingLoop<Engine: TrainingEngine>(
     _ engine: inout Engine, record: inout LoopRecord, control: TrainingControl, policy: SnapshotPolicy, maxSteps: Int?,
     epochEnds: EpochEnds<Engine>?, send: (LoopSnapshot) -> Void
-) -> TrainingViewState.Phase {
+) -> LoopEnd {
     let clock = ContinuousClock()
     var lastSnapshot = clock.now, lastClockRead = lastSnapshot
     var stepsAtSnapshot = engine.stepsTaken

@@ -117,17 +117,24 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         let control = self.control, policy = self.policy, startRecord = record
         let loop = Task.detached(priority: .userInitiated) {
             var engine = start, record = startRecord
-            let phase = runTrainingLoop(&engine, record: &record, control: control, policy: policy, maxSteps: maxSteps,
-                                        epochEnds: kept) { continuation.yield($0) }
+            let end = runTrainingLoop(&engine, record: &record, control: control, policy: policy, maxSteps: maxSteps,
+                                      epochEnds: kept) { continuation.yield($0) }
             continuation.finish()
-            return (engine, record, phase)
+            return (engine, record, end)
         }
         activity = Task { [weak self] in
             for await snapshot in snapshots { self?.receive(snapshot, phase: .running, kept: kept, run: id) }
-            let (engine, record, phase) = await loop.value
+            let (engine, record, end) = await loop.value
             guard let self, id == self.runID else { return }
             self.heldEngine = engine
             self.record = record
+            let phase: TrainingViewState.Phase = switch end {
+            case .finished: .finished
+            case .paused: .paused
+            case .stopped: .stopped
+            case let .diverged(step, location): .diverged(step: step, location: location)
+            case let .failed(message): .failed(message)
+            }
             self.receive(LoopSnapshot(engine: engine.snapshot(), record: record), phase: phase, kept: kept, run: id)
         }
     }
