@@ -73,16 +73,24 @@ public struct ResumePoint<Scalar: TensorScalar>: Sendable {
     public var network: String
     /// The parameters (`layers.<i>.weight`, `layers.<i>.bias`), then the optimizer's buffers (`optimizer.<name>`).
     public var tensors: [(name: String, tensor: Tensor<Scalar>)]
-    public var epoch: Int
-    public var step: Int
+    /// Epochs completed, and steps taken.
+    public var epoch: Int, step: Int
+    /// The seed every random choice flows from.
     public var seed: UInt64
     /// The epoch order, the generator and the place in the epoch; nil when nothing is random (the neuron).
     public var position: TrainingPosition?
     /// The optimizer's step count (its buffers are among `tensors`).
     public var optimizerStep: Int
-    public var featureNames: [String]
-    public var classNames: [String]?
+    /// The input columns, and the classes of the outputs (classification).
+    public var featureNames: [String], classNames: [String]?
+    /// One record per completed epoch.
     public var records: [EpochRecord]
+
+    public init(network: String, tensors: [(name: String, tensor: Tensor<Scalar>)], epoch: Int, step: Int, seed: UInt64,
+                position: TrainingPosition?, optimizerStep: Int, featureNames: [String], classNames: [String]?, records: [EpochRecord]) {
+        (self.network, self.tensors, self.epoch, self.step, self.seed) = (network, tensors, epoch, step, seed)
+        (self.position, self.optimizerStep, self.featureNames, self.classNames, self.records) = (position, optimizerStep, featureNames, classNames, records)
+    }
 }
 
 /// A network trained on a dataset in shuffled mini-batches for a number of epochs, evaluated on
