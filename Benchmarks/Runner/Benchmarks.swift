@@ -214,10 +214,10 @@ struct Benchmarks: AsyncParsableCommand {
         let configPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Data/fashion-mnist.yaml").standardized.path
         let config = try ConfigLoader.load(configPath)
         let target = 0.88
-        var run = try RunBuilder.build(config)
-        let result = try fashionRun(&run, target: target)
+        let run = try RunBuilder.build(config)
+        let result = try fashionRun(run.engine, target: target)
         print(String(format: "F1 Fashion-MNIST to %.2f test accuracy (%@): Neuron %@ in %d epochs (training time only; accuracies %@)",
-                     target, run.title, result.reached ? format(result.seconds) : "not reached", result.epochs,
+                     target, run.engine.title, result.reached ? format(result.seconds) : "not reached", result.epochs,
                      result.accuracies.map { String(format: "%.4f", $0) }.joined(separator: " ")))
         var fashion = Report.Fashion(target: target, neuronSeconds: result.seconds, neuronEpochs: result.epochs,
                                      neuronReached: result.reached, neuronAccuracies: result.accuracies)
@@ -245,7 +245,8 @@ struct Benchmarks: AsyncParsableCommand {
         return fashion
     }
 
-    func fashionRun<E: RunEngine>(_ run: inout E, target: Double) throws -> (seconds: Double, epochs: Int, reached: Bool, accuracies: [Double]) {
+    func fashionRun<E: TrainingEngine>(_ engine: E, target: Double) throws -> (seconds: Double, epochs: Int, reached: Bool, accuracies: [Double]) {
+        var run = engine
         let clock = ContinuousClock()
         var seconds = 0.0
         var accuracies: [Double] = []

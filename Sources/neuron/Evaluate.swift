@@ -20,10 +20,10 @@ struct Evaluate: ParsableCommand {
         if let data { config.data = try ConfigLoader.load(data).data }
         BLAS.threadCount = config.training.blasThreads
         let run = try RunBuilder.build(config, resume: saved)
-        guard let (name, evaluation) = try run.finalEvaluation() else {
+        guard let (name, evaluation) = try run.engine.finalEvaluation() else {
             throw RunError.invalid("\(saved.path): this run has no test or validation rows to evaluate on")
         }
-        print("\(run.title) at epoch \(saved.state.epoch), step \(saved.state.step), on \(evaluation.count) \(name) rows")
+        print("\(run.engine.title) at epoch \(saved.state.epoch), step \(saved.state.step), on \(evaluation.count) \(name) rows")
         print("  loss      \(evaluation.loss)")
         if let accuracy = evaluation.accuracy { print("  accuracy  \(accuracy)") }
         if let confusion = evaluation.confusion {

@@ -54,7 +54,7 @@ struct Gradcheck: ParsableCommand {
         let difference = forward ? try FiniteDifference<Double>(.forward, tiny: tiny) : try FiniteDifference<Double>(.central, tiny: eps)
         let check = try GradientCheck(difference: difference, absoluteTolerance: atol, relativeTolerance: rtol,
                                       samplesPerTensor: samples, seed: config.training.seed)
-        let report = try run.gradientCheck(check, batchSize: batchSize)
+        let report = try run.engine.gradientCheck(check, batchSize: batchSize)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

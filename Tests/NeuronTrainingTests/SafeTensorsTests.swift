@@ -339,6 +339,12 @@ struct SafeTensorsTests {
                 == "c: truncated: the header says the data is 803,840 bytes, found 803,839")
     }
 
+    @Test("Byte counts in messages are grouped in thousands, by the format's own formatter")
+    func byteCounts() {
+        #expect([0, 999, 1_000, 803_840, -1_234_567].map(SafeTensors.count) == ["0", "999", "1,000", "803,840", "-1,234,567"])
+        #expect(SafeTensors.count(UInt64.max) == "18446744073709551615")  // beyond Int: written plainly
+    }
+
     @Test("Asking for the wrong dtype, or for bytes that do not fill the shape")
     func entryErrors() {
         let path = "run/checkpoint.safetensors"

@@ -1,3 +1,4 @@
+import Foundation
 import NeuronCore
 import Observation
 import Testing
@@ -47,3 +48,50 @@ func straightRun<E: TrainingEngine>(_ engine: E, steps: Int? = nil) -> E {
 /// Planned steps no test can reach: a run that only ends when a test stops it, however slow or
 /// fast the machine, so reacting to a state can never come too late.
 let endless = 10_000_000
+
+/// The repository's Data folder (configs and small datasets).
+let dataDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Data").standardized.path
+
+/// A config as a YAML file in `directory` would give it (relative data paths resolved against it).
+func config(_ yaml: String, in directory: String = dataDirectory) throws -> RunConfig {
+    try ConfigLoader.parse(yaml, source: "test.yaml", baseDirectory: directory)
+}
+
+/// XOR with 2-3-1 tanh in Double, SGD with momentum, full batches: a run's config, small enough to train in tests.
+func xorConfig(epochs: Int = 4, extra: String = "") throws -> RunConfig {
+    try config("""
+        model: {layers: [{units: 3, activation: tanh}, {units: 1, activation: tanh}]}
+        data: {kind: synthetic, name: xor}
+        optimizer: {kind: sgd, learningRate: 0.5, momentum: 0.9}
+        training: {epochs: \(epochs), batchSize: 4, precision: double, seed: 7}
+        \(extra)
+        """)
+}
+
+/// The iris table (150 rows, 4 features, 3 classes) with 4-8-3 tanh/softmax in mini-batches of 16
+/// (9 steps an epoch), standardized, 20% held out.
+func irisConfig(epochs: Int = 3, optimizer: String = "{kind: sgd, learningRate: 0.1, momentum: 0.9}", precision: String = "float") throws -> RunConfig {
+    try config("""
+        model: {layers: [{units: 8, activation: tanh}, {units: 3, activation: softmax}]}
+        data: {kind: csv, path: iris.csv, labelColumn: species, validationSplit: 0.2}
+        optimizer: \(optimizer)
+        training: {epochs: \(epochs), batchSize: 16, precision: \(precision), seed: 3}
+        """)
+}
+
+/// Expects `|actual - expected| <= tolerance`.
+func expectClose(_ actual: Double, _ expected: Double, tolerance: Double, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(abs(actual - expected) <= tolerance, "\(actual) vs \(expected), off by \(abs(actual - expected)) > \(tolerance)",
+            sourceLocation: sourceLocation)
+}
+
+/// The mean and population standard deviation of `values`.
+func meanAndDeviation(_ values: [Double]) -> (mean: Double, deviation: Double) {
+    let mean = values.reduce(0, +) / Double(values.count)
+    return (mean, (values.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(values.count)).squareRoot())
+}
+
+/// Column `c` of a dataset's features, in Double.
+func column<Scalar: TensorScalar>(_ c: Int, of data: Dataset<Scalar>) -> [Double] {
+    (0 ..< data.count).map { Double(data.features[$0, c]) }
+}

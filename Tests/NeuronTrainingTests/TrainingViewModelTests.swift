@@ -154,6 +154,43 @@ struct TrainingViewModelTests {
         #expect(vm.viewState.gradientCheck != nil)  // kept across the run's end
     }
 
+    @Test("Every n-th epoch end is kept as a copy of the engine at that step, none dropped, even with no snapshot between them")
+    func epochEndsKept() async throws {
+        let engine = try xorEngine(epochs: 60)  // one step an epoch
+        // A snapshot only at the end: the newest-only snapshots could carry none of these epoch ends.
+        let vm = TrainingViewModel(engine: engine, policy: .every(1_000_000), epochEndsEvery: 7)
+        vm.handle(event: .start)
+        let final = try await waitUntil(vm) { $0.phase == .finished }
+        #expect(vm.epochEnds.map(\.epoch) == [7, 14, 21, 28, 35, 42, 49, 56])
+        for kept in vm.epochEnds {
+            #expect(kept.records.count == kept.epoch)
+            #expect(kept.network.parameters == straightRun(engine, steps: kept.stepsTaken).network.parameters)
+        }
+        #expect(final.records == straightRun(engine).records)
+        #expect(vm.takeEpochEnds().count == 8 && vm.epochEnds.isEmpty)
+    }
+
+    @Test("Epoch ends of successive runs add up in order; reset forgets those not taken")
+    func epochEndsAcrossRuns() async throws {
+        let vm = TrainingViewModel(engine: try xorEngine(epochs: 40), policy: .every(1), epochEndsEvery: 10)
+        vm.handle(event: .step(count: 25))
+        _ = try await waitUntil(vm) { $0.phase == .paused }
+        #expect(vm.epochEnds.map(\.epoch) == [10, 20])
+        vm.handle(event: .resume)
+        _ = try await waitUntil(vm) { $0.phase == .finished }
+        #expect(vm.epochEnds.map(\.epoch) == [10, 20, 30, 40])
+        vm.handle(event: .reset)
+        #expect(vm.epochEnds.isEmpty && vm.viewState.records.isEmpty)
+    }
+
+    @Test("Without epochEndsEvery nothing is kept")
+    func noEpochEnds() async throws {
+        let vm = TrainingViewModel(engine: try xorEngine(epochs: 20), policy: .every(5))
+        vm.handle(event: .start)
+        let final = try await waitUntil(vm) { $0.phase == .finished }
+        #expect(vm.epochEnds.isEmpty && final.records.count == 20)
+    }
+
     @Test("The neuron trains through the same protocol: SPEC §3's run ends at 0.1000000000000007")
     func neuron() async throws {
         let vm = TrainingViewModel(engine: try NeuronTrainingEngine(), policy: .default)

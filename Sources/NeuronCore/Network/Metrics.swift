@@ -79,6 +79,11 @@ public struct LayerStatistics: Sendable, Equatable {
     /// For a tanh layer, the share of the last output's entries with |y| > 0.99, whose gradient
     /// has all but vanished; nil for other layers or before any forward pass.
     public var saturation: Double?
+
+    /// Statistics from their parts.
+    public init(index: Int, title: String, weightNorm: Double, gradientNorm: Double, saturation: Double?) {
+        (self.index, self.title, self.weightNorm, self.gradientNorm, self.saturation) = (index, title, weightNorm, gradientNorm, saturation)
+    }
 }
 
 extension Network {

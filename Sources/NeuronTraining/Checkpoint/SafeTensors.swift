@@ -326,8 +326,16 @@ public enum SafeTensors {
     /// `(2, 3)`, the shape notation of the engine's messages.
     static func format(_ shape: [Int]) -> String { "(" + shape.map(String.init).joined(separator: ", ") + ")" }
 
-    /// `803,760`: byte counts in messages.
-    static func count(_ n: Int) -> String { ProgressRenderer.count(n) }
+    /// `803,760`: byte counts in messages, grouped in thousands. (The format's own: a file format
+    /// does not borrow from the progress display.)
+    static func count(_ n: Int) -> String {
+        var digits = String(n.magnitude), grouped = ""
+        while digits.count > 3 {
+            grouped = "," + digits.suffix(3) + grouped
+            digits.removeLast(3)
+        }
+        return (n < 0 ? "-" : "") + digits + grouped
+    }
     static func count(_ n: UInt64) -> String { n <= UInt64(Int.max) ? count(Int(n)) : String(n) }
 }
 
@@ -405,6 +413,8 @@ public enum CheckpointError: Error, Equatable, Sendable, CustomStringConvertible
     case missingTensor(path: String, name: String)
     /// A tensor of another shape than the one the reader needs.
     case shapeMismatch(path: String, name: String, found: [Int], expected: [Int])
+    /// A checkpoint whose two files are from different steps: a crash came between their writes.
+    case tornPair(directory: String, stateStep: Int, tensorsStep: String)
 
     /// The message: the file first, then what was found and what was expected.
     public var description: String {
@@ -428,6 +438,9 @@ public enum CheckpointError: Error, Equatable, Sendable, CustomStringConvertible
             return "\(path): no tensor named \"\(name)\""
         case let .shapeMismatch(path, name, found, expected):
             return "\(path): tensor \"\(name)\" has shape \(SafeTensors.format(found)); expected \(SafeTensors.format(expected))"
+        case let .tornPair(directory, stateStep, tensorsStep):
+            return "\(directory): checkpoint.json is from step \(stateStep) but checkpoint.safetensors from step \(tensorsStep)"
+                + " (the run stopped between writing the two)"
         }
     }
 }

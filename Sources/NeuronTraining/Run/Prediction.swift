@@ -17,7 +17,7 @@ public enum Prediction<Scalar: TensorScalar> {
         let loss = model.loss.flatMap(Loss.init(rawValue:)) ?? (layers.last?.activation == .softmax ? .softmaxCrossEntropy : .halfSquaredError)
         var network = try Network<Scalar>(inputSize: checkpoint.state.featureNames.count, layers: layers, loss: loss, seed: 0)
         for t in network.parameterTensors {
-            network.parameters.replaceSubrange(t.range, with: try RunBuilder.tensor(t.name, of: checkpoint, as: Scalar.self, shape: t.shape))
+            network.parameters.replaceSubrange(t.range, with: try checkpoint.tensor(t.name, as: Scalar.self, shape: t.shape))
         }
         return network
     }

@@ -21,47 +21,18 @@ public enum RunError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A checkpoint read back: its state and its tensors by name.
-public struct LoadedCheckpoint: Sendable {
-    public var path: String
-    public var state: CheckpointState
-    public var tensors: [String: SafeTensors.Entry]
-}
+/// A run as built from a config: the engine that trains, and what it was built from that a
+/// checkpoint saves beside the engine's own state.
+public struct Run: Sendable {
+    /// What trains: a network on its data, or the single neuron.
+    public var engine: any TrainingEngine
+    /// The config the run was built from.
+    public let config: RunConfig
+    /// The preprocessing fitted on the training rows (`none` for the neuron).
+    public let preprocessing: Preprocessing
 
-extension Checkpoint {
-    /// `checkpoint.safetensors` and `checkpoint.json` in `directory`, each written atomically.
-    /// The safetensors header repeats the step, so a pair torn by a crash between the two
-    /// writes is detected when read.
-    public func write(to directory: String) throws {
-        let metadata = ["format": "neuron-\(state.format)", "network": state.network, "step": "\(state.step)",
-                        "epoch": "\(state.epoch)", "precision": state.precision]
-        try SafeTensors.write(tensors, metadata: metadata, to: (directory as NSString).appendingPathComponent("checkpoint.safetensors"))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        try AtomicFile.write(Array(try encoder.encode(state)), to: (directory as NSString).appendingPathComponent("checkpoint.json"))
-    }
-
-    /// Reads a checkpoint from its directory or either of its two files.
-    /// - Throws: ``CheckpointError`` for a missing, truncated or corrupt file, ``RunError`` when
-    ///   the two files do not belong together.
-    public static func read(_ path: String) throws -> LoadedCheckpoint {
-        var isDirectory: ObjCBool = false
-        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-        let directory = exists && isDirectory.boolValue ? path : (path as NSString).deletingLastPathComponent
-        let tensorsPath = (directory as NSString).appendingPathComponent("checkpoint.safetensors")
-        let statePath = (directory as NSString).appendingPathComponent("checkpoint.json")
-        let (entries, metadata) = try SafeTensors.read(tensorsPath)
-        guard let data = FileManager.default.contents(atPath: statePath) else { throw CheckpointError.fileNotFound(path: statePath) }
-        let state: CheckpointState
-        do {
-            state = try JSONDecoder().decode(CheckpointState.self, from: data)
-        } catch {
-            throw CheckpointError.corrupt(path: statePath, reason: "not a checkpoint state: \(error)")
-        }
-        guard metadata["step"] == "\(state.step)" else {
-            throw RunError.checkpointMismatch(path: directory, reason: "checkpoint.json is from step \(state.step) but checkpoint.safetensors from step \(metadata["step"] ?? "?")")
-        }
-        return LoadedCheckpoint(path: directory, state: state, tensors: Dictionary(entries.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a }))
+    public init(engine: any TrainingEngine, config: RunConfig, preprocessing: Preprocessing) {
+        (self.engine, self.config, self.preprocessing) = (engine, config, preprocessing)
     }
 }
 
@@ -70,7 +41,7 @@ public enum RunBuilder {
     /// A run as `config` says, or, with `resume`, the run exactly where the checkpoint left it.
     /// - Throws: ``DataError``, ``NetworkError``, ``OptimizerError``, ``CheckpointError`` or
     ///   ``RunError`` saying what does not fit.
-    public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil) throws -> any RunEngine {
+    public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil) throws -> Run {
         if let resume, resume.state.config.model != config.model {
             throw RunError.checkpointMismatch(path: resume.path, reason: "the checkpoint's model (\(resume.state.network)) differs from the config's")
         }
@@ -78,15 +49,15 @@ public enum RunBuilder {
             guard let input = config.data.input, let target = config.data.target else {
                 throw RunError.invalid("the neuron needs data.input and data.target")
             }
-            var run = NeuronRun(engine: try NeuronTrainingEngine(
+            var engine = try NeuronTrainingEngine(
                 weight: neuron.weight, bias: neuron.bias, input: input, target: target,
-                learningRate: config.optimizer.learningRate, iterations: config.training.iterations ?? config.training.epochs), config: config)
+                learningRate: config.optimizer.learningRate, iterations: config.training.iterations ?? config.training.epochs)
             if let resume {
-                let weight = try tensor("layers.0.weight", of: resume, as: Double.self, shape: [1, 1])
-                let bias = try tensor("layers.0.bias", of: resume, as: Double.self, shape: [1])
-                try run.restore(resume.state, weight: weight[0], bias: bias[0])
+                let weight = try resume.tensor("layers.0.weight", as: Double.self, shape: [1, 1])
+                let bias = try resume.tensor("layers.0.bias", as: Double.self, shape: [1])
+                engine = try engine.restored(weight: weight[0], bias: bias[0], stepsTaken: resume.state.step, records: resume.state.records)
             }
-            return run
+            return Run(engine: engine, config: config, preprocessing: .none)
         }
         switch config.training.precision {
         case "double": return try network(Double.self, config, resume)
@@ -94,7 +65,7 @@ public enum RunBuilder {
         }
     }
 
-    private static func network<Scalar: TensorScalar>(_: Scalar.Type, _ config: RunConfig, _ resume: LoadedCheckpoint?) throws -> any RunEngine {
+    private static func network<Scalar: TensorScalar>(_: Scalar.Type, _ config: RunConfig, _ resume: LoadedCheckpoint?) throws -> Run {
         let data = try RunData<Scalar>(config.data, seed: config.training.seed)
         let inputs = data.training.featureCount
         if let declared = config.model.inputs, declared != inputs {
@@ -117,7 +88,7 @@ public enum RunBuilder {
                 throw RunError.checkpointMismatch(path: resume.path, reason: "the data's statistics differ from the checkpoint's (did the data files change?)")
             }
             for t in network.parameterTensors {
-                network.parameters.replaceSubrange(t.range, with: try tensor(t.name, of: resume, as: Scalar.self, shape: t.shape))
+                network.parameters.replaceSubrange(t.range, with: try resume.tensor(t.name, as: Scalar.self, shape: t.shape))
             }
         }
 
@@ -130,7 +101,7 @@ public enum RunBuilder {
         default: .constant
         }
 
-        func run<O: Optimizer>(_ fresh: O) throws -> any RunEngine where O.Scalar == Scalar {
+        func run<O: Optimizer>(_ fresh: O) throws -> Run where O.Scalar == Scalar {
             var optimizer = fresh
             let engine: NetworkTrainingEngine<Scalar, O>
             if let resume, let position = resume.state.position {
@@ -147,7 +118,7 @@ public enum RunBuilder {
                     network: network, optimizer: optimizer, dataset: data.training, validation: data.validation, test: data.test,
                     batchSize: batchSize, epochs: config.training.epochs, seed: config.training.seed)
             }
-            return NetworkRun(engine: engine, config: config, preprocessing: data.preprocessing)
+            return Run(engine: engine, config: config, preprocessing: data.preprocessing)
         }
         switch o.kind {
         case "adam":
@@ -159,13 +130,4 @@ public enum RunBuilder {
         }
     }
 
-    /// A named tensor of a checkpoint, in `Scalar`, of the expected shape.
-    static func tensor<Scalar: TensorScalar>(_ name: String, of checkpoint: LoadedCheckpoint, as: Scalar.Type, shape: [Int]) throws -> [Scalar] {
-        guard let entry = checkpoint.tensors[name] else { throw CheckpointError.missingTensor(path: checkpoint.path, name: name) }
-        let tensor = try entry.tensor(as: Scalar.self, source: checkpoint.path)
-        guard tensor.shape == shape else {
-            throw CheckpointError.shapeMismatch(path: checkpoint.path, name: name, found: tensor.shape, expected: shape)
-        }
-        return tensor.scalars
-    }
 }

@@ -3,30 +3,6 @@
 import Foundation
 import NeuronCore
 
-/// How features are transformed before they reach the network; saved with every checkpoint so
-/// that `evaluate` and `predict` see inputs exactly as training did.
-public enum Preprocessing: Sendable, Equatable, Codable {
-    /// Features as read.
-    case none
-    /// Every feature multiplied by `factor` (IDX pixels: 1/255).
-    case scale(Double)
-    /// Per feature `(x - mean) / standardDeviation`, fitted on the training rows.
-    case standardize(mean: [Double], standardDeviation: [Double])
-
-    /// Applies the transformation to features in place.
-    /// - Throws: ``DataError/featureCountMismatch(expected:found:)`` when the columns differ.
-    public func apply<Scalar: TensorScalar>(to features: inout Tensor<Scalar>) throws(DataError) {
-        switch self {
-        case .none:
-            break
-        case let .scale(factor):
-            Tensor.scale(by: Scalar(factor), &features)
-        case let .standardize(mean, deviation):
-            try Standardizer<Scalar>(mean: mean.map { Scalar($0) }, standardDeviation: deviation.map { Scalar($0) }).apply(to: &features)
-        }
-    }
-}
-
 /// The datasets of a run.
 public struct RunData<Scalar: TensorScalar>: Sendable {
     public var training: Dataset<Scalar>

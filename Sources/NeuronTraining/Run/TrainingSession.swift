@@ -1,9 +1,11 @@
-// A run from start to end as the CLI shows it: the view model trains, a progress view draws it,
-// epoch ends write metrics, curves and checkpoints, and the phase it ends in decides what is
-// written last and the exit status.
+// A run from start to end as the CLI shows it: the view model trains, a progress view draws it, and
+// the session, on the main actor, writes the run directory from what the view model publishes:
+// metrics and curves from the completed epochs' records in its state, checkpoints from the copies
+// of the engine it keeps at checkpoint epochs. The training thread writes nothing. The phase the
+// run ends in decides what is written last and the exit status.
 import Foundation
 import NeuronCore
-import Synchronization
+import Observation
 
 /// Trains a run, watching it through its view model, and leaves the run directory complete.
 @MainActor
@@ -19,6 +21,8 @@ public final class TrainingSession {
     public let configPath: String
     private let write: @MainActor (String) -> Void
     private var stopRequested: (@MainActor () -> Void)?
+    /// When metrics and curves were last written, and how many epochs they held.
+    private var lastEpochFiles: (at: ContinuousClock.Instant, epochs: Int)?
 
     public init(outputs: RunOutputs, style: Style, configPath: String, write: @escaping @MainActor (String) -> Void) {
         (self.outputs, self.style, self.configPath, self.write) = (outputs, style, configPath, write)
@@ -29,30 +33,21 @@ public final class TrainingSession {
 
     /// Trains `run` to its end and writes what the end calls for.
     /// - Returns: the exit status: 0 finished, 130 stopped (checkpoint written), 1 diverged or failed.
-    public func train<E: RunEngine>(_ run: E) async throws -> Int32 {
-        var run = run
-        let outputs = self.outputs, every = run.config.output.checkpointEvery, title = run.title
-        let lastWrite = Mutex(ContinuousClock.now)
-        run.epochEnded = { run in
-            // On the training thread, at an epoch boundary: the files describe the run up to here.
-            // Checkpoints come every `checkpointEvery` epochs; metrics and curves with each one, and
-            // otherwise at most every 2 s (each write is fsync'd, which costs more than a small epoch).
-            let checkpoint = run.records.count % every == 0
-            let now = ContinuousClock.now
-            guard checkpoint || lastWrite.withLock({ now - $0 >= .seconds(2) }) else { return }
-            lastWrite.withLock { $0 = now }
-            do {
-                try outputs.writeMetrics(run.records)
-                try outputs.writeCurves(run.records, title: title)
-                if checkpoint { try run.checkpoint().write(to: outputs.directory) }
-            } catch {
-                FileHandle.standardError.write(Data("neuron: warning: \(error)\n".utf8))
-            }
-        }
-        let model = TrainingViewModel(engine: run)
+    public func train(_ run: Run) async throws -> Int32 {
+        try await train(run.engine, of: run)
+    }
+
+    private func train<Engine: TrainingEngine>(_ engine: Engine, of run: Run) async throws -> Int32 {
+        let model = TrainingViewModel(engine: engine, epochEndsEvery: run.config.output.checkpointEvery)
         stopRequested = { model.handle(event: .stop) }
         defer { stopRequested = nil }
-        let mode: ProgressView<TrainingViewModel<E>>.Mode = switch style {
+        lastEpochFiles = nil
+        let epochFiles = Task { @MainActor in
+            for await _ in Observations({ (model.viewState.records.count, model.epochEnds.count) }) where !Task.isCancelled {
+                self.writeEpochFiles(model.takeEpochEnds(), records: model.viewState.records, of: run)
+            }
+        }
+        let mode: ProgressView<TrainingViewModel<Engine>>.Mode = switch style {
         case .live: .live
         case let .plain(every): .plain(every: every)
         case .json: .json
@@ -62,12 +57,17 @@ public final class TrainingSession {
         model.handle(event: .start)
         let final = await ProgressView(model: model, mode: mode, write: write).run()
         let seconds = (ContinuousClock.now - started).seconds
+        // Every epoch end of the run was published before its final state: what the writer has not
+        // taken yet is still in the model, and is taken here once the writer is done.
+        epochFiles.cancel()
+        await epochFiles.value
+        let pending = model.takeEpochEnds()
         guard let ended = model.engine else { return 1 }
 
+        let checkpoint = Checkpoint(ended, config: run.config, preprocessing: run.preprocessing)
         var summary = RunSummary(
             title: ended.title, phase: final.phase.description, epochs: ended.epoch, steps: ended.stepsTaken, seed: ended.seed,
-            precision: ended.config.model.neuron != nil ? "double" : ended.config.training.precision, blas: BLAS.summary,
-            trainingSeconds: seconds)
+            precision: checkpoint.state.precision, blas: BLAS.summary, trainingSeconds: seconds)
         summary.trainingLoss = ended.records.last?.trainingLoss
         summary.validationLoss = ended.records.last?.validationLoss
         summary.validationAccuracy = ended.records.last?.validationAccuracy
@@ -78,9 +78,10 @@ public final class TrainingSession {
 
         switch final.phase {
         case .finished, .stopped:
+            // The final checkpoint replaces any pending one: it is the same file, later.
             try outputs.writeMetrics(ended.records)
             try outputs.writeCurves(ended.records, title: ended.title)
-            try ended.checkpoint().write(to: outputs.directory)
+            try checkpoint.write(to: outputs.directory)
             summary.checkpoint = outputs.path("checkpoint.safetensors")
             if final.phase == .finished, let (name, evaluation) = try ended.finalEvaluation() {
                 (summary.evaluatedOn, summary.evaluationLoss, summary.evaluationAccuracy) = (name, evaluation.loss, evaluation.accuracy)
@@ -89,9 +90,32 @@ public final class TrainingSession {
             report(summary, stopped: final.phase == .stopped)
             return final.phase == .finished ? 0 : 130
         default:
-            // Diverged or failed: the last good checkpoint and the files written at epoch ends stay as they are.
+            // Diverged or failed: the run directory keeps the last good epoch end (the diverged
+            // step never completes an epoch), written now if the writer had not got to it.
+            writeEpochFiles(pending, records: final.records, of: run)
             write("neuron: training \(final.phase); the run directory keeps what was written before (\(outputs.directory))\n")
             return 1
+        }
+    }
+
+    /// Writes what the epochs completed so far call for: a checkpoint of the newest engine kept at a
+    /// checkpoint epoch, with metrics and curves; otherwise metrics and curves when epochs were
+    /// added, at most every 2 s (each write is fsync'd, which costs more than a small epoch).
+    /// Each checkpoint replaces the one before, so of several kept only the newest is written.
+    private func writeEpochFiles<Engine: TrainingEngine>(_ kept: [Engine], records: [EpochRecord], of run: Run) {
+        // Snapshots and epoch ends arrive separately: the newest kept engine may be an epoch past the state's records.
+        let records = kept.last.map { $0.records.count > records.count ? $0.records : records } ?? records
+        let now = ContinuousClock.now
+        if kept.isEmpty {
+            guard records.count > (lastEpochFiles?.epochs ?? 0), lastEpochFiles.map({ now - $0.at >= .seconds(2) }) ?? true else { return }
+        }
+        lastEpochFiles = (now, records.count)
+        do {
+            try outputs.writeMetrics(records)
+            try outputs.writeCurves(records, title: run.engine.title)
+            if let newest = kept.last { try Checkpoint(newest, config: run.config, preprocessing: run.preprocessing).write(to: outputs.directory) }
+        } catch {
+            FileHandle.standardError.write(Data("neuron: warning: \(error)\n".utf8))
         }
     }
 

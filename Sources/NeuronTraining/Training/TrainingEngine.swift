@@ -1,9 +1,15 @@
+// What the loop trains: a value that takes one step at a time and reports on itself in plain
+// numbers (`TrainingSnapshot` for a display, `ResumePoint` for a checkpoint). Engines know no view
+// and no file format; the view model and `Checkpoint` turn their reports into those.
 import NeuronCore
 
-/// Something trained one step at a time that can describe itself: a network on a dataset, or the
-/// single neuron. A value: everything that decides the next step is inside it, so a copy taken
-/// at a step boundary goes on exactly like the original.
+/// Something trained one step at a time: a network on a dataset, or the single neuron. A value:
+/// everything that decides the next step is inside it, so a copy taken at a step boundary goes on
+/// exactly like the original.
 public protocol TrainingEngine: Sendable {
+    /// The type of the engine's numbers, and of its saved tensors.
+    associatedtype Scalar: TensorScalar
+
     /// What is trained, e.g. `Network[Dense(2→4, tanh), Dense(4→1, tanh)]`.
     var title: String { get }
     /// The seed every random choice flows from.
@@ -20,16 +26,23 @@ public protocol TrainingEngine: Sendable {
     var totalEpochs: Int { get }
     /// The learning rate of the next step.
     var learningRate: Double { get }
+    /// One record per completed epoch.
+    var records: [EpochRecord] { get }
 
     /// One step; returns the step's loss (before the update).
     mutating func step() -> Double
-    /// Fills what only the engine knows: validation metrics, layer summaries (not their gradient-check
-    /// rows, which the view model keeps), the neuron's row.
-    func describe(into state: inout TrainingViewState)
+    /// The engine's report at this step boundary: progress, validation, layer statistics, the neuron's row.
+    func snapshot() -> TrainingSnapshot
+    /// Everything a checkpoint needs to go on from this step boundary exactly.
+    func resumePoint() -> ResumePoint<Scalar>
     /// Where a NaN or infinity first shows, for a diverged step (e.g. `layers.1 output`).
     func divergenceLocation() -> String
-    /// Checks every gradient (or a sample of large tensors) on a small batch, leaving the run untouched.
+    /// Checks every gradient (or a sample of large tensors) on a small batch, leaving the engine untouched.
     func checkGradients() throws -> GradientCheckReport
+    /// `check` on the current weights, over the first `batchSize` training rows.
+    func gradientCheck(_ check: GradientCheck, batchSize: Int) throws -> GradientCheckReport
+    /// Loss and accuracy on the test rows (or the validation rows when there is no test set); nil when there are neither.
+    func finalEvaluation() throws -> (name: String, evaluation: Evaluation)?
 }
 
 extension TrainingEngine {
@@ -51,6 +64,32 @@ public struct EpochRecord: Sendable, Equatable, Codable {
     public init(epoch: Int, step: Int, trainingLoss: Double, trainingAccuracy: Double?, validationLoss: Double?, validationAccuracy: Double?) {
         (self.epoch, self.step, self.trainingLoss, self.trainingAccuracy, self.validationLoss, self.validationAccuracy) =
             (epoch, step, trainingLoss, trainingAccuracy, validationLoss, validationAccuracy)
+    }
+}
+
+/// An engine at a step boundary in plain values: what a checkpoint saves of it.
+public struct ResumePoint<Scalar: TensorScalar>: Sendable {
+    /// `Network[Dense(784→256, tanh), …]` (the neuron: the one-unit network it equals).
+    public var network: String
+    /// The parameters (`layers.<i>.weight`, `layers.<i>.bias`), then the optimizer's buffers (`optimizer.<name>`).
+    public var tensors: [(name: String, tensor: Tensor<Scalar>)]
+    /// Epochs completed, and steps taken.
+    public var epoch: Int, step: Int
+    /// The seed every random choice flows from.
+    public var seed: UInt64
+    /// The epoch order, the generator and the place in the epoch; nil when nothing is random (the neuron).
+    public var position: TrainingPosition?
+    /// The optimizer's step count (its buffers are among `tensors`).
+    public var optimizerStep: Int
+    /// The input columns, and the classes of the outputs (classification).
+    public var featureNames: [String], classNames: [String]?
+    /// One record per completed epoch.
+    public var records: [EpochRecord]
+
+    public init(network: String, tensors: [(name: String, tensor: Tensor<Scalar>)], epoch: Int, step: Int, seed: UInt64,
+                position: TrainingPosition?, optimizerStep: Int, featureNames: [String], classNames: [String]?, records: [EpochRecord]) {
+        (self.network, self.tensors, self.epoch, self.step, self.seed) = (network, tensors, epoch, step, seed)
+        (self.position, self.optimizerStep, self.featureNames, self.classNames, self.records) = (position, optimizerStep, featureNames, classNames, records)
     }
 }
 
@@ -132,21 +171,34 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         return loss
     }
 
-    public func describe(into state: inout TrainingViewState) {
-        state.validationLoss = lastValidation?.loss
-        state.validationAccuracy = lastValidation?.accuracy
-        state.layers = training.network.layerStatistics().map {
-            LayerViewState(index: $0.index, title: $0.title, weightNorm: $0.weightNorm, gradientNorm: $0.gradientNorm, saturation: $0.saturation)
-        }
+    public func snapshot() -> TrainingSnapshot {
+        var snapshot = TrainingSnapshot(progressOf: self)
+        (snapshot.validationLoss, snapshot.validationAccuracy) = (lastValidation?.loss, lastValidation?.accuracy)
+        snapshot.layers = training.network.layerStatistics()
+        return snapshot
+    }
+
+    public func resumePoint() -> ResumePoint<Scalar> {
+        let network = training.network, optimizer = training.optimizer, position = training.position
+        let parameters = network.parameterTensors.map { (name: $0.name, tensor: network.parameter($0)) }
+        let buffers = optimizer.state.sorted { $0.key < $1.key }.map { (name: "optimizer.\($0.key)", tensor: Tensor(vector: $0.value)) }
+        return ResumePoint(
+            network: network.description, tensors: parameters + buffers, epoch: position.epoch, step: position.stepsTaken,
+            seed: seed, position: position, optimizerStep: optimizer.step, featureNames: training.dataset.featureNames,
+            classNames: training.dataset.classNames, records: records)
     }
 
     public func divergenceLocation() -> String { training.network.divergenceLocation() }
 
     public func checkGradients() throws -> GradientCheckReport {
-        let rows = Array(0 ..< min(16, training.dataset.count))
-        let batch = training.dataset.subset(rows)
+        // Large networks are checked on a sample of each tensor: a full check would take minutes.
         let sampled = training.network.parameterCount > 5_000 ? 16 : nil
-        return try GradientCheck(samplesPerTensor: sampled, seed: seed).run(on: training.network, inputs: batch.features, targets: batch.targets)
+        return try gradientCheck(try GradientCheck(samplesPerTensor: sampled, seed: seed), batchSize: 16)
+    }
+
+    public func gradientCheck(_ check: GradientCheck, batchSize: Int) throws -> GradientCheckReport {
+        let batch = training.dataset.subset(Array(0 ..< min(max(batchSize, 1), training.dataset.count)))
+        return try check.run(on: training.network, inputs: batch.features, targets: batch.targets)
     }
 }
 
@@ -158,6 +210,9 @@ public struct NeuronTrainingEngine: TrainingEngine {
     public let learningRate: Double
     public let totalSteps: Int
     public private(set) var stepsTaken = 0
+    /// One record every 1% of the steps (and at the last): the neuron's "epochs" are single steps,
+    /// too many to record each.
+    public private(set) var records: [EpochRecord] = []
 
     /// SPEC §3's run by default: w = b = 0.5, x 0.01, target 0.1, learning rate 0.01, 100,000 steps.
     /// - Throws: ``NeuronError`` for a learning rate or iteration count out of range.
@@ -176,43 +231,70 @@ public struct NeuronTrainingEngine: TrainingEngine {
     public var samplesPerStep: Int { 1 }
     public var epoch: Int { stepsTaken }
     public var totalEpochs: Int { totalSteps }
+    private var recordEvery: Int { max(1, totalSteps / 100) }
 
     public mutating func step() -> Double {
         stepsTaken += 1
-        return try! neuron.step(inputs: [input], target: target, learningRate: learningRate)  // one weight, one input
+        let loss = try! neuron.step(inputs: [input], target: target, learningRate: learningRate)  // one weight, one input
+        if stepsTaken % recordEvery == 0 || isFinished {
+            records.append(EpochRecord(epoch: stepsTaken, step: stepsTaken, trainingLoss: loss,
+                                       trainingAccuracy: nil, validationLoss: nil, validationAccuracy: nil))
+        }
+        return loss
     }
 
-    public func describe(into state: inout TrainingViewState) {
+    public func snapshot() -> TrainingSnapshot {
         let forward = try! neuron.forward(inputs: [input], target: target)
         let g = neuron.backward(forward)
-        state.neuron = TrainingViewState.NeuronRow(
+        var snapshot = TrainingSnapshot(progressOf: self)
+        snapshot.neuron = TrainingSnapshot.NeuronRow(
             input: input, weight: neuron.weights[0], bias: neuron.bias, target: target,
             net: forward.net, output: forward.output, error: forward.error, loss: forward.loss,
             outputGradient: g.output, netGradient: g.net, weightGradient: g.weights[0], inputGradient: g.inputs[0])
-        state.layers = [LayerViewState(
+        snapshot.layers = [LayerStatistics(
             index: 0, title: "Dense(1→1, tanh)", weightNorm: abs(neuron.weights[0]), gradientNorm: abs(g.weights[0]),
             saturation: abs(forward.output) > 0.99 ? 1 : 0)]
+        return snapshot
+    }
+
+    /// The neuron saved as the `Network[Dense(1→1, tanh)]` it equals, so that every tool that reads a
+    /// network's checkpoint reads the neuron's.
+    public func resumePoint() -> ResumePoint<Double> {
+        ResumePoint(
+            network: "Network[Dense(1→1, tanh)]",
+            tensors: [("layers.0.weight", try! Tensor(shape: [1, 1], scalars: neuron.weights)), ("layers.0.bias", Tensor(vector: [neuron.bias]))],
+            epoch: stepsTaken, step: stepsTaken, seed: 0, position: nil, optimizerStep: stepsTaken,
+            featureNames: ["x"], classNames: nil, records: records)
     }
 
     public func divergenceLocation() -> String { "neuron" }
 
-    /// The same run with the neuron at `weight`, `bias` after `stepsTaken` steps (for resuming).
+    public func finalEvaluation() throws -> (name: String, evaluation: Evaluation)? { nil }
+
+    /// The same run with the neuron at `weight`, `bias` after `stepsTaken` steps, with the records
+    /// so far (for resuming).
     /// - Throws: ``NeuronError/invalidHyperparameter(name:value:allowed:)`` for a step count out of range.
-    public func restored(weight: Double, bias: Double, stepsTaken: Int) throws(NeuronError) -> NeuronTrainingEngine {
+    public func restored(weight: Double, bias: Double, stepsTaken: Int, records: [EpochRecord] = []) throws(NeuronError) -> NeuronTrainingEngine {
         guard (0 ... totalSteps).contains(stepsTaken) else {
             throw .invalidHyperparameter(name: "steps taken", value: "\(stepsTaken)", allowed: "0...\(totalSteps)")
         }
         var copy = self
         copy.neuron = Neuron(weight: weight, bias: bias)
         copy.stepsTaken = stepsTaken
+        copy.records = records
         return copy
     }
 
-    /// The check runs on `Network[Dense(1→1, tanh)]` with the neuron's weight and bias: the same numbers (one engine, one neuron).
+    /// The check, with the input's gradient too, of `Network[Dense(1→1, tanh)]` at the neuron's
+    /// weight and bias: the same numbers (one engine, one neuron).
     public func checkGradients() throws -> GradientCheckReport {
+        try gradientCheck(try GradientCheck(checkInputs: true), batchSize: 1)
+    }
+
+    /// `check` of `Network[Dense(1→1, tanh)]` at the neuron's weight and bias, on its one sample.
+    public func gradientCheck(_ check: GradientCheck, batchSize: Int) throws -> GradientCheckReport {
         var network = try Network<Double>([try Dense<Double>(1, 1, activation: .tanh)], loss: .halfSquaredError)
         network.parameters = [neuron.weights[0], neuron.bias]
-        return try GradientCheck(checkInputs: true).run(
-            on: network, inputs: Tensor(shape: [1, 1], scalars: [input]), targets: Tensor(shape: [1, 1], scalars: [target]))
+        return try check.run(on: network, inputs: Tensor(shape: [1, 1], scalars: [input]), targets: Tensor(shape: [1, 1], scalars: [target]))
     }
 }

@@ -1,6 +1,7 @@
 // The training loop runs off the main actor, on its own task, owning its engine outright: no lock
 // is taken inside a step. The view model reaches it only through `TrainingControl` (atomics read
-// once per step), and it reaches the view model only through immutable snapshots at a bounded rate.
+// once per step), and it reaches the view model only through immutable snapshots at a bounded rate
+// and, at the epoch ends asked for, copies of the engine (`EpochEnds`: a lock taken at those alone).
 import NeuronCore
 import Synchronization
 
@@ -29,103 +30,127 @@ final class TrainingControl: Sendable {
     let checkRequested = Atomic<Bool>(false)
 }
 
-/// What moves between the view model and a run's task: the engine, and the run's own record.
-struct Session<Engine: TrainingEngine>: Sendable {
-    var engine: Engine
+/// The loop's own account of a run, beside the engine's: the losses as they came, the speed, the
+/// latest check. It travels with the engine between the view model and a run's task.
+struct LoopRecord: Sendable, Equatable {
     var history = LossHistory()
-    var lastLoss: Double?
+    var loss: Double?
     var smoothedLoss: Double?
     var samplesPerSecond: Double?
     var secondsRemaining: Double?
     /// The latest check done by the loop at a step boundary.
     var gradientCheck: GradientCheckReport?
 
-    init(engine: Engine) { self.engine = engine }
-
-    mutating func record(loss: Double) {
-        lastLoss = loss
-        history.append(step: engine.stepsTaken, loss: loss)
+    mutating func record(loss: Double, step: Int) {
+        self.loss = loss
+        history.append(step: step, loss: loss)
         smoothedLoss = smoothedLoss.map { 0.95 * $0 + 0.05 * loss } ?? loss
     }
+}
 
-    /// The whole state as one value.
-    func state(phase: TrainingViewState.Phase) -> TrainingViewState {
-        var state = TrainingViewState()
-        state.phase = phase
-        state.title = engine.title
-        state.epoch = engine.epoch
-        state.totalEpochs = engine.totalEpochs
-        state.step = engine.stepsTaken
-        state.totalSteps = engine.totalSteps
-        state.loss = lastLoss
-        state.smoothedLoss = smoothedLoss
-        state.lossHistory = history
-        state.samplesPerSecond = samplesPerSecond
-        state.secondsRemaining = secondsRemaining
-        state.learningRate = engine.learningRate
-        state.seed = engine.seed
-        state.gradientCheck = gradientCheck
-        engine.describe(into: &state)
-        return state
+/// What the loop hands the view model: the engine's snapshot and the loop's record, taken at the
+/// same step boundary.
+struct LoopSnapshot: Sendable {
+    var engine: TrainingSnapshot
+    var record: LoopRecord
+}
+
+/// Why the loop returned.
+enum LoopEnd: Sendable, Equatable {
+    /// Every planned step taken.
+    case finished
+    /// `maxSteps` taken, or a pause asked for.
+    case paused
+    /// A stop asked for.
+    case stopped
+    /// The step's loss was not finite.
+    case diverged(step: Int, location: String)
+    /// A gradient check asked for at a step boundary failed to run.
+    case failed(String)
+}
+
+/// Copies of the engine at every `every`-th completed epoch, from the loop to the view model.
+/// Unbounded and in order: snapshots keep only the newest, so an epoch end carried by one could be
+/// replaced before anyone saw it; a copy kept here stays until taken.
+final class EpochEnds<Engine: TrainingEngine>: Sendable {
+    let every: Int
+    private let kept = Mutex<[Engine]>([])
+
+    init(every: Int) { self.every = max(1, every) }
+
+    func keep(_ engine: Engine) { kept.withLock { $0.append(engine) } }
+
+    /// The copies kept since the last call, oldest first.
+    func take() -> [Engine] {
+        kept.withLock { kept in
+            defer { kept.removeAll() }
+            return kept
+        }
     }
 }
 
 /// Runs steps until the engine finishes, `maxSteps` have been taken, the control asks to pause or
-/// stop, or a loss is not finite; hands snapshots to `send` as `policy` allows.
-/// - Returns: the session as it stands after the last step, and the phase the run ended in.
+/// stop, or a loss is not finite; hands snapshots to `send` as `policy` allows, and a copy of the
+/// engine to `epochEnds` at each epoch end it asks for.
+/// - Returns: why it ended; `engine` and `record` are left as they stand after the last step.
 func runTrainingLoop<Engine: TrainingEngine>(
-    _ start: Session<Engine>, control: TrainingControl, policy: SnapshotPolicy, maxSteps: Int?,
-    send: (TrainingViewState) -> Void
-) -> (Session<Engine>, TrainingViewState.Phase) {
-    var session = start
+    _ engine: inout Engine, record: inout LoopRecord, control: TrainingControl, policy: SnapshotPolicy, maxSteps: Int?,
+    epochEnds: EpochEnds<Engine>?, send: (LoopSnapshot) -> Void
+) -> LoopEnd {
     let clock = ContinuousClock()
     var lastSnapshot = clock.now, lastClockRead = lastSnapshot
-    var stepsAtSnapshot = session.engine.stepsTaken
+    var stepsAtSnapshot = engine.stepsTaken
     var stepsPerClockRead = 1, countdown = 1
     var taken = 0
+    var epochsSeen = engine.records.count
 
     func snapshot(at now: ContinuousClock.Instant) {
-        let steps = session.engine.stepsTaken - stepsAtSnapshot
+        let steps = engine.stepsTaken - stepsAtSnapshot
         let elapsed = (now - lastSnapshot).seconds
         if steps > 0, elapsed > 0 {
-            session.samplesPerSecond = Double(steps * session.engine.samplesPerStep) / elapsed
-            session.secondsRemaining = Double(session.engine.totalSteps - session.engine.stepsTaken) * elapsed / Double(steps)
+            record.samplesPerSecond = Double(steps * engine.samplesPerStep) / elapsed
+            record.secondsRemaining = Double(engine.totalSteps - engine.stepsTaken) * elapsed / Double(steps)
         }
         // The latest check rides on every snapshot: the stream keeps only the newest one, so a
         // report sent once could be replaced before the view model reads it.
-        send(session.state(phase: .running))
+        send(LoopSnapshot(engine: engine.snapshot(), record: record))
         // The next interval starts when this snapshot is done, so however long a snapshot takes,
         // training gets at least an interval's time between two of them.
         lastSnapshot = clock.now
-        stepsAtSnapshot = session.engine.stepsTaken
+        stepsAtSnapshot = engine.stepsTaken
     }
 
     while true {
-        if session.engine.isFinished { snapshot(at: clock.now); return (session, .finished) }
-        if let maxSteps, taken == maxSteps { return (session, .paused) }
+        if engine.isFinished { snapshot(at: clock.now); return .finished }
+        if let maxSteps, taken == maxSteps { return .paused }
         switch control.request.load(ordering: .relaxed) {
-        case TrainingControl.pause: return (session, .paused)
-        case TrainingControl.stop: return (session, .stopped)
+        case TrainingControl.pause: return .paused
+        case TrainingControl.stop: return .stopped
         default: break
         }
         if control.checkRequested.exchange(false, ordering: .relaxed) {
             do {
-                session.gradientCheck = try session.engine.checkGradients()
+                record.gradientCheck = try engine.checkGradients()
             } catch {
-                return (session, .failed("gradient check: \(error)"))
+                return .failed("gradient check: \(error)")
             }
             snapshot(at: clock.now)
         }
 
-        let loss = session.engine.step()
+        let loss = engine.step()
         taken += 1
-        session.record(loss: loss)
+        record.record(loss: loss, step: engine.stepsTaken)
         guard loss.isFinite else {
-            return (session, .diverged(step: session.engine.stepsTaken, location: session.engine.divergenceLocation()))
+            return .diverged(step: engine.stepsTaken, location: engine.divergenceLocation())
+        }
+        if let epochEnds, engine.records.count != epochsSeen {
+            // A copy at a step boundary: resuming from it gives the numbers of a run that never stopped.
+            epochsSeen = engine.records.count
+            if epochsSeen % epochEnds.every == 0 { epochEnds.keep(engine) }
         }
 
         if let every = policy.everySteps {
-            if session.engine.stepsTaken % every == 0 { snapshot(at: clock.now) }
+            if engine.stepsTaken % every == 0 { snapshot(at: clock.now) }
             continue
         }
         // Reading the clock costs about as much as a single neuron's step, so read it about once

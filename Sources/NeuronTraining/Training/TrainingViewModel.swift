@@ -1,7 +1,8 @@
 // The view model of a training run: a read-only observable façade over the loop. It owns the
 // engine while nothing runs, hands it to a run's task on start/resume/step, and takes it back at
 // the step boundary where the run paused, stopped, finished or diverged. Because the engine is a
-// value, whatever happened in between, the next run goes on from exactly that step.
+// value, whatever happened in between, the next run goes on from exactly that step. It alone turns
+// the engine's `TrainingSnapshot` into the `TrainingViewState` a display shows.
 import NeuronCore
 import Observation
 
@@ -11,10 +12,19 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
     /// The state; snapshots from the loop replace it whole.
     public private(set) var viewState: TrainingViewState
 
+    /// Copies of the engine at every `epochEndsEvery`-th completed epoch, oldest first, not yet
+    /// taken with ``takeEpochEnds()``. Each is at a step boundary: a checkpoint of it resumes exactly.
+    /// None is ever dropped (unlike snapshots, which keep only the newest) until `reset`.
+    public private(set) var epochEnds: [Engine] = []
+
     /// How often the loop hands over snapshots.
     @ObservationIgnored public let policy: SnapshotPolicy
-    /// The engine and the run's record while no loop owns them.
-    @ObservationIgnored private var session: Session<Engine>?
+    /// Which completed epochs (every n-th, counted by records) are kept in ``epochEnds``; nil for none.
+    @ObservationIgnored public let epochEndsEvery: Int?
+    /// The engine while no run's task owns it.
+    @ObservationIgnored private var heldEngine: Engine?
+    /// The loop's record of the run (losses, speed), which travels with the engine.
+    @ObservationIgnored private var record = LoopRecord()
     /// The engine as built, for `reset`.
     @ObservationIgnored private let initial: Engine
     @ObservationIgnored private let control = TrainingControl()
@@ -29,16 +39,26 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
     @ObservationIgnored public private(set) var activity: Task<Void, Never>?
 
     /// A view model over `engine`, idle until `start`.
-    public init(engine: Engine, policy: SnapshotPolicy = .default) {
+    /// - Parameters:
+    ///   - policy: How often the loop hands over snapshots.
+    ///   - epochEndsEvery: Keep a copy of the engine in ``epochEnds`` at every this many completed
+    ///     epochs (a run's checkpoints); nil keeps none.
+    public init(engine: Engine, policy: SnapshotPolicy = .default, epochEndsEvery: Int? = nil) {
         initial = engine
         self.policy = policy
-        let session = Session(engine: engine)
-        self.session = session
-        viewState = session.state(phase: .idle)
+        self.epochEndsEvery = epochEndsEvery
+        heldEngine = engine
+        viewState = TrainingViewState(phase: .idle, engine: engine.snapshot(), loop: LoopRecord())
     }
 
     /// The engine as it stands at the last step boundary (nil while a run owns it).
-    public var engine: Engine? { session?.engine }
+    public var engine: Engine? { heldEngine }
+
+    /// Hands over the kept epoch ends, oldest first, and forgets them.
+    public func takeEpochEnds() -> [Engine] {
+        defer { if !epochEnds.isEmpty { epochEnds = [] } }
+        return epochEnds
+    }
 
     /// The view model of layer `index`, the same one every time.
     public func layer(_ index: Int) -> LayerTrainingViewModel {
@@ -56,8 +76,8 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
             control.request.store(TrainingControl.pause, ordering: .relaxed)
         case (.resume, .running) where control.request.load(ordering: .relaxed) == TrainingControl.pause:
             control.request.store(TrainingControl.run, ordering: .relaxed)  // a pause not yet taken is withdrawn
-        case (.resume, .paused) where session?.engine.isFinished == false,
-             (.resume, .stopped) where session?.engine.isFinished == false:
+        case (.resume, .paused) where heldEngine?.isFinished == false,
+             (.resume, .stopped) where heldEngine?.isFinished == false:
             launch(maxSteps: nil)
         case (.stop, .running):
             control.request.store(TrainingControl.stop, ordering: .relaxed)
@@ -67,10 +87,12 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
             runID += 1  // a check still in flight belongs to the old run
             lastCheck = nil
             lastLoopCheck = nil
-            session = Session(engine: initial)
-            show(session!.state(phase: .idle))
-        case (.step(let count), .idle) where count >= 1 && session?.engine.isFinished == false,
-             (.step(let count), .paused) where count >= 1 && session?.engine.isFinished == false:
+            heldEngine = initial
+            record = LoopRecord()
+            epochEnds = []  // they belong to the old run
+            show(TrainingViewState(phase: .idle, engine: initial.snapshot(), loop: record))
+        case (.step(let count), .idle) where count >= 1 && heldEngine?.isFinished == false,
+             (.step(let count), .paused) where count >= 1 && heldEngine?.isFinished == false:
             launch(maxSteps: count)
         case (.checkGradients, .running):
             control.checkRequested.store(true, ordering: .relaxed)
@@ -84,30 +106,41 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
     // MARK: Runs
 
     private func launch(maxSteps: Int?) {
-        guard let start = session else { return }
-        session = nil
+        guard let start = heldEngine else { return }
+        heldEngine = nil
         runID += 1
         let id = runID
         control.request.store(TrainingControl.run, ordering: .relaxed)
         viewState.phase = .running
-        let (snapshots, continuation) = AsyncStream<TrainingViewState>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let control = self.control, policy = self.policy
+        let (snapshots, continuation) = AsyncStream<LoopSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let kept = epochEndsEvery.map { EpochEnds<Engine>(every: $0) }
+        let control = self.control, policy = self.policy, startRecord = record
         let loop = Task.detached(priority: .userInitiated) {
-            let result = runTrainingLoop(start, control: control, policy: policy, maxSteps: maxSteps) { continuation.yield($0) }
+            var engine = start, record = startRecord
+            let end = runTrainingLoop(&engine, record: &record, control: control, policy: policy, maxSteps: maxSteps,
+                                      epochEnds: kept) { continuation.yield($0) }
             continuation.finish()
-            return result
+            return (engine, record, end)
         }
         activity = Task { [weak self] in
-            for await state in snapshots { self?.receive(state, run: id) }
-            let (session, phase) = await loop.value
+            for await snapshot in snapshots { self?.receive(snapshot, phase: .running, kept: kept, run: id) }
+            let (engine, record, end) = await loop.value
             guard let self, id == self.runID else { return }
-            self.session = session
-            self.receive(session.state(phase: phase), run: id)
+            self.heldEngine = engine
+            self.record = record
+            let phase: TrainingViewState.Phase = switch end {
+            case .finished: .finished
+            case .paused: .paused
+            case .stopped: .stopped
+            case let .diverged(step, location): .diverged(step: step, location: location)
+            case let .failed(message): .failed(message)
+            }
+            self.receive(LoopSnapshot(engine: engine.snapshot(), record: record), phase: phase, kept: kept, run: id)
         }
     }
 
     private func checkGradients() {
-        guard let engine = session?.engine else { return }
+        guard let engine = heldEngine else { return }
         let id = runID
         activity = Task { [weak self] in
             let result = await Task.detached(priority: .userInitiated) { Result { try engine.checkGradients() } }.value
@@ -124,14 +157,17 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         }
     }
 
-    /// A snapshot or final state from run `id`.
-    private func receive(_ state: TrainingViewState, run id: Int) {
+    /// A snapshot, or the final one, from run `id`.
+    private func receive(_ snapshot: LoopSnapshot, phase: TrainingViewState.Phase, kept: EpochEnds<Engine>?, run id: Int) {
         guard id == runID else { return }
-        if let report = state.gradientCheck, report != lastLoopCheck {
+        // The epoch ends kept so far are published before the state that follows them, so that
+        // once a run's final state shows, every one of its epoch ends has.
+        if let taken = kept?.take(), !taken.isEmpty { epochEnds += taken }
+        if let report = snapshot.record.gradientCheck, report != lastLoopCheck {
             lastLoopCheck = report
             lastCheck = report
         }
-        show(state)
+        show(TrainingViewState(phase: phase, engine: snapshot.engine, loop: snapshot.record))
     }
 
     /// Replaces the state whole, keeping what only the view model knows.
@@ -151,6 +187,24 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         viewState.ignoredEvents.append(.init(event: event, phase: viewState.phase))
         if viewState.ignoredEvents.count > 8 { viewState.ignoredEvents.removeFirst() }
         viewState.ignoredEventCount += 1
+    }
+}
+
+extension TrainingViewState {
+    /// What a display shows of an engine's snapshot and the loop's record, in `phase`.
+    init(phase: Phase, engine snapshot: TrainingSnapshot, loop record: LoopRecord) {
+        self.init()
+        self.phase = phase
+        title = snapshot.title
+        (epoch, totalEpochs, step, totalSteps) = (snapshot.epoch, snapshot.totalEpochs, snapshot.step, snapshot.totalSteps)
+        (learningRate, seed) = (snapshot.learningRate, snapshot.seed)
+        (validationLoss, validationAccuracy) = (snapshot.validationLoss, snapshot.validationAccuracy)
+        layers = snapshot.layers.map { LayerViewState($0) }
+        neuron = snapshot.neuron
+        records = snapshot.records
+        (loss, smoothedLoss, lossHistory) = (record.loss, record.smoothedLoss, record.history)
+        (samplesPerSecond, secondsRemaining) = (record.samplesPerSecond, record.secondsRemaining)
+        gradientCheck = record.gradientCheck
     }
 }
 

@@ -38,22 +38,8 @@ public struct TrainingViewState: Sendable, Equatable {
         public var phase: Phase
     }
 
-    /// The single neuron's row of SPEC §1's table, at the current parameters.
-    public struct NeuronRow: Sendable, Equatable {
-        public var input: Double, weight: Double, bias: Double, target: Double
-        public var net: Double, output: Double, error: Double, loss: Double
-        /// ∂L/∂output, ∂L/∂net (= ∂L/∂b), ∂L/∂w, ∂L/∂x.
-        public var outputGradient: Double, netGradient: Double, weightGradient: Double, inputGradient: Double
-
-        public init(input: Double, weight: Double, bias: Double, target: Double, net: Double, output: Double,
-                    error: Double, loss: Double, outputGradient: Double, netGradient: Double,
-                    weightGradient: Double, inputGradient: Double) {
-            (self.input, self.weight, self.bias, self.target) = (input, weight, bias, target)
-            (self.net, self.output, self.error, self.loss) = (net, output, error, loss)
-            (self.outputGradient, self.netGradient, self.weightGradient, self.inputGradient) =
-                (outputGradient, netGradient, weightGradient, inputGradient)
-        }
-    }
+    /// The single neuron's row of SPEC §1's table, shown as the engine reports it.
+    public typealias NeuronRow = TrainingSnapshot.NeuronRow
 
     public var phase: Phase = .idle
     /// What is trained, e.g. `Network[Dense(2→4, tanh), Dense(4→1, tanh)]` or `Neuron(1 input, tanh)`.
@@ -90,6 +76,8 @@ public struct TrainingViewState: Sendable, Equatable {
     public var layers: [LayerViewState] = []
     /// The neuron's row of the reference table, when a single neuron is trained.
     public var neuron: NeuronRow?
+    /// One record per completed epoch (what `metrics.csv` and `curves.svg` show).
+    public var records: [EpochRecord] = []
     /// The most recent ignored events (at most 8), newest last.
     public var ignoredEvents: [IgnoredEvent] = []
     /// Every ignored event counted.
@@ -121,6 +109,12 @@ public struct LayerViewState: Sendable, Equatable {
                 gradientCheck: [GradientCheckReport.TensorResult] = []) {
         (self.index, self.title, self.weightNorm, self.gradientNorm, self.saturation, self.gradientCheck) =
             (index, title, weightNorm, gradientNorm, saturation, gradientCheck)
+    }
+
+    /// The layer as an engine's statistics describe it, with its rows of the last gradient check.
+    public init(_ statistics: LayerStatistics, gradientCheck: [GradientCheckReport.TensorResult] = []) {
+        self.init(index: statistics.index, title: statistics.title, weightNorm: statistics.weightNorm,
+                  gradientNorm: statistics.gradientNorm, saturation: statistics.saturation, gradientCheck: gradientCheck)
     }
 }
 

@@ -1,0 +1,53 @@
+// What an engine says about itself at a step boundary, in plain numbers: no display type, no file
+// format. The view model turns it into its `TrainingViewState`; nothing below the view model knows
+// how a run is shown.
+import NeuronCore
+
+/// An engine's report at a step boundary: progress, validation, per-layer statistics, the
+/// neuron's row, the epochs completed.
+public struct TrainingSnapshot: Sendable, Equatable {
+    /// The single neuron's row of SPEC §1's table, at the current parameters.
+    public struct NeuronRow: Sendable, Equatable {
+        public var input: Double, weight: Double, bias: Double, target: Double
+        public var net: Double, output: Double, error: Double, loss: Double
+        /// ∂L/∂output, ∂L/∂net (= ∂L/∂b), ∂L/∂w, ∂L/∂x.
+        public var outputGradient: Double, netGradient: Double, weightGradient: Double, inputGradient: Double
+
+        public init(input: Double, weight: Double, bias: Double, target: Double, net: Double, output: Double,
+                    error: Double, loss: Double, outputGradient: Double, netGradient: Double,
+                    weightGradient: Double, inputGradient: Double) {
+            (self.input, self.weight, self.bias, self.target) = (input, weight, bias, target)
+            (self.net, self.output, self.error, self.loss) = (net, output, error, loss)
+            (self.outputGradient, self.netGradient, self.weightGradient, self.inputGradient) =
+                (outputGradient, netGradient, weightGradient, inputGradient)
+        }
+    }
+
+    /// What is trained, e.g. `Network[Dense(2→4, tanh), Dense(4→1, tanh)]` or `Neuron(1 input, tanh)`.
+    public var title: String
+    /// The seed every random choice flows from.
+    public var seed: UInt64
+    /// Epochs completed, and planned.
+    public var epoch: Int, totalEpochs: Int
+    /// Steps taken, and planned.
+    public var step: Int, totalSteps: Int
+    /// The learning rate of the next step.
+    public var learningRate: Double
+    /// The loss and accuracy on the validation rows after the last completed epoch.
+    public var validationLoss: Double?, validationAccuracy: Double?
+    /// One entry per layer.
+    public var layers: [LayerStatistics] = []
+    /// The neuron's row, when the single neuron is trained.
+    public var neuron: NeuronRow?
+    /// One record per completed epoch.
+    public var records: [EpochRecord]
+
+    /// The progress counters and records of `engine`; validation, layers and the neuron's row empty.
+    public init(progressOf engine: some TrainingEngine) {
+        title = engine.title
+        seed = engine.seed
+        (epoch, totalEpochs, step, totalSteps) = (engine.epoch, engine.totalEpochs, engine.stepsTaken, engine.totalSteps)
+        learningRate = engine.learningRate
+        records = engine.records
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import NeuronCore
+import Testing
+@testable import NeuronTraining
+
+/// What a session wrote, and a hook on each write (to act on progress as a user at the terminal would).
+@MainActor
+private final class Transcript {
+    var text = ""
+    var onWrite: ((String) -> Void)?
+    func write(_ s: String) {
+        text += s
+        onWrite?(s)
+    }
+}
+
+/// The saved tensors of a checkpoint file pair, by name.
+private func savedTensors(_ directory: String) throws -> [String: SafeTensors.Entry] { try Checkpoint.read(directory).tensors }
+
+/// The tensors a checkpoint of `engine` would hold, by name.
+private func tensors<E: TrainingEngine>(of engine: E, _ run: Run) -> [String: SafeTensors.Entry] {
+    Dictionary(uniqueKeysWithValues: Checkpoint(engine, config: run.config, preprocessing: run.preprocessing).tensors.map { ($0.name, $0) })
+}
+
+@Suite("TrainingSession: trains through the view model and writes the run directory on the main actor")
+@MainActor
+struct TrainingSessionTests {
+    @Test("A finished run leaves every file, its checkpoint at the last step, and exits 0")
+    func finished() async throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let run = try RunBuilder.build(try xorConfig(epochs: 40, extra: "output: {checkpointEvery: 5}"))
+        let transcript = Transcript()
+        let session = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "xor.yaml", write: transcript.write)
+        #expect(try await session.train(run) == 0)
+        #expect(try directory.names() == ["checkpoint.json", "checkpoint.safetensors", "curves.svg", "metrics.csv", "summary.json"])
+        let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
+        let straight = straightRun(engine)
+        let saved = try Checkpoint.read(directory.path)
+        #expect(saved.state.step == 40 && saved.state.records == straight.records)
+        #expect(saved.tensors == tensors(of: straight, run))
+        let metrics = try String(contentsOfFile: directory.file("metrics.csv"), encoding: .utf8)
+        #expect(metrics.split(separator: "\n").count == 41)
+        #expect(transcript.text.contains("finished after 40 epochs") && transcript.text.contains(directory.path))
+    }
+
+    @Test("Stopped from its progress, as Ctrl-C does: exit 130, a checkpoint at that step, and resuming ends as a run that never stopped")
+    func stopAndResume() async throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let unending = try RunBuilder.build(try xorConfig(epochs: endless))
+        let transcript = Transcript()
+        let session = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .json, configPath: "xor.yaml", write: transcript.write)
+        transcript.onWrite = { line in
+            let progress = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            if progress?["phase"] as? String == "running", (progress?["step"] as? Int ?? 0) >= 1 { session.stop() }
+        }
+        #expect(try await session.train(unending) == 130)
+        let stopped = try Checkpoint.read(directory.path)
+        let step = stopped.state.step
+        let engine = try #require(unending.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
+        #expect(step >= 1 && stopped.tensors == tensors(of: straightRun(engine, steps: step), unending))
+        #expect(transcript.text.contains(#""phase":"stopped""#))
+
+        // Resumed with an end in sight: the numbers of a run that went there straight.
+        let config = try xorConfig(epochs: step + 25)
+        let resumed = try RunBuilder.build(config, resume: stopped)
+        let quiet = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "xor.yaml", write: { _ in })
+        #expect(try await quiet.train(resumed) == 0)
+        let uninterrupted = straightRun(try #require(try RunBuilder.build(config).engine as? NetworkTrainingEngine<Double, SGD<Double>>))
+        #expect(try savedTensors(directory.path) == tensors(of: uninterrupted, resumed))
+        #expect(try Checkpoint.read(directory.path).state.records == uninterrupted.records)
+    }
+
+    @Test("A run that diverges exits 1 and keeps the checkpoint of its last completed epoch")
+    func diverged() async throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        // Momentum 0.9 at 0.35 on ReLU: fine for a couple of epochs (15 steps each), then a NaN.
+        let run = try RunBuilder.build(try config("""
+            model: {layers: [{units: 16, activation: relu}, {units: 1, activation: identity}]}
+            data: {kind: synthetic, name: sine, count: 256}
+            optimizer: {kind: sgd, learningRate: 0.35, momentum: 0.9}
+            training: {epochs: 50, batchSize: 16, precision: double, seed: 1}
+            """))
+        let transcript = Transcript()
+        let session = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "sine.yaml", write: transcript.write)
+        #expect(try await session.train(run) == 1)
+        #expect(transcript.text.contains("diverged at step"))
+        let saved = try Checkpoint.read(directory.path)
+        try #require(saved.state.epoch >= 1, "the run diverged in its first epoch: nothing to keep")
+        let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
+        let atEpochEnd = straightRun(engine, steps: saved.state.step)
+        #expect(atEpochEnd.training.batchIndex == 0 && atEpochEnd.epoch == saved.state.epoch)
+        #expect(saved.tensors == tensors(of: atEpochEnd, run) && saved.state.records == atEpochEnd.records)
+        // The diverged epoch never completed: it is in neither the checkpoint nor the metrics.
+        var further = atEpochEnd
+        while !further.isFinished, further.step().isFinite {}
+        #expect(further.epoch == saved.state.epoch && !further.isFinished)
+        #expect(try String(contentsOfFile: directory.file("metrics.csv"), encoding: .utf8).split(separator: "\n").count == saved.state.epoch + 1)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("summary.json")))
+    }
+}
