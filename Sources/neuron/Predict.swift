@@ -17,7 +17,7 @@ struct Predict: ParsableCommand {
 
     func run() throws {
         let saved = try Checkpoint.read(checkpoint)
-        print(saved.state.precision == "double" ? try Prediction<Double>.csv(saved, input: input) : try Prediction<Float>.csv(saved, input: input),
-              terminator: "")
+        print(TrainingConfig.Precision(rawValue: saved.state.precision) == .double
+              ? try Prediction<Double>.csv(saved, input: input) : try Prediction<Float>.csv(saved, input: input), terminator: "")
     }
 }

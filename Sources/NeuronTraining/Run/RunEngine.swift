@@ -104,7 +104,7 @@ public struct NetworkRun<Scalar: TensorScalar, O: Optimizer>: RunEngine where O.
         return Checkpoint(tensors: tensors, state: CheckpointState(
             config: config, network: network.description, precision: Scalar.self == Float.self ? "float" : "double",
             epoch: position.epoch, step: position.stepsTaken, seed: seed, position: position,
-            optimizerKind: config.optimizer.kind, optimizerStep: optimizer.step, preprocessing: preprocessing,
+            optimizerKind: config.optimizer.kind.rawValue, optimizerStep: optimizer.step, preprocessing: preprocessing,
             classNames: dataset.classNames, featureNames: dataset.featureNames, records: engine.records))
     }
 }

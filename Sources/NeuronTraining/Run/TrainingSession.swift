@@ -66,7 +66,7 @@ public final class TrainingSession {
 
         var summary = RunSummary(
             title: ended.title, phase: final.phase.description, epochs: ended.epoch, steps: ended.stepsTaken, seed: ended.seed,
-            precision: ended.config.model.neuron != nil ? "double" : ended.config.training.precision, blas: BLAS.summary,
+            precision: ended.config.model.neuron != nil ? "double" : ended.config.training.precision.rawValue, blas: BLAS.summary,
             trainingSeconds: seconds)
         summary.trainingLoss = ended.records.last?.trainingLoss
         summary.validationLoss = ended.records.last?.validationLoss
