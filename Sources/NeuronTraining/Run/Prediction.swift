@@ -7,12 +7,9 @@ public enum Prediction<Scalar: TensorScalar> {
     /// The network saved in `checkpoint` (its architecture from the saved config).
     /// - Throws: ``CheckpointError`` for a missing tensor or a shape that does not fit.
     public static func network(_ checkpoint: LoadedCheckpoint) throws -> Network<Scalar> {
-        let model = checkpoint.state.config.model
-        let layers: [(units: Int, activation: Activation)] = model.neuron != nil ? [(1, .tanh)] : model.layers.map { ($0.units, $0.activation) }
-        var network = try Network<Scalar>(inputSize: checkpoint.state.featureNames.count, layers: layers, loss: model.effectiveLoss, seed: 0)
-        for t in network.parameterTensors {
-            network.parameters.replaceSubrange(t.range, with: try RunBuilder.tensor(t.name, of: checkpoint, as: Scalar.self, shape: t.shape))
-        }
+        // Seed 0: every weight is replaced by the saved one.
+        var network: Network<Scalar> = try checkpoint.state.config.model.network(inputs: checkpoint.state.featureNames.count, seed: 0)
+        try network.loadParameters(from: checkpoint)
         return network
     }
 

@@ -100,32 +100,25 @@ public enum RunBuilder {
         if let declared = config.model.inputs, declared != inputs {
             throw RunError.invalid("model.inputs is \(declared) but the data has \(inputs) features")
         }
-        var network = try Network<Scalar>(inputSize: inputs, layers: config.model.layers.map { ($0.units, $0.activation) },
-                                          loss: config.model.effectiveLoss, seed: config.training.seed)
+        var network: Network<Scalar> = try config.model.network(inputs: inputs, seed: config.training.seed)
         guard network.outputSize == data.training.outputCount else {
             throw RunError.invalid("the last layer has \(network.outputSize) units but the data has \(data.training.outputCount) targets per sample")
         }
         if let resume {
-            guard TrainingConfig.Precision(rawValue: resume.state.precision) == TrainingConfig.Precision(Scalar.self) else {
+            guard try resume.precision() == TrainingConfig.Precision(Scalar.self) else {
                 throw RunError.checkpointMismatch(path: resume.path, reason: "the checkpoint is in \(resume.state.precision) precision")
             }
             guard resume.state.preprocessing == data.preprocessing else {
                 throw RunError.checkpointMismatch(path: resume.path, reason: "the data's statistics differ from the checkpoint's (did the data files change?)")
             }
-            for t in network.parameterTensors {
-                network.parameters.replaceSubrange(t.range, with: try tensor(t.name, of: resume, as: Scalar.self, shape: t.shape))
-            }
+            try network.loadParameters(from: resume)
         }
 
         let batchSize = min(config.training.batchSize, data.training.count)
         let stepsPerEpoch = (data.training.count + batchSize - 1) / batchSize
-        let o = config.optimizer
-        let schedule: LearningRateSchedule = switch o.schedule.kind {
-        case .constant: .constant
-        case .step: .step(every: (o.schedule.every ?? 1) * stepsPerEpoch, factor: o.schedule.factor ?? 0.1)
-        case .cosine: .cosine(totalSteps: config.training.epochs * stepsPerEpoch, minimumFactor: o.schedule.minimumFactor ?? 0)
-        }
 
+        // The config's optimizer arrives as `any Optimizer<Scalar>` and is opened here, so that the
+        // engine is built for its concrete type (`NetworkRun<Scalar, SGD<Scalar>>`).
         func run<O: Optimizer>(_ fresh: O) throws -> any RunEngine where O.Scalar == Scalar {
             var optimizer = fresh
             let engine: NetworkTrainingEngine<Scalar, O>
@@ -145,14 +138,7 @@ public enum RunBuilder {
             }
             return NetworkRun(engine: engine, config: config, preprocessing: data.preprocessing)
         }
-        switch o.kind {
-        case .adam:
-            return try run(try Adam<Scalar>(learningRate: Scalar(o.learningRate), beta1: Scalar(o.beta1), beta2: Scalar(o.beta2),
-                                            epsilon: Scalar(o.epsilon), weightDecay: Scalar(o.weightDecay), decoupled: o.decoupled, schedule: schedule))
-        case .sgd:
-            return try run(try SGD<Scalar>(learningRate: Scalar(o.learningRate), momentum: Scalar(o.momentum), nesterov: o.nesterov,
-                                           weightDecay: Scalar(o.weightDecay), schedule: schedule))
-        }
+        return try run(config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: config.training.epochs))
     }
 
     /// A named tensor of a checkpoint, in `Scalar`, of the expected shape.
