@@ -1,4 +1,5 @@
 import Foundation
+import NeuronCore
 import Testing
 @testable import NeuronTraining
 
@@ -145,6 +146,23 @@ struct ConfigLoaderTests {
 
         let full = Self.everyKeySet()
         #expect(try JSONDecoder().decode(RunConfig.self, from: JSONEncoder().encode(full)) == full)
+    }
+
+    @Test("A saved config (checkpoint.json embeds one) decodes and encodes to the same text, every choice by its name")
+    func savedConfigText() throws {
+        let saved = #"{"data":{"count":5,"featureColumns":["x"],"input":0.5,"kind":"csv","labelColumn":"y","limit":3,"name":"sine","#
+            + #""normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","testLabels":"d","#
+            + #""trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
+            + #""model":{"inputs":3,"layers":[{"activation":"tanh","units":2}],"loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
+            + #""optimizer":{"beta1":0.9,"beta2":0.999,"decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"momentum":0.5,"#
+            + #""nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1},"weightDecay":0},"#
+            + #""output":{"checkpointEvery":1,"directory":"runs/x"},"#
+            + #""training":{"batchSize":32,"blasThreads":2,"epochs":10,"iterations":7,"precision":"float","seed":42}}"#
+        let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(saved.utf8))
+        #expect(decoded == Self.everyKeySet())
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        #expect(String(decoding: try encoder.encode(decoded), as: UTF8.self) == saved)
     }
 
     @Test("The loader's schema knows exactly the keys RunConfig encodes")
@@ -420,6 +438,40 @@ struct ConfigLoaderTests {
         check("  schedule: {kind: cosine, every: 2}\n",
               "run.yaml:9:28: optimizer.schedule.every does not apply to a cosine schedule; it takes minimumFactor")
         check("  schedule: {kind: step, every: 30}\n", "no error")
+    }
+
+    // MARK: Values: choices
+
+    @Test("Every choice offers exactly its enum's cases, in declaration order")
+    func choicesAreEnumCases() {
+        let model = "model: {layers: [{units: 1}]}\n"
+        let choices: [(config: String, path: String, names: [String])] = [
+            ("model:\n  layers: [{units: 1, activation: bogus}]\ndata: {kind: synthetic, name: xor}\n", "model.layers[0].activation",
+             Activation.allCases.map(\.rawValue)),
+            ("model:\n  layers: [{units: 1}]\n  loss: bogus\ndata: {kind: synthetic, name: xor}\n", "model.loss", Loss.allCases.map(\.rawValue)),
+            (model + "data: {kind: bogus}\n", "data.kind", DataConfig.Kind.allCases.map(\.rawValue)),
+            (model + "data: {kind: csv, path: a.csv, labelColumn: y, task: bogus}\n", "data.task", CSV.Task.allCases.map(\.rawValue)),
+            (model + "data: {kind: synthetic, name: bogus}\n", "data.name", DataConfig.SyntheticName.allCases.map(\.rawValue)),
+            (model + "data: {kind: synthetic, name: xor, normalization: bogus}\n", "data.normalization",
+             DataConfig.Normalization.allCases.map(\.rawValue)),
+            (xorNetwork + "optimizer: {kind: bogus}\n", "optimizer.kind", OptimizerConfig.Kind.allCases.map(\.rawValue)),
+            (xorNetwork + "optimizer: {schedule: {kind: bogus}}\n", "optimizer.schedule.kind", ScheduleConfig.Kind.allCases.map(\.rawValue)),
+            (xorNetwork + "training: {precision: bogus}\n", "training.precision", TrainingConfig.Precision.allCases.map(\.rawValue)),
+        ]
+        for (config, path, names) in choices {
+            let message = failure(config)
+            #expect(message.hasSuffix(": \(path): expected one of \(names.joined(separator: ", ")); found 'bogus'"), "\(message)")
+        }
+        // Every name of every choice is accepted.
+        for activation in Activation.allCases where activation != .softmax {
+            #expect(failure("model:\n  layers: [{units: 1, activation: \(activation.rawValue)}]\ndata: {kind: synthetic, name: xor}\n") == "no error")
+        }
+        for precision in TrainingConfig.Precision.allCases {
+            #expect(failure(xorNetwork + "training: {precision: \(precision.rawValue)}\n") == "no error")
+        }
+        for kind in OptimizerConfig.Kind.allCases {
+            #expect(failure(xorNetwork + "optimizer: {kind: \(kind.rawValue)}\n") == "no error")
+        }
     }
 
     @Test("The single neuron takes plain gradient steps: sgd and a learning rate only")
