@@ -194,7 +194,9 @@ public struct ScheduleConfig: Sendable, Equatable, Codable {
 public struct TrainingConfig: Sendable, Equatable, Codable {
     /// The scalar type of a whole run.
     public enum Precision: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// 32-bit `Float`, the default for networks.
         case float
+        /// 64-bit `Double`; the single neuron always computes in it.
         case double
 
         /// The precision `Scalar` computes in.
