@@ -228,7 +228,7 @@ struct Benchmarks: AsyncParsableCommand {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-F1.safetensors").path
             try SafeTensors.write(network.parameterTensors.map { SafeTensors.entry($0.name, network.parameter($0)) }, metadata: [
                 "learningRate": "\(config.optimizer.learningRate)", "momentum": "\(config.optimizer.momentum)",
-                "batchSize": "\(config.training.batchSize)", "epochs": "\(config.training.epochs)", "schedule": config.optimizer.schedule.kind,
+                "batchSize": "\(config.training.batchSize)", "epochs": "\(config.training.epochs)", "schedule": config.optimizer.schedule.kind.rawValue,
                 "validationSplit": "\(config.data.validationSplit ?? 0.1)", "seed": "\(config.training.seed)",
             ], to: file)
             let torch = try runner.run("torch_fashion.py", ["--data", "/usr/share/datasets/fashion-mnist", "--init", file,

@@ -17,7 +17,9 @@ struct Predict: ParsableCommand {
 
     func run() throws {
         let saved = try Checkpoint.read(checkpoint)
-        print(saved.state.precision == "double" ? try Prediction<Double>.csv(saved, input: input) : try Prediction<Float>.csv(saved, input: input),
-              terminator: "")
+        switch saved.state.precision {
+        case .double: print(try Prediction<Double>.csv(saved, input: input), terminator: "")
+        case .float: print(try Prediction<Float>.csv(saved, input: input), terminator: "")
+        }
     }
 }

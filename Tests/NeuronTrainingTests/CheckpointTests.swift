@@ -10,8 +10,8 @@ private func handmade(step: Int) throws -> Checkpoint {
     return Checkpoint(
         tensors: [SafeTensors.entry("layers.0.weight", weight), SafeTensors.entry("layers.0.bias", Tensor<Float>(vector: [0.5, -0.5, 0]))],
         state: CheckpointState(
-            config: try xorConfig(), network: "Network[Dense(2→3, tanh)]", precision: "float", epoch: 1, step: step, seed: 7,
-            position: nil, optimizerKind: "sgd", optimizerStep: step, preprocessing: .scale(0.5), classNames: nil,
+            config: try xorConfig(), network: "Network[Dense(2→3, tanh)]", precision: .float, epoch: 1, step: step, seed: 7,
+            position: nil, optimizerKind: .sgd, optimizerStep: step, preprocessing: .scale(0.5), classNames: nil,
             featureNames: ["a", "b"], records: records))
 }
 

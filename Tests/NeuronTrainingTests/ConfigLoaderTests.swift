@@ -1,4 +1,5 @@
 import Foundation
+import NeuronCore
 import Testing
 @testable import NeuronTraining
 
@@ -63,22 +64,22 @@ struct ConfigLoaderTests {
     func readyConfigs() throws {
         let neuron = try ready("single-neuron.yaml")
         #expect(neuron.model.neuron == NeuronConfig(weight: 0.5, bias: 0.5) && neuron.model.layers.isEmpty && neuron.model.loss == nil)
-        #expect(neuron.data.kind == "sample" && neuron.data.input == 0.01 && neuron.data.target == 0.1)
-        #expect(neuron.optimizer.kind == "sgd" && neuron.optimizer.learningRate == 0.01)
-        #expect(neuron.training.iterations == 100_000 && neuron.training.precision == "double")
+        #expect(neuron.data.kind == .sample && neuron.data.input == 0.01 && neuron.data.target == 0.1)
+        #expect(neuron.optimizer.kind == .sgd && neuron.optimizer.learningRate == 0.01)
+        #expect(neuron.training.iterations == 100_000 && neuron.training.precision == .double)
 
         let xor = try ready("xor.yaml")
-        #expect(xor.model.inputs == 2 && xor.model.layers == [LayerConfig(units: 4, activation: "tanh"), LayerConfig(units: 1, activation: "tanh")])
-        #expect(xor.model.loss == "halfSquaredError")
-        #expect(xor.data.kind == "synthetic" && xor.data.name == "xor" && xor.data.validationSplit == 0)
+        #expect(xor.model.inputs == 2 && xor.model.layers == [LayerConfig(units: 4, activation: .tanh), LayerConfig(units: 1, activation: .tanh)])
+        #expect(xor.model.loss == .halfSquaredError)
+        #expect(xor.data.kind == .synthetic && xor.data.name == .xor && xor.data.validationSplit == 0)
         #expect(xor.optimizer.learningRate == 0.5 && xor.optimizer.momentum == 0.9)
-        #expect(xor.training.epochs == 1000 && xor.training.batchSize == 4 && xor.training.seed == 1 && xor.training.precision == "double")
+        #expect(xor.training.epochs == 1000 && xor.training.batchSize == 4 && xor.training.seed == 1 && xor.training.precision == .double)
 
         let iris = try ready("iris.yaml")
         #expect(iris.data.path == repositoryRoot + "/Data/iris.csv" && iris.data.labelColumn == "species")
-        #expect(iris.data.normalization == "standardize" && iris.data.validationSplit == 0.2)
-        #expect(iris.model.inputs == 4 && iris.model.layers.map(\.units) == [16, 3] && iris.model.layers.map(\.activation) == ["tanh", "softmax"])
-        #expect(iris.model.loss == "softmaxCrossEntropy")
+        #expect(iris.data.normalization == .standardize && iris.data.validationSplit == 0.2)
+        #expect(iris.model.inputs == 4 && iris.model.layers.map(\.units) == [16, 3] && iris.model.layers.map(\.activation) == [.tanh, .softmax])
+        #expect(iris.model.loss == .softmaxCrossEntropy)
         #expect(iris.optimizer.learningRate == 0.05 && iris.optimizer.momentum == 0.9)
         #expect(iris.training.epochs == 100 && iris.training.batchSize == 16 && iris.training.seed == 42)
 
@@ -88,13 +89,13 @@ struct ConfigLoaderTests {
         #expect(digits.training.epochs == 20 && digits.training.batchSize == 32 && digits.training.seed == 7)
 
         let fashion = try ready("fashion-mnist.yaml")
-        #expect(fashion.data.kind == "idx" && fashion.data.normalization == "scale" && fashion.data.validationSplit == 0.1)
+        #expect(fashion.data.kind == .idx && fashion.data.normalization == .scale && fashion.data.validationSplit == 0.1)
         #expect(fashion.data.trainImages == "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
         #expect(fashion.data.testLabels == "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
         #expect(fashion.model.inputs == 784 && fashion.model.layers.map(\.units) == [256, 128, 10])
-        #expect(fashion.model.layers.map(\.activation) == ["tanh", "tanh", "softmax"])
-        #expect(fashion.optimizer.nesterov == false && fashion.optimizer.learningRate == 0.02 && fashion.optimizer.schedule.kind == "cosine")
-        #expect(fashion.training.epochs == 20 && fashion.training.batchSize == 64 && fashion.training.precision == "float")
+        #expect(fashion.model.layers.map(\.activation) == [.tanh, .tanh, .softmax])
+        #expect(fashion.optimizer.nesterov == false && fashion.optimizer.learningRate == 0.02 && fashion.optimizer.schedule.kind == .cosine)
+        #expect(fashion.training.epochs == 20 && fashion.training.batchSize == 64 && fashion.training.precision == .float)
         #expect(fashion.training.blasThreads == 2)
     }
 
@@ -108,25 +109,25 @@ struct ConfigLoaderTests {
     @Test("A minimal config takes every documented default; the loss follows the last activation")
     func defaults() throws {
         let config = try ConfigLoader.parse(xorNetwork, source: "run.yaml", baseDirectory: nil)
-        var data = DataConfig(kind: "synthetic")
-        data.name = "xor"
+        var data = DataConfig(kind: .synthetic)
+        data.name = .xor
         let expected = RunConfig(
-            model: ModelConfig(layers: [LayerConfig(units: 4), LayerConfig(units: 1)], loss: "halfSquaredError"), data: data)
+            model: ModelConfig(layers: [LayerConfig(units: 4), LayerConfig(units: 1)], loss: .halfSquaredError), data: data)
         #expect(config == expected)
         // The defaults spelled out, as the README documents them.
-        #expect(config.model.layers[0].activation == "tanh" && config.model.inputs == nil && config.model.neuron == nil)
+        #expect(config.model.layers[0].activation == .tanh && config.model.inputs == nil && config.model.neuron == nil)
         let o = config.optimizer
-        #expect(o.kind == "sgd" && o.learningRate == 0.01 && o.momentum == 0 && !o.nesterov)
+        #expect(o.kind == .sgd && o.learningRate == 0.01 && o.momentum == 0 && !o.nesterov)
         #expect(o.beta1 == 0.9 && o.beta2 == 0.999 && o.epsilon == 1e-8 && o.weightDecay == 0 && !o.decoupled)
-        #expect(o.schedule.kind == "constant" && o.schedule.every == nil && o.schedule.factor == nil && o.schedule.minimumFactor == nil)
+        #expect(o.schedule.kind == .constant && o.schedule.every == nil && o.schedule.factor == nil && o.schedule.minimumFactor == nil)
         let t = config.training
-        #expect(t.epochs == 10 && t.iterations == nil && t.batchSize == 32 && t.seed == 42 && t.precision == "float" && t.blasThreads == 2)
+        #expect(t.epochs == 10 && t.iterations == nil && t.batchSize == 32 && t.seed == 42 && t.precision == .float && t.blasThreads == 2)
         #expect(config.output.directory == nil && config.output.checkpointEvery == 1)
         #expect(config.data.normalization == nil && config.data.validationSplit == nil && config.data.limit == nil)
 
         let softmax = try ConfigLoader.parse(
             "model: {layers: [{units: 3, activation: softmax}]}\ndata: {kind: synthetic, name: xor}\n", source: "s.yaml", baseDirectory: nil)
-        #expect(softmax.model.loss == "softmaxCrossEntropy")
+        #expect(softmax.model.loss == .softmaxCrossEntropy)
     }
 
     @Test("A null value (key: with nothing after it) keeps the default")
@@ -139,12 +140,29 @@ struct ConfigLoaderTests {
     func codable() throws {
         let minimal = #"{"model": {"layers": [{"units": 2}]}, "data": {"kind": "csv", "path": "a.csv", "labelColumn": "y"}}"#
         let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(minimal.utf8))
-        var data = DataConfig(kind: "csv")
+        var data = DataConfig(kind: .csv)
         (data.path, data.labelColumn) = ("a.csv", "y")
         #expect(decoded == RunConfig(model: ModelConfig(layers: [LayerConfig(units: 2)]), data: data))
 
         let full = Self.everyKeySet()
         #expect(try JSONDecoder().decode(RunConfig.self, from: JSONEncoder().encode(full)) == full)
+    }
+
+    @Test("A saved config (checkpoint.json embeds one) decodes and encodes to the same text, every choice by its name")
+    func savedConfigText() throws {
+        let saved = #"{"data":{"count":5,"featureColumns":["x"],"input":0.5,"kind":"csv","labelColumn":"y","limit":3,"name":"sine","#
+            + #""normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","testLabels":"d","#
+            + #""trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
+            + #""model":{"inputs":3,"layers":[{"activation":"tanh","units":2}],"loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
+            + #""optimizer":{"beta1":0.9,"beta2":0.999,"decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"momentum":0.5,"#
+            + #""nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1},"weightDecay":0},"#
+            + #""output":{"checkpointEvery":1,"directory":"runs/x"},"#
+            + #""training":{"batchSize":32,"blasThreads":2,"epochs":10,"iterations":7,"precision":"float","seed":42}}"#
+        let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(saved.utf8))
+        #expect(decoded == Self.everyKeySet())
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        #expect(String(decoding: try encoder.encode(decoded), as: UTF8.self) == saved)
     }
 
     @Test("The loader's schema knows exactly the keys RunConfig encodes")
@@ -166,20 +184,20 @@ struct ConfigLoaderTests {
 
     /// A config with every optional key set, so that encoding writes every key.
     static func everyKeySet() -> RunConfig {
-        var data = DataConfig(kind: "csv")
-        (data.path, data.labelColumn, data.task, data.featureColumns) = ("a.csv", "y", "regression", ["x"])
+        var data = DataConfig(kind: .csv)
+        (data.path, data.labelColumn, data.task, data.featureColumns) = ("a.csv", "y", .regression, ["x"])
         (data.trainImages, data.trainLabels, data.testImages, data.testLabels) = ("a", "b", "c", "d")
-        (data.name, data.count, data.input, data.target) = ("sine", 5, 0.5, 0.25)
-        (data.normalization, data.validationSplit, data.limit) = ("none", 0.5, 3)
+        (data.name, data.count, data.input, data.target) = (.sine, 5, 0.5, 0.25)
+        (data.normalization, data.validationSplit, data.limit) = (DataConfig.Normalization.none, 0.5, 3)
         var optimizer = OptimizerConfig()
-        (optimizer.kind, optimizer.momentum, optimizer.nesterov, optimizer.decoupled) = ("adam", 0.5, true, true)
-        (optimizer.schedule.kind, optimizer.schedule.every, optimizer.schedule.factor, optimizer.schedule.minimumFactor) = ("step", 2, 0.5, 0.1)
+        (optimizer.kind, optimizer.momentum, optimizer.nesterov, optimizer.decoupled) = (.adam, 0.5, true, true)
+        (optimizer.schedule.kind, optimizer.schedule.every, optimizer.schedule.factor, optimizer.schedule.minimumFactor) = (.step, 2, 0.5, 0.1)
         var training = TrainingConfig()
         training.iterations = 7
         var output = OutputConfig()
         output.directory = "runs/x"
         return RunConfig(
-            model: ModelConfig(inputs: 3, layers: [LayerConfig(units: 2)], loss: "halfSquaredError", neuron: NeuronConfig(weight: 1, bias: 2)),
+            model: ModelConfig(inputs: 3, layers: [LayerConfig(units: 2)], loss: .halfSquaredError, neuron: NeuronConfig(weight: 1, bias: 2)),
             data: data, optimizer: optimizer, training: training, output: output)
     }
 
@@ -420,6 +438,40 @@ struct ConfigLoaderTests {
         check("  schedule: {kind: cosine, every: 2}\n",
               "run.yaml:9:28: optimizer.schedule.every does not apply to a cosine schedule; it takes minimumFactor")
         check("  schedule: {kind: step, every: 30}\n", "no error")
+    }
+
+    // MARK: Values: choices
+
+    @Test("Every choice offers exactly its enum's cases, in declaration order")
+    func choicesAreEnumCases() {
+        let model = "model: {layers: [{units: 1}]}\n"
+        let choices: [(config: String, path: String, names: [String])] = [
+            ("model:\n  layers: [{units: 1, activation: bogus}]\ndata: {kind: synthetic, name: xor}\n", "model.layers[0].activation",
+             Activation.allCases.map(\.rawValue)),
+            ("model:\n  layers: [{units: 1}]\n  loss: bogus\ndata: {kind: synthetic, name: xor}\n", "model.loss", Loss.allCases.map(\.rawValue)),
+            (model + "data: {kind: bogus}\n", "data.kind", DataConfig.Kind.allCases.map(\.rawValue)),
+            (model + "data: {kind: csv, path: a.csv, labelColumn: y, task: bogus}\n", "data.task", CSV.Task.allCases.map(\.rawValue)),
+            (model + "data: {kind: synthetic, name: bogus}\n", "data.name", DataConfig.SyntheticName.allCases.map(\.rawValue)),
+            (model + "data: {kind: synthetic, name: xor, normalization: bogus}\n", "data.normalization",
+             DataConfig.Normalization.allCases.map(\.rawValue)),
+            (xorNetwork + "optimizer: {kind: bogus}\n", "optimizer.kind", OptimizerConfig.Kind.allCases.map(\.rawValue)),
+            (xorNetwork + "optimizer: {schedule: {kind: bogus}}\n", "optimizer.schedule.kind", ScheduleConfig.Kind.allCases.map(\.rawValue)),
+            (xorNetwork + "training: {precision: bogus}\n", "training.precision", TrainingConfig.Precision.allCases.map(\.rawValue)),
+        ]
+        for (config, path, names) in choices {
+            let message = failure(config)
+            #expect(message.hasSuffix(": \(path): expected one of \(names.joined(separator: ", ")); found 'bogus'"), "\(message)")
+        }
+        // Every name of every choice is accepted.
+        for activation in Activation.allCases where activation != .softmax {
+            #expect(failure("model:\n  layers: [{units: 1, activation: \(activation.rawValue)}]\ndata: {kind: synthetic, name: xor}\n") == "no error")
+        }
+        for precision in TrainingConfig.Precision.allCases {
+            #expect(failure(xorNetwork + "training: {precision: \(precision.rawValue)}\n") == "no error")
+        }
+        for kind in OptimizerConfig.Kind.allCases {
+            #expect(failure(xorNetwork + "optimizer: {kind: \(kind.rawValue)}\n") == "no error")
+        }
     }
 
     @Test("The single neuron takes plain gradient steps: sgd and a learning rate only")

@@ -159,6 +159,11 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         try! Tensor(shape: tensor.shape, scalars: Array(parameters[tensor.range]))
     }
 
+    /// One state tensor's current values (a copy).
+    public func stateTensor(_ tensor: ParameterTensor) -> Tensor<Scalar> {
+        try! Tensor(shape: tensor.shape, scalars: Array(state[tensor.range]))
+    }
+
     /// One parameter tensor's gradient from the last backward pass (a copy).
     public func gradient(_ tensor: ParameterTensor) -> Tensor<Scalar> {
         try! Tensor(shape: tensor.shape, scalars: Array(gradients[tensor.range]))

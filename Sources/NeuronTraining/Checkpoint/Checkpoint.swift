@@ -21,7 +21,7 @@ public struct Checkpoint: Sendable {
         let point = engine.resumePoint()
         tensors = point.tensors.map { SafeTensors.entry($0.name, $0.tensor) }
         state = CheckpointState(
-            config: config, network: point.network, precision: Engine.Scalar.self == Float.self ? "float" : "double",
+            config: config, network: point.network, precision: Engine.Scalar.self == Float.self ? .float : .double,
             epoch: point.epoch, step: point.step, seed: point.seed, position: point.position,
             optimizerKind: config.optimizer.kind, optimizerStep: point.optimizerStep, preprocessing: preprocessing,
             classNames: point.classNames, featureNames: point.featureNames, records: point.records)
@@ -36,15 +36,15 @@ public struct CheckpointState: Sendable, Equatable, Codable {
     public var config: RunConfig
     /// `Network[Dense(784→256, tanh), …]`.
     public var network: String
-    /// `float` or `double`: the tensors' type.
-    public var precision: String
+    /// The tensors' type.
+    public var precision: TrainingConfig.Precision
     public var epoch: Int
     public var step: Int
     public var seed: UInt64
     /// The epoch order, the random generator's state and the position within the epoch.
     public var position: TrainingPosition?
-    /// `sgd` or `adam`, and its step count; its buffers are the `optimizer.*` tensors.
-    public var optimizerKind: String
+    /// The optimizer, and its step count; its buffers are the `optimizer.*` tensors.
+    public var optimizerKind: OptimizerConfig.Kind
     public var optimizerStep: Int
     public var preprocessing: Preprocessing
     public var classNames: [String]?
@@ -81,7 +81,7 @@ extension Checkpoint {
         encoder.nonConformingFloatEncodingStrategy = Self.nonFiniteEncoding
         let json = Array(try encoder.encode(state))
         let metadata = ["format": "neuron-\(state.format)", "network": state.network, "step": "\(state.step)",
-                        "epoch": "\(state.epoch)", "precision": state.precision]
+                        "epoch": "\(state.epoch)", "precision": state.precision.rawValue]
         try SafeTensors.write(tensors, metadata: metadata, to: (directory as NSString).appendingPathComponent("checkpoint.safetensors"))
         try AtomicFile.write(json, to: (directory as NSString).appendingPathComponent("checkpoint.json"))
     }

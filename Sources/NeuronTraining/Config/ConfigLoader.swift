@@ -79,7 +79,7 @@ public enum ConfigLoader {
         }
 
         var walk = ConfigSchemaWalk(source: source)
-        try walk.check(root, against: ConfigSchema.root, at: "")
+        try walk.check(root, against: RunConfig.shape, at: "")
 
         var config: RunConfig
         do {
@@ -123,91 +123,9 @@ public enum ConfigLoader {
     }
 }
 
-// MARK: - The schema
-
-/// The shape a value must have: what the walk checks before anything is decoded.
-private indirect enum ConfigShape: Sendable {
-    /// Keys in the order the README lists them; `required` keys have no default and must be given, not null.
-    case mapping(KeyValuePairs<String, ConfigShape>, required: Set<String> = [])
-    case list(ConfigShape)
-    case string
-    /// An integer or a float, as written (not quoted).
-    case number
-    /// An integer that fits in `Int`.
-    case integer
-    /// An integer that fits in `UInt64`.
-    case seed
-    case boolean
-
-    /// What the shape is, for "expected …".
-    var expectation: String {
-        switch self {
-        case let .mapping(fields, _): "a mapping (keys \(fields.map(\.key).joined(separator: ", ")))"
-        case let .list(element): "a list, each item \(element.expectation)"
-        case .string: "a string"
-        case .number: "a number"
-        case .integer: "a whole number"
-        case .seed: "a whole number from 0 to \(UInt64.max)"
-        case .boolean: "true or false"
-        }
-    }
-}
-
-/// `RunConfig`'s keys and their types. A test checks them against the keys `RunConfig` encodes.
-private enum ConfigSchema {
-    static let model: ConfigShape = .mapping([
-        "inputs": .integer,
-        "layers": .list(.mapping(["units": .integer, "activation": .string], required: ["units"])),
-        "loss": .string,
-        "neuron": .mapping(["weight": .number, "bias": .number]),
-    ])
-
-    static let data: ConfigShape = .mapping([
-        "kind": .string,
-        "path": .string, "labelColumn": .string, "task": .string, "featureColumns": .list(.string),  // csv
-        "trainImages": .string, "trainLabels": .string, "testImages": .string, "testLabels": .string,  // idx
-        "name": .string, "count": .integer,  // synthetic
-        "input": .number, "target": .number,  // sample
-        "normalization": .string, "validationSplit": .number, "limit": .integer,
-    ], required: ["kind"])
-
-    static let optimizer: ConfigShape = .mapping([
-        "kind": .string, "learningRate": .number, "momentum": .number, "nesterov": .boolean,
-        "beta1": .number, "beta2": .number, "epsilon": .number, "weightDecay": .number, "decoupled": .boolean,
-        "schedule": .mapping(["kind": .string, "every": .integer, "factor": .number, "minimumFactor": .number]),
-    ])
-
-    static let training: ConfigShape = .mapping([
-        "epochs": .integer, "iterations": .integer, "batchSize": .integer, "seed": .seed, "precision": .string, "blasThreads": .integer,
-    ])
-
-    static let output: ConfigShape = .mapping(["directory": .string, "checkpointEvery": .integer])
-
-    static let root: ConfigShape = .mapping(
-        ["model": model, "data": data, "optimizer": optimizer, "training": training, "output": output], required: ["model", "data"])
-
-    /// Every key path the schema allows (`model.layers[].units`).
-    static func keyPaths(_ shape: ConfigShape = root, prefix: String = "") -> Set<String> {
-        switch shape {
-        case let .mapping(fields, _):
-            var paths = Set<String>()
-            for (key, value) in fields {
-                let path = prefix.isEmpty ? key : prefix + "." + key
-                paths.insert(path)
-                paths.formUnion(keyPaths(value, prefix: path))
-            }
-            return paths
-        case let .list(element):
-            return keyPaths(element, prefix: prefix + "[]")
-        default:
-            return []
-        }
-    }
-}
-
 extension ConfigLoader {
     /// Every key path the schema allows (`model.layers[].units`), for the test against the Codable keys.
-    static var schemaKeyPaths: Set<String> { ConfigSchema.keyPaths() }
+    static var schemaKeyPaths: Set<String> { RunConfig.shape.keyPaths() }
 }
 
 // MARK: - The walk: keys and types, with their places
@@ -251,7 +169,8 @@ private func describe(_ node: Node) -> String {
 }
 
 /// Walks the node tree against the schema: unknown keys (with the nearest valid one), missing
-/// required keys and values of the wrong type, in document order; records every node's place.
+/// required keys, values of the wrong type and names that are not among a choice's (with the
+/// nearest), in document order; records every node's place.
 private struct ConfigSchemaWalk {
     let source: String
     var nodes = ConfigNodes()
@@ -269,10 +188,10 @@ private struct ConfigSchemaWalk {
                 nodes.keys[child] = keyNode
                 nodes.values[child] = value
                 if isNull(value) {
-                    guard !required.contains(key) else { throw typeError(value, field.value, child) }
+                    guard !required.contains(key) else { throw typeError(value, field.shape, child) }
                     continue  // null is the default
                 }
-                try check(value, against: field.value, at: child)
+                try check(value, against: field.shape, at: child)
             }
             for (key, _) in fields where required.contains(key) && mapping[key] == nil {
                 let place = path.isEmpty ? "at the top level" : "in \(path)"
@@ -287,6 +206,13 @@ private struct ConfigSchemaWalk {
             }
         case .string:
             guard node.scalar != nil, !isNull(node) else { throw typeError(node, shape, path) }
+        case let .choice(names):
+            guard let scalar = node.scalar, !isNull(node) else { throw typeError(node, shape, path) }
+            guard names.contains(scalar.string) else {
+                var message = "\(path): expected one of \(names.joined(separator: ", ")); found '\(scalar.string)'"
+                if let suggestion = ConfigLoader.nearest(to: scalar.string, in: names) { message += "; did you mean '\(suggestion)'?" }
+                throw ConfigError(source, at: node.mark, message)
+            }
         case .number:
             guard let scalar = plainScalar(node, tags: [.int, .float]), Double.construct(from: scalar) != nil else {
                 throw typeError(node, shape, path)
@@ -321,7 +247,7 @@ private struct ConfigSchemaWalk {
             if case let .scalar(scalar) = node, isString(scalar), ["true", "false"].contains(scalar.string.lowercased()) {
                 message += " (true and false are written without quotes)"
             }
-        default:
+        case .mapping, .list, .string, .choice:
             break
         }
         return ConfigError(source, at: node.mark, message)
@@ -343,30 +269,6 @@ private struct ConfigSchemaWalk {
 private struct ConfigChecker {
     let source: String
     let nodes: ConfigNodes
-
-    static let activations = ["tanh", "sigmoid", "relu", "identity", "softmax"]
-    static let losses = ["halfSquaredError", "softmaxCrossEntropy"]
-    static let dataKinds = ["csv", "idx", "synthetic", "sample"]
-    static let tasks = ["classification", "regression"]
-    static let syntheticNames = ["xor", "sine"]
-    static let normalizations = ["standardize", "scale", "none"]
-    static let optimizerKinds = ["sgd", "adam"]
-    static let scheduleKinds = ["constant", "step", "cosine"]
-    static let precisions = ["float", "double"]
-
-    /// The data keys each kind takes (besides `kind`).
-    static let dataKeys: [String: [String]] = [
-        "csv": ["path", "labelColumn", "task", "featureColumns", "normalization", "validationSplit", "limit"],
-        "idx": ["trainImages", "trainLabels", "testImages", "testLabels", "normalization", "validationSplit", "limit"],
-        "synthetic": ["name", "count", "normalization", "validationSplit", "limit"],
-        "sample": ["input", "target"],
-    ]
-    /// The optimizer keys each kind takes (besides `kind`).
-    static let optimizerKeys: [String: [String]] = [
-        "sgd": ["learningRate", "momentum", "nesterov", "weightDecay", "schedule"],
-        "adam": ["learningRate", "beta1", "beta2", "epsilon", "weightDecay", "decoupled", "schedule"],
-    ]
-    static let scheduleKeys: [String: [String]] = ["constant": [], "step": ["every", "factor"], "cosine": ["minimumFactor"]]
 
     // MARK: Reporting
 
@@ -390,12 +292,10 @@ private struct ConfigChecker {
         try require(value >= 1, "a whole number 1 or more", at: path, found: "\(value)")
     }
 
-    /// `value` is one of `allowed`, else an error suggesting the nearest.
-    func oneOf(_ value: String, _ allowed: [String], at path: String) throws(ConfigError) {
-        guard !allowed.contains(value) else { return }
-        var message = "\(path): expected one of \(allowed.joined(separator: ", ")); found '\(value)'"
-        if let suggestion = ConfigLoader.nearest(to: value, in: allowed) { message += "; did you mean '\(suggestion)'?" }
-        throw error(at: path, message)
+    /// `tanh, sigmoid, relu or identity`: the names of `choices`, for prose.
+    func alternatives<Choice: ConfigChoice>(_ choices: [Choice]) -> String {
+        let names = choices.map(\.rawValue)
+        return names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " or " + names.last!
     }
 
     /// A key the section requires for its kind: missing, at the section's key.
@@ -404,8 +304,9 @@ private struct ConfigChecker {
     }
 
     /// Rejects, in document order, any key of `section` given a value but not among `allowed` (or `kind`).
-    func onlyKeys(_ allowed: [String], in section: String, for what: String) throws(ConfigError) {
+    func onlyKeys<Key: CodingKey>(_ allowed: [Key], in section: String, for what: String) throws(ConfigError) {
         guard case let .mapping(mapping)? = nodes.values[section] else { return }
+        let allowed = allowed.map(\.stringValue)
         for (keyNode, value) in mapping {
             guard let key = keyNode.scalar?.string, key != "kind", !allowed.contains(key), !isNull(value) else { continue }
             let takes = allowed.isEmpty ? "it takes no other keys" : "it takes \(allowed.joined(separator: ", "))"
@@ -414,6 +315,10 @@ private struct ConfigChecker {
     }
 
     // MARK: Sections
+
+    // The walk has checked every choice against its names, and every key against its section's
+    // keys; what remains are ranges, keys that belong to another kind, and choices that do not fit
+    // together.
 
     func validate(_ config: inout RunConfig) throws(ConfigError) {
         try validateModel(&config.model)
@@ -446,49 +351,45 @@ private struct ConfigChecker {
         if let inputs = model.inputs { try atLeastOne(inputs, at: "model.inputs") }
         for (i, layer) in model.layers.enumerated() {
             try atLeastOne(layer.units, at: "model.layers[\(i)].units")
-            let path = "model.layers[\(i)].activation"
-            try oneOf(layer.activation, Self.activations, at: path)
-            try require(layer.activation != "softmax" || i == model.layers.count - 1,
-                        "tanh, sigmoid, relu or identity before the last layer (softmax belongs only in the output layer)",
-                        at: path, found: "'softmax'")
+            try require(layer.activation != .softmax || i == model.layers.count - 1,
+                        "\(alternatives(Activation.allCases.filter { $0 != .softmax })) before the last layer (softmax belongs only in the output layer)",
+                        at: "model.layers[\(i)].activation", found: "'softmax'")
         }
-        let softmaxOutput = model.layers.last?.activation == "softmax"
-        if let loss = model.loss {
-            try oneOf(loss, Self.losses, at: "model.loss")
-            if softmaxOutput {
-                try require(loss == "softmaxCrossEntropy", "softmaxCrossEntropy after a softmax output layer",
-                            at: "model.loss", found: "'\(loss)'")
-            } else {
-                try require(loss == "halfSquaredError",
-                            "halfSquaredError: softmaxCrossEntropy needs a softmax output layer, and the last layer's activation is \(model.layers.last?.activation ?? "")",
-                            at: "model.loss", found: "'\(loss)'")
-            }
+        guard let loss = model.loss else {
+            model.loss = model.effectiveLoss
+            return
+        }
+        let last = model.layers.last!.activation  // at least one layer: checked above
+        if last == .softmax {
+            try require(loss == .softmaxCrossEntropy, "softmaxCrossEntropy after a softmax output layer",
+                        at: "model.loss", found: "'\(loss.rawValue)'")
         } else {
-            model.loss = softmaxOutput ? "softmaxCrossEntropy" : "halfSquaredError"
+            try require(loss == .halfSquaredError,
+                        "halfSquaredError: softmaxCrossEntropy needs a softmax output layer, and the last layer's activation is \(last.rawValue)",
+                        at: "model.loss", found: "'\(loss.rawValue)'")
         }
     }
 
     func validateData(_ data: DataConfig, isNeuron: Bool) throws(ConfigError) {
-        try oneOf(data.kind, Self.dataKinds, at: "data.kind")
         if isNeuron {
-            try require(data.kind == "sample", "sample for the single neuron (model.neuron trains on one input and target)",
-                        at: "data.kind", found: "'\(data.kind)'")
+            try require(data.kind == .sample, "sample for the single neuron (model.neuron trains on one input and target)",
+                        at: "data.kind", found: "'\(data.kind.rawValue)'")
         } else {
-            try require(data.kind != "sample", "csv, idx or synthetic for a network (sample is the single neuron's one input and target)",
+            try require(data.kind != .sample,
+                        "\(alternatives(DataConfig.Kind.allCases.filter { $0 != .sample })) for a network (sample is the single neuron's one input and target)",
                         at: "data.kind", found: "'sample'")
         }
-        try onlyKeys(Self.dataKeys[data.kind] ?? [], in: "data", for: "a \(data.kind) dataset")
+        try onlyKeys(data.kind.keys, in: "data", for: "a \(data.kind.rawValue) dataset")
         switch data.kind {
-        case "csv":
+        case .csv:
             let needs = "a csv dataset needs path and labelColumn"
             guard data.path != nil else { throw missing("path", in: "data", because: needs) }
             guard data.labelColumn != nil else { throw missing("labelColumn", in: "data", because: needs) }
-            if let task = data.task { try oneOf(task, Self.tasks, at: "data.task") }
             if let columns = data.featureColumns {
                 try require(!columns.isEmpty, "at least one column (or leave featureColumns out for every other column)",
                             at: "data.featureColumns", found: "an empty list")
             }
-        case "idx":
+        case .idx:
             let needs = "an idx dataset needs trainImages and trainLabels"
             guard data.trainImages != nil else { throw missing("trainImages", in: "data", because: needs) }
             guard data.trainLabels != nil else { throw missing("trainLabels", in: "data", because: needs) }
@@ -496,24 +397,24 @@ private struct ConfigChecker {
                 let (given, absent) = data.testImages == nil ? ("testLabels", "testImages") : ("testImages", "testLabels")
                 throw missing(absent, in: "data", because: "a test set needs testImages and testLabels together, and \(given) is given")
             }
-        case "synthetic":
-            guard let name = data.name else { throw missing("name", in: "data", because: "a synthetic dataset needs name (xor or sine)") }
-            try oneOf(name, Self.syntheticNames, at: "data.name")
+        case .synthetic:
+            guard let name = data.name else {
+                throw missing("name", in: "data", because: "a synthetic dataset needs name (\(alternatives(DataConfig.SyntheticName.allCases)))")
+            }
             if let count = data.count {
-                guard name == "sine" else {
+                guard name == .sine else {
                     throw ConfigError(source, at: nodes.keys["data.count"]?.mark,
                                       "data.count does not apply to the xor dataset (always its 4 rows); only sine takes a count")
                 }
                 try atLeastOne(count, at: "data.count")
             }
-        default:  // sample
+        case .sample:
             let needs = "a sample needs input and target"
             guard let input = data.input else { throw missing("input", in: "data", because: needs) }
             guard let target = data.target else { throw missing("target", in: "data", because: needs) }
             try require(input.isFinite, "a finite number", at: "data.input", found: "\(input)")
             try require(target.isFinite, "a finite number", at: "data.target", found: "\(target)")
         }
-        if let normalization = data.normalization { try oneOf(normalization, Self.normalizations, at: "data.normalization") }
         if let split = data.validationSplit {
             try require(split >= 0 && split < 1, "a number in [0, 1)", at: "data.validationSplit", found: "\(split)")
         }
@@ -521,13 +422,12 @@ private struct ConfigChecker {
     }
 
     func validateOptimizer(_ optimizer: OptimizerConfig, isNeuron: Bool) throws(ConfigError) {
-        try oneOf(optimizer.kind, Self.optimizerKinds, at: "optimizer.kind")
         if isNeuron {
-            try require(optimizer.kind == "sgd", "sgd for the single neuron (it takes plain gradient steps)",
-                        at: "optimizer.kind", found: "'\(optimizer.kind)'")
-            try onlyKeys(["learningRate"], in: "optimizer", for: "the single neuron (plain gradient steps)")
+            try require(optimizer.kind == .sgd, "sgd for the single neuron (it takes plain gradient steps)",
+                        at: "optimizer.kind", found: "'\(optimizer.kind.rawValue)'")
+            try onlyKeys([OptimizerConfig.CodingKeys.learningRate], in: "optimizer", for: "the single neuron (plain gradient steps)")
         } else {
-            try onlyKeys(Self.optimizerKeys[optimizer.kind] ?? [], in: "optimizer", for: optimizer.kind)
+            try onlyKeys(optimizer.kind.keys, in: "optimizer", for: optimizer.kind.rawValue)
         }
         let rate = optimizer.learningRate
         try require(rate.isFinite && rate > 0, "a finite number greater than 0", at: "optimizer.learningRate", found: "\(rate)")
@@ -543,10 +443,11 @@ private struct ConfigChecker {
                     at: "optimizer.weightDecay", found: "\(optimizer.weightDecay)")
 
         let schedule = optimizer.schedule
-        try oneOf(schedule.kind, Self.scheduleKinds, at: "optimizer.schedule.kind")
-        try onlyKeys(Self.scheduleKeys[schedule.kind] ?? [], in: "optimizer.schedule", for: "a \(schedule.kind) schedule")
+        try onlyKeys(schedule.kind.keys, in: "optimizer.schedule", for: "a \(schedule.kind.rawValue) schedule")
         switch schedule.kind {
-        case "step":
+        case .constant:
+            break
+        case .step:
             guard let every = schedule.every else {
                 throw missing("every", in: "optimizer.schedule", because: "a step schedule multiplies the rate by factor every so many epochs")
             }
@@ -554,12 +455,10 @@ private struct ConfigChecker {
             if let factor = schedule.factor {
                 try require(factor > 0 && factor <= 1, "a number in (0, 1]", at: "optimizer.schedule.factor", found: "\(factor)")
             }
-        case "cosine":
+        case .cosine:
             if let floor = schedule.minimumFactor {
                 try require(floor >= 0 && floor <= 1, "a number in [0, 1]", at: "optimizer.schedule.minimumFactor", found: "\(floor)")
             }
-        default:
-            break
         }
     }
 
@@ -567,7 +466,6 @@ private struct ConfigChecker {
         try atLeastOne(training.epochs, at: "training.epochs")
         if let iterations = training.iterations { try atLeastOne(iterations, at: "training.iterations") }
         try atLeastOne(training.batchSize, at: "training.batchSize")
-        try oneOf(training.precision, Self.precisions, at: "training.precision")
         try atLeastOne(training.blasThreads, at: "training.blasThreads")
     }
 

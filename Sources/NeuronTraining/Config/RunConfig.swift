@@ -1,6 +1,9 @@
 // One schema for every run, read from YAML or JSON. Every key has a default except what names
 // the model and the data; `ConfigLoader` rejects unknown keys (suggesting the nearest valid one)
-// and values out of range, naming the file, line and column.
+// and values out of range, naming the file, line and column. Every choice is an enum whose raw
+// values are the names the README documents, so configs and saved checkpoints read and write
+// the same text as ever, and a switch over a choice is exhaustive.
+import NeuronCore
 
 /// A training run: model, data, optimizer, training and output.
 public struct RunConfig: Sendable, Equatable, Codable {
@@ -22,13 +25,19 @@ public struct ModelConfig: Sendable, Equatable, Codable {
     public var inputs: Int?
     /// Dense layers, input side first. Empty when `neuron` is set.
     public var layers: [LayerConfig] = []
-    /// `halfSquaredError` or `softmaxCrossEntropy`; default: cross-entropy after a softmax output, else half-squared-error.
-    public var loss: String?
+    /// The loss; when absent, ``effectiveLoss`` chooses it from the output layer.
+    public var loss: Loss?
     /// The single neuron of SPEC §1–3 instead of layers: its starting weight and bias.
     public var neuron: NeuronConfig?
 
-    public init(inputs: Int? = nil, layers: [LayerConfig] = [], loss: String? = nil, neuron: NeuronConfig? = nil) {
+    public init(inputs: Int? = nil, layers: [LayerConfig] = [], loss: Loss? = nil, neuron: NeuronConfig? = nil) {
         (self.inputs, self.layers, self.loss, self.neuron) = (inputs, layers, loss, neuron)
+    }
+
+    /// `loss`, or when the config leaves it out: softmax cross-entropy after a softmax output
+    /// layer (the pair whose gradient is `y - t`), else half the squared error (always the neuron's).
+    public var effectiveLoss: Loss {
+        loss ?? (layers.last?.activation == .softmax ? .softmaxCrossEntropy : .halfSquaredError)
     }
 }
 
@@ -36,30 +45,61 @@ public struct ModelConfig: Sendable, Equatable, Codable {
 public struct LayerConfig: Sendable, Equatable, Codable {
     /// Outputs of the layer, at least 1.
     public var units: Int
-    /// `tanh` (default), `sigmoid`, `relu`, `identity`, or `softmax` (output layer only).
-    public var activation: String = "tanh"
+    /// `tanh` by default; `softmax` only in the output layer.
+    public var activation: Activation = .tanh
 
-    public init(units: Int, activation: String = "tanh") { (self.units, self.activation) = (units, activation) }
+    public init(units: Int, activation: Activation = .tanh) { (self.units, self.activation) = (units, activation) }
 }
 
 /// The single neuron's starting parameters.
 public struct NeuronConfig: Sendable, Equatable, Codable {
     public var weight: Double = 0.5
     public var bias: Double = 0.5
-    public init(weight: Double = 0.5, bias: Double = 0.5) { (self.weight, self.bias) = (weight, bias) }
+    public init() {}
+    public init(weight: Double, bias: Double) { (self.weight, self.bias) = (weight, bias) }
 }
 
 /// Where the samples come from.
 public struct DataConfig: Sendable, Equatable, Codable {
-    /// `csv`, `idx`, `synthetic`, or `sample` (one input/target pair, for the neuron).
-    public var kind: String
+    /// Where the samples come from.
+    public enum Kind: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// A CSV file with a header row.
+        case csv
+        /// IDX image and label files (gzip or raw).
+        case idx
+        /// Generated rows: XOR or a sine.
+        case synthetic
+        /// One input and target: the single neuron's.
+        case sample
+    }
+
+    /// The generated datasets.
+    public enum SyntheticName: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// The four XOR rows.
+        case xor
+        /// sin(x) for x uniform in [-π, π).
+        case sine
+    }
+
+    /// Feature preprocessing, fitted on the training rows only.
+    public enum Normalization: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// Per feature `(x - mean) / standardDeviation`.
+        case standardize
+        /// Every feature times 1/255 (IDX pixels).
+        case scale
+        /// Features as read. (Write `Normalization.none` next to an optional: `.none` alone is nil.)
+        case none
+    }
+
+    /// Where the samples come from.
+    public var kind: Kind
     // csv
     /// The CSV file (relative paths are relative to the config file's folder).
     public var path: String?
     /// The CSV column holding the target.
     public var labelColumn: String?
-    /// `classification` (default) or `regression`.
-    public var task: String?
+    /// Class names (the default) or a number to fit.
+    public var task: CSV.Task?
     /// The CSV feature columns; default: every other column.
     public var featureColumns: [String]?
     // idx
@@ -72,8 +112,8 @@ public struct DataConfig: Sendable, Equatable, Codable {
     /// The IDX test labels; with `testImages` or not at all.
     public var testLabels: String?
     // synthetic
-    /// `xor` or `sine`.
-    public var name: String?
+    /// Which generated dataset.
+    public var name: SyntheticName?
     /// Samples to draw (sine), default 256.
     public var count: Int?
     // sample (the neuron)
@@ -82,20 +122,28 @@ public struct DataConfig: Sendable, Equatable, Codable {
     /// The output the neuron should learn to give for `input` (SPEC §3: 0.1).
     public var target: Double?
     // common
-    /// `standardize` (default for csv and synthetic sine), `scale` (idx: pixels / 255, the default there), or `none`.
-    public var normalization: String?
+    /// Default: `scale` for idx, `none` for xor, else `standardize`.
+    public var normalization: Normalization?
     /// Share of training rows held out for validation, in [0, 1); default 0.1 (0 for xor and sample).
     public var validationSplit: Double?
     /// Use only the first `limit` training rows (quick experiments).
     public var limit: Int?
 
-    public init(kind: String) { self.kind = kind }
+    public init(kind: Kind) { self.kind = kind }
 }
 
 /// How parameters move.
 public struct OptimizerConfig: Sendable, Equatable, Codable {
-    /// `sgd` (default) or `adam`.
-    public var kind: String = "sgd"
+    /// The update rule.
+    public enum Kind: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// Stochastic gradient descent, with optional (Nesterov) momentum.
+        case sgd
+        /// Adam, or AdamW with `decoupled`.
+        case adam
+    }
+
+    /// The update rule; default `sgd`.
+    public var kind: Kind = .sgd
     /// The base step size, finite and > 0.
     public var learningRate: Double = 0.01
     /// SGD only, in [0, 1).
@@ -120,8 +168,18 @@ public struct OptimizerConfig: Sendable, Equatable, Codable {
 
 /// The learning-rate schedule.
 public struct ScheduleConfig: Sendable, Equatable, Codable {
-    /// `constant` (default), `step` or `cosine`.
-    public var kind: String = "constant"
+    /// The multiplier's course over the epochs.
+    public enum Kind: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// Always 1.
+        case constant
+        /// `factor` every `every` epochs.
+        case step
+        /// Half a cosine from 1 down to `minimumFactor` at the last epoch.
+        case cosine
+    }
+
+    /// Default `constant`.
+    public var kind: Kind = .constant
     /// step: multiply by `factor` every `every` epochs (at least 1; required for step).
     public var every: Int?
     /// step: the multiplier, in (0, 1]; default 0.1 (PyTorch's `StepLR`).
@@ -134,6 +192,17 @@ public struct ScheduleConfig: Sendable, Equatable, Codable {
 
 /// How long, in what batches, from what seed, in what precision.
 public struct TrainingConfig: Sendable, Equatable, Codable {
+    /// The scalar type of a whole run.
+    public enum Precision: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// 32-bit `Float`, the default for networks.
+        case float
+        /// 64-bit `Double`; the single neuron always computes in it.
+        case double
+
+        /// The precision `Scalar` computes in.
+        public init<Scalar: TensorScalar>(_: Scalar.Type) { self = Scalar.self == Float.self ? .float : .double }
+    }
+
     /// Passes over the training rows (networks); default 10.
     public var epochs: Int = 10
     /// Steps for the single neuron (SPEC §3: 100,000).
@@ -142,8 +211,8 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     public var batchSize: Int = 32
     /// Seeds the initial weights, the epoch order and the validation split.
     public var seed: UInt64 = 42
-    /// `float` (default) or `double`.
-    public var precision: String = "float"
+    /// Default `float`.
+    public var precision: Precision = .float
     /// OpenBLAS threads, at least 1; default 2.
     public var blasThreads: Int = 2
 
@@ -160,97 +229,203 @@ public struct OutputConfig: Sendable, Equatable, Codable {
     public init() {}
 }
 
-// MARK: - Decoding
+// The choices NeuronCore defines, named in configs by their raw values.
+extension Activation: ConfigChoice {}
+extension Loss: ConfigChoice {}
+extension CSV.Task: ConfigChoice {}
 
-// A synthesized `init(from:)` would demand every key, defaults or not. These start from the
-// defaults above (`self.init()`) and replace what the text gives, so a key that is absent (or
-// null) keeps its default and a config names only what differs. `ConfigLoader` checks the keys
-// and values; these only read them. (`DataConfig` needs none: all its keys but `kind` are optional.)
+// MARK: - Keys
 
-extension RunConfig {
+// Each section's keys, once: `CodingKeys` (what `Codable` encodes, and what the loader accepts,
+// in the README's order) and, for each key, its property. A key of a section with defaults is
+// decoded by `DefaultedConfigSection`, starting from `init()`.
+
+extension RunConfig: ConfigSection {
+    enum CodingKeys: String, CodingKey, CaseIterable { case model, data, optimizer, training, output }
+
+    static func field(_ key: CodingKeys) -> ConfigField<Self> {
+        switch key {
+        case .model: ConfigField(\.model, required: true)
+        case .data: ConfigField(\.data, required: true)
+        case .optimizer: ConfigField(\.optimizer)
+        case .training: ConfigField(\.training)
+        case .output: ConfigField(\.output)
+        }
+    }
+
+    // model and data have no default to start from; the other sections do.
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(model: try c.decode(ModelConfig.self, forKey: .model), data: try c.decode(DataConfig.self, forKey: .data))
-        optimizer = try c.decodeIfPresent(OptimizerConfig.self, forKey: .optimizer) ?? optimizer
-        training = try c.decodeIfPresent(TrainingConfig.self, forKey: .training) ?? training
-        output = try c.decodeIfPresent(OutputConfig.self, forKey: .output) ?? output
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(model: try container.decode(ModelConfig.self, forKey: .model), data: try container.decode(DataConfig.self, forKey: .data))
+        try decodeGivenKeys(from: decoder)
     }
 }
 
-extension ModelConfig {
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init()
-        inputs = try c.decodeIfPresent(Int.self, forKey: .inputs)
-        layers = try c.decodeIfPresent([LayerConfig].self, forKey: .layers) ?? layers
-        loss = try c.decodeIfPresent(String.self, forKey: .loss)
-        neuron = try c.decodeIfPresent(NeuronConfig.self, forKey: .neuron)
+extension ModelConfig: DefaultedConfigSection {
+    enum CodingKeys: String, CodingKey, CaseIterable { case inputs, layers, loss, neuron }
+
+    init() { self.init(inputs: nil) }
+
+    static func field(_ key: CodingKeys) -> ConfigField<Self> {
+        switch key {
+        case .inputs: ConfigField(\.inputs)
+        case .layers: ConfigField(\.layers)
+        case .loss: ConfigField(\.loss)
+        case .neuron: ConfigField(\.neuron)
+        }
     }
 }
 
-extension LayerConfig {
+extension LayerConfig: ConfigSection {
+    enum CodingKeys: String, CodingKey, CaseIterable { case units, activation }
+
+    static func field(_ key: CodingKeys) -> ConfigField<Self> {
+        switch key {
+        case .units: ConfigField(\.units, required: true)
+        case .activation: ConfigField(\.activation)
+        }
+    }
+
+    // units has no default to start from; activation does.
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(units: try c.decode(Int.self, forKey: .units))
-        activation = try c.decodeIfPresent(String.self, forKey: .activation) ?? activation
+        self.init(units: try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .units))
+        try decodeGivenKeys(from: decoder)
     }
 }
 
-extension NeuronConfig {
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init()
-        weight = try c.decodeIfPresent(Double.self, forKey: .weight) ?? weight
-        bias = try c.decodeIfPresent(Double.self, forKey: .bias) ?? bias
+extension NeuronConfig: DefaultedConfigSection {
+    enum CodingKeys: String, CodingKey, CaseIterable { case weight, bias }
+
+    static func field(_ key: CodingKeys) -> ConfigField<Self> {
+        switch key {
+        case .weight: ConfigField(\.weight)
+        case .bias: ConfigField(\.bias)
+        }
     }
 }
 
-extension OptimizerConfig {
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init()
-        kind = try c.decodeIfPresent(String.self, forKey: .kind) ?? kind
-        learningRate = try c.decodeIfPresent(Double.self, forKey: .learningRate) ?? learningRate
-        momentum = try c.decodeIfPresent(Double.self, forKey: .momentum) ?? momentum
-        nesterov = try c.decodeIfPresent(Bool.self, forKey: .nesterov) ?? nesterov
-        beta1 = try c.decodeIfPresent(Double.self, forKey: .beta1) ?? beta1
-        beta2 = try c.decodeIfPresent(Double.self, forKey: .beta2) ?? beta2
-        epsilon = try c.decodeIfPresent(Double.self, forKey: .epsilon) ?? epsilon
-        weightDecay = try c.decodeIfPresent(Double.self, forKey: .weightDecay) ?? weightDecay
-        decoupled = try c.decodeIfPresent(Bool.self, forKey: .decoupled) ?? decoupled
-        schedule = try c.decodeIfPresent(ScheduleConfig.self, forKey: .schedule) ?? schedule
+// Every key but `kind` is optional, so the synthesized `init(from:)` serves.
+extension DataConfig: ConfigSection {
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case kind
+        case path, labelColumn, task, featureColumns  // csv
+        case trainImages, trainLabels, testImages, testLabels  // idx
+        case name, count  // synthetic
+        case input, target  // sample
+        case normalization, validationSplit, limit
+    }
+
+    static func field(_ key: CodingKeys) -> ConfigField<Self> {
+        switch key {
+        case .kind: ConfigField(\.kind, required: true)
+        case .path: ConfigField(\.path)
+        case .labelColumn: ConfigField(\.labelColumn)
+        case .task: ConfigField(\.task)
+        case .featureColumns: ConfigField(\.featureColumns)
+        case .trainImages: ConfigField(\.trainImages)
+        case .trainLabels: ConfigField(\.trainLabels)
+        case .testImages: ConfigField(\.testImages)
+        case .testLabels: ConfigField(\.testLabels)
+        case .name: ConfigField(\.name)
+        case .count: ConfigField(\.count)
+        case .input: ConfigField(\.input)
+        case .target: ConfigField(\.target)
+        case .normalization: ConfigField(\.normalization)
+        case .validationSplit: ConfigField(\.validationSplit)
+        case .limit: ConfigField(\.limit)
+        }
     }
 }
 
-extension ScheduleConfig {
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init()
-        kind = try c.decodeIfPresent(String.self, forKey: .kind) ?? kind
-        every = try c.decodeIfPresent(Int.self, forKey: .every)
-        factor = try c.decodeIfPresent(Double.self, forKey: .factor)
-        minimumFactor = try c.decodeIfPresent(Double.self, forKey: .minimumFactor)
+extension DataConfig.Kind {
+    /// The data keys a dataset of this kind takes besides `kind`, in the README's order.
+    var keys: [DataConfig.CodingKeys] {
+        switch self {
+        case .csv: [.path, .labelColumn, .task, .featureColumns, .normalization, .validationSplit, .limit]
+        case .idx: [.trainImages, .trainLabels, .testImages, .testLabels, .normalization, .validationSplit, .limit]
+        case .synthetic: [.name, .count, .normalization, .validationSplit, .limit]
+        case .sample: [.input, .target]
+        }
     }
 }
 
-extension TrainingConfig {
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init()
-        epochs = try c.decodeIfPresent(Int.self, forKey: .epochs) ?? epochs
-        iterations = try c.decodeIfPresent(Int.self, forKey: .iterations)
-        batchSize = try c.decodeIfPresent(Int.self, forKey: .batchSize) ?? batchSize
-        seed = try c.decodeIfPresent(UInt64.self, forKey: .seed) ?? seed
-        precision = try c.decodeIfPresent(String.self, forKey: .precision) ?? precision
-        blasThreads = try c.decodeIfPresent(Int.self, forKey: .blasThreads) ?? blasThreads
+extension OptimizerConfig: DefaultedConfigSection {
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case kind, learningRate, momentum, nesterov, beta1, beta2, epsilon, weightDecay, decoupled, schedule
+    }
+
+    static func field(_ key: CodingKeys) -> ConfigField<Self> {
+        switch key {
+        case .kind: ConfigField(\.kind)
+        case .learningRate: ConfigField(\.learningRate)
+        case .momentum: ConfigField(\.momentum)
+        case .nesterov: ConfigField(\.nesterov)
+        case .beta1: ConfigField(\.beta1)
+        case .beta2: ConfigField(\.beta2)
+        case .epsilon: ConfigField(\.epsilon)
+        case .weightDecay: ConfigField(\.weightDecay)
+        case .decoupled: ConfigField(\.decoupled)
+        case .schedule: ConfigField(\.schedule)
+        }
     }
 }
 
-extension OutputConfig {
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init()
-        directory = try c.decodeIfPresent(String.self, forKey: .directory)
-        checkpointEvery = try c.decodeIfPresent(Int.self, forKey: .checkpointEvery) ?? checkpointEvery
+extension OptimizerConfig.Kind {
+    /// The optimizer keys this kind takes besides `kind`, in the README's order.
+    var keys: [OptimizerConfig.CodingKeys] {
+        switch self {
+        case .sgd: [.learningRate, .momentum, .nesterov, .weightDecay, .schedule]
+        case .adam: [.learningRate, .beta1, .beta2, .epsilon, .weightDecay, .decoupled, .schedule]
+        }
+    }
+}
+
+extension ScheduleConfig: DefaultedConfigSection {
+    enum CodingKeys: String, CodingKey, CaseIterable { case kind, every, factor, minimumFactor }
+
+    static func field(_ key: CodingKeys) -> ConfigField<Self> {
+        switch key {
+        case .kind: ConfigField(\.kind)
+        case .every: ConfigField(\.every)
+        case .factor: ConfigField(\.factor)
+        case .minimumFactor: ConfigField(\.minimumFactor)
+        }
+    }
+}
+
+extension ScheduleConfig.Kind {
+    /// The schedule keys this kind takes besides `kind`.
+    var keys: [ScheduleConfig.CodingKeys] {
+        switch self {
+        case .constant: []
+        case .step: [.every, .factor]
+        case .cosine: [.minimumFactor]
+        }
+    }
+}
+
+extension TrainingConfig: DefaultedConfigSection {
+    enum CodingKeys: String, CodingKey, CaseIterable { case epochs, iterations, batchSize, seed, precision, blasThreads }
+
+    static func field(_ key: CodingKeys) -> ConfigField<Self> {
+        switch key {
+        case .epochs: ConfigField(\.epochs)
+        case .iterations: ConfigField(\.iterations)
+        case .batchSize: ConfigField(\.batchSize)
+        case .seed: ConfigField(\.seed)
+        case .precision: ConfigField(\.precision)
+        case .blasThreads: ConfigField(\.blasThreads)
+        }
+    }
+}
+
+extension OutputConfig: DefaultedConfigSection {
+    enum CodingKeys: String, CodingKey, CaseIterable { case directory, checkpointEvery }
+
+    static func field(_ key: CodingKeys) -> ConfigField<Self> {
+        switch key {
+        case .directory: ConfigField(\.directory)
+        case .checkpointEvery: ConfigField(\.checkpointEvery)
+        }
     }
 }

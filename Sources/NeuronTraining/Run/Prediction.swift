@@ -5,20 +5,11 @@ import NeuronCore
 /// Predicts with a saved network.
 public enum Prediction<Scalar: TensorScalar> {
     /// The network saved in `checkpoint` (its architecture from the saved config).
-    /// - Throws: ``CheckpointError`` for a missing tensor or a shape that does not fit, ``RunError`` for the neuron.
+    /// - Throws: ``CheckpointError`` for a missing tensor or a shape that does not fit.
     public static func network(_ checkpoint: LoadedCheckpoint) throws -> Network<Scalar> {
-        let model = checkpoint.state.config.model
-        let layers: [(units: Int, activation: Activation)] = model.neuron != nil
-            ? [(1, .tanh)]
-            : try model.layers.map {
-                guard let activation = Activation(rawValue: $0.activation) else { throw RunError.invalid("unknown activation \($0.activation)") }
-                return ($0.units, activation)
-            }
-        let loss = model.loss.flatMap(Loss.init(rawValue:)) ?? (layers.last?.activation == .softmax ? .softmaxCrossEntropy : .halfSquaredError)
-        var network = try Network<Scalar>(inputSize: checkpoint.state.featureNames.count, layers: layers, loss: loss, seed: 0)
-        for t in network.parameterTensors {
-            network.parameters.replaceSubrange(t.range, with: try checkpoint.tensor(t.name, as: Scalar.self, shape: t.shape))
-        }
+        // Seed 0: every weight is replaced by the saved one.
+        var network: Network<Scalar> = try checkpoint.state.config.model.network(inputs: checkpoint.state.featureNames.count, seed: 0)
+        try network.loadParameters(from: checkpoint)
         return network
     }
 

@@ -60,8 +60,8 @@ public enum RunBuilder {
             return Run(engine: engine, config: config, preprocessing: .none)
         }
         switch config.training.precision {
-        case "double": return try network(Double.self, config, resume)
-        default: return try network(Float.self, config, resume)
+        case .float: return try network(Float.self, config, resume)
+        case .double: return try network(Double.self, config, resume)
         }
     }
 
@@ -71,36 +71,25 @@ public enum RunBuilder {
         if let declared = config.model.inputs, declared != inputs {
             throw RunError.invalid("model.inputs is \(declared) but the data has \(inputs) features")
         }
-        let layers = try config.model.layers.map { layer -> (units: Int, activation: Activation) in
-            guard let activation = Activation(rawValue: layer.activation) else { throw RunError.invalid("unknown activation \(layer.activation)") }
-            return (layer.units, activation)
-        }
-        let loss = config.model.loss.flatMap(Loss.init(rawValue:)) ?? (layers.last?.activation == .softmax ? .softmaxCrossEntropy : .halfSquaredError)
-        var network = try Network<Scalar>(inputSize: inputs, layers: layers, loss: loss, seed: config.training.seed)
+        var network: Network<Scalar> = try config.model.network(inputs: inputs, seed: config.training.seed)
         guard network.outputSize == data.training.outputCount else {
             throw RunError.invalid("the last layer has \(network.outputSize) units but the data has \(data.training.outputCount) targets per sample")
         }
         if let resume {
-            guard resume.state.precision == (Scalar.self == Float.self ? "float" : "double") else {
+            guard resume.state.precision == TrainingConfig.Precision(Scalar.self) else {
                 throw RunError.checkpointMismatch(path: resume.path, reason: "the checkpoint is in \(resume.state.precision) precision")
             }
             guard resume.state.preprocessing == data.preprocessing else {
                 throw RunError.checkpointMismatch(path: resume.path, reason: "the data's statistics differ from the checkpoint's (did the data files change?)")
             }
-            for t in network.parameterTensors {
-                network.parameters.replaceSubrange(t.range, with: try resume.tensor(t.name, as: Scalar.self, shape: t.shape))
-            }
+            try network.loadParameters(from: resume)
         }
 
         let batchSize = min(config.training.batchSize, data.training.count)
         let stepsPerEpoch = (data.training.count + batchSize - 1) / batchSize
-        let o = config.optimizer
-        let schedule: LearningRateSchedule = switch o.schedule.kind {
-        case "step": .step(every: (o.schedule.every ?? 1) * stepsPerEpoch, factor: o.schedule.factor ?? 0.1)
-        case "cosine": .cosine(totalSteps: config.training.epochs * stepsPerEpoch, minimumFactor: o.schedule.minimumFactor ?? 0)
-        default: .constant
-        }
 
+        // The config's optimizer arrives as `any Optimizer<Scalar>` and is opened here, so that the
+        // engine is built for its concrete type (`NetworkTrainingEngine<Scalar, SGD<Scalar>>`).
         func run<O: Optimizer>(_ fresh: O) throws -> Run where O.Scalar == Scalar {
             var optimizer = fresh
             let engine: NetworkTrainingEngine<Scalar, O>
@@ -120,14 +109,7 @@ public enum RunBuilder {
             }
             return Run(engine: engine, config: config, preprocessing: data.preprocessing)
         }
-        switch o.kind {
-        case "adam":
-            return try run(try Adam<Scalar>(learningRate: Scalar(o.learningRate), beta1: Scalar(o.beta1), beta2: Scalar(o.beta2),
-                                            epsilon: Scalar(o.epsilon), weightDecay: Scalar(o.weightDecay), decoupled: o.decoupled, schedule: schedule))
-        default:
-            return try run(try SGD<Scalar>(learningRate: Scalar(o.learningRate), momentum: Scalar(o.momentum), nesterov: o.nesterov,
-                                           weightDecay: Scalar(o.weightDecay), schedule: schedule))
-        }
+        return try run(config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: config.training.epochs))
     }
 
 }

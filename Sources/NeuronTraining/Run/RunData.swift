@@ -19,27 +19,32 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
         var all: Dataset<Scalar>
         var test: Dataset<Scalar>?
         var defaultSplit = 0.1
-        var defaultNormalization = "standardize"
+        var defaultNormalization = DataConfig.Normalization.standardize
         switch config.kind {
-        case "csv":
-            let task: CSV.Task = config.task == "regression" ? .regression : .classification
-            all = try CSV.load(config.path!, labelColumn: config.labelColumn!, task: task, featureColumns: config.featureColumns)
-        case "idx":
+        case .csv:
+            all = try CSV.load(config.path!, labelColumn: config.labelColumn!, task: config.task ?? .classification,
+                               featureColumns: config.featureColumns)
+        case .idx:
             // Pixels stay raw bytes here; `scale` (the default for images) divides them by 255 below.
             all = try IDX.load(images: config.trainImages!, labels: config.trainLabels!, scale: 1)
             if let images = config.testImages, let labels = config.testLabels {
                 test = try IDX.load(images: images, labels: labels, scale: 1, classNames: all.classNames)
             }
-            defaultNormalization = "scale"
-        case "synthetic" where config.name == "xor":
-            all = Synthetic.xor()
-            defaultSplit = 0
-            defaultNormalization = "none"
-        case "synthetic":
-            var generator = SeededGenerator(seed: seed &+ 2)
-            all = try Synthetic.sine(count: config.count ?? 256, generator: &generator)
-        default:
-            throw DataError.invalidArgument(name: "data.kind", value: config.kind, expected: "csv, idx or synthetic for a network")
+            defaultNormalization = .scale
+        case .synthetic:
+            switch config.name {
+            case .xor:
+                all = Synthetic.xor()
+                defaultSplit = 0
+                defaultNormalization = .none
+            case .sine:
+                var generator = SeededGenerator(seed: seed &+ 2)
+                all = try Synthetic.sine(count: config.count ?? 256, generator: &generator)
+            case nil:
+                throw DataError.invalidArgument(name: "data.name", value: "nothing", expected: "xor or sine for a synthetic dataset")
+            }
+        case .sample:
+            throw DataError.invalidArgument(name: "data.kind", value: "sample", expected: "csv, idx or synthetic for a network")
         }
         if let limit = config.limit, limit < all.count { all = all.subset(Array(0 ..< limit)) }
         let fraction = config.validationSplit ?? defaultSplit
@@ -53,12 +58,12 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
         }
         self.test = test
         switch config.normalization ?? defaultNormalization {
-        case "standardize":
+        case .standardize:
             let fitted = Standardizer(fitting: training.features)
             preprocessing = .standardize(mean: fitted.mean.map(Double.init), standardDeviation: fitted.standardDeviation.map(Double.init))
-        case "scale":
+        case .scale:
             preprocessing = .scale(1.0 / 255)
-        default:
+        case .none:
             preprocessing = .none
         }
         try preprocessing.apply(to: &training.features)

@@ -67,7 +67,7 @@ public final class TrainingSession {
         let checkpoint = Checkpoint(ended, config: run.config, preprocessing: run.preprocessing)
         var summary = RunSummary(
             title: ended.title, phase: final.phase.description, epochs: ended.epoch, steps: ended.stepsTaken, seed: ended.seed,
-            precision: checkpoint.state.precision, blas: BLAS.summary, trainingSeconds: seconds)
+            precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: seconds)
         summary.trainingLoss = ended.records.last?.trainingLoss
         summary.validationLoss = ended.records.last?.validationLoss
         summary.validationAccuracy = ended.records.last?.validationAccuracy

@@ -181,6 +181,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public func resumePoint() -> ResumePoint<Scalar> {
         let network = training.network, optimizer = training.optimizer, position = training.position
         let parameters = network.parameterTensors.map { (name: $0.name, tensor: network.parameter($0)) }
+            + network.stateTensors.map { (name: $0.name, tensor: network.stateTensor($0)) }
         let buffers = optimizer.state.sorted { $0.key < $1.key }.map { (name: "optimizer.\($0.key)", tensor: Tensor(vector: $0.value)) }
         return ResumePoint(
             network: network.description, tensors: parameters + buffers, epoch: position.epoch, step: position.stepsTaken,

@@ -1,0 +1,87 @@
+import NeuronCore
+import Testing
+@testable import NeuronTraining
+
+@Suite("Network builder: the network, optimizer and schedule a config names")
+struct NetworkBuilderTests {
+    @Test("Layers, loss and seeded weights as the config says; the loss follows the output layer when not given")
+    func network() throws {
+        let model = ModelConfig(layers: [LayerConfig(units: 4), LayerConfig(units: 1, activation: .identity)])
+        let network: Network<Double> = try model.network(inputs: 2, seed: 7)
+        #expect(network.description == "Network[Dense(2→4, tanh), Dense(4→1, identity)]" && network.loss == .halfSquaredError)
+        // The same weights as the network built by hand from the same seed.
+        let direct = try Network<Double>(inputSize: 2, layers: [(4, .tanh), (1, .identity)], loss: .halfSquaredError, seed: 7)
+        #expect(network.parameters == direct.parameters)
+
+        let softmax = ModelConfig(layers: [LayerConfig(units: 3, activation: .softmax)])
+        #expect(try softmax.network(Float.self, inputs: 4, seed: 1).loss == .softmaxCrossEntropy)
+        let given = ModelConfig(layers: [LayerConfig(units: 3, activation: .sigmoid)], loss: .halfSquaredError)
+        #expect(try given.network(Float.self, inputs: 4, seed: 1).loss == .halfSquaredError)
+    }
+
+    @Test("The single neuron is one tanh unit with half the squared error, as its checkpoints hold it")
+    func neuron() throws {
+        let network = try ModelConfig(neuron: NeuronConfig()).network(Double.self, inputs: 1, seed: 0)
+        #expect(network.description == "Network[Dense(1→1, tanh)]" && network.loss == .halfSquaredError)
+    }
+
+    @Test("Each optimizer kind builds its optimizer with the config's hyperparameters")
+    func optimizers() throws {
+        var config = OptimizerConfig()
+        (config.learningRate, config.momentum, config.nesterov, config.weightDecay) = (0.5, 0.9, true, 0.01)
+        let sgd = try config.optimizer(Float.self, stepsPerEpoch: 1, epochs: 1)
+        let expectedSGD = try SGD<Float>(learningRate: 0.5, momentum: 0.9, nesterov: true, weightDecay: 0.01)
+        #expect(sgd is SGD<Float> && sgd.description == expectedSGD.description)
+
+        config = OptimizerConfig()
+        (config.kind, config.learningRate, config.beta1, config.beta2, config.epsilon) = (.adam, 0.002, 0.8, 0.99, 1e-6)
+        (config.weightDecay, config.decoupled) = (0.1, true)
+        let adam = try config.optimizer(Double.self, stepsPerEpoch: 1, epochs: 1)
+        let expectedAdam = try Adam<Double>(learningRate: 0.002, beta1: 0.8, beta2: 0.99, epsilon: 1e-6, weightDecay: 0.1, decoupled: true)
+        #expect(adam is Adam<Double> && adam.description == expectedAdam.description)
+
+        // Every kind builds (a new kind without a case here fails to compile in the builder, not here).
+        for kind in OptimizerConfig.Kind.allCases {
+            config.kind = kind
+            config.decoupled = kind == .adam
+            config.nesterov = false
+            _ = try config.optimizer(Float.self, stepsPerEpoch: 1, epochs: 1)
+        }
+    }
+
+    @Test("Schedules count epochs in the config and steps in the optimizer: 2 epochs of 5 steps are 10 steps")
+    func schedules() {
+        var schedule = ScheduleConfig()
+        #expect(schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .constant)
+        (schedule.kind, schedule.every) = (.step, 2)
+        #expect(schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .step(every: 10, factor: 0.1))
+        schedule.factor = 0.5
+        #expect(schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .step(every: 10, factor: 0.5))
+        schedule = ScheduleConfig()
+        schedule.kind = .cosine
+        #expect(schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .cosine(totalSteps: 15, minimumFactor: 0))
+        schedule.minimumFactor = 0.1
+        #expect(schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .cosine(totalSteps: 15, minimumFactor: 0.1))
+    }
+
+    @Test("A precision names its scalar type")
+    func precision() {
+        #expect(TrainingConfig.Precision(Float.self) == .float && TrainingConfig.Precision(Double.self) == .double)
+    }
+
+    @Test("Prediction rebuilds from a checkpoint the network the run trains")
+    func predictionMatchesRun() throws {
+        var data = DataConfig(kind: .synthetic)
+        data.name = .xor
+        var config = RunConfig(model: ModelConfig(layers: [LayerConfig(units: 4), LayerConfig(units: 1)]), data: data)
+        config.training.precision = .double
+        let run = try RunBuilder.build(config)
+        let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
+        let checkpoint = Checkpoint(engine, config: run.config, preprocessing: run.preprocessing)
+        let loaded = LoadedCheckpoint(path: "run", state: checkpoint.state,
+                                      tensors: Dictionary(uniqueKeysWithValues: checkpoint.tensors.map { ($0.name, $0) }))
+        #expect(loaded.state.precision == .double)
+        let rebuilt = try Prediction<Double>.network(loaded)
+        #expect(rebuilt.description == engine.network.description && rebuilt.parameters == engine.network.parameters)
+    }
+}
