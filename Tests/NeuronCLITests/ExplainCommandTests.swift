@@ -3,60 +3,45 @@ import Testing
 
 /// Runs the `neuron` executable built next to this test bundle and captures what it prints.
 /// With `interruptWhen`, sends SIGINT (Ctrl-C) once the output so far satisfies it.
-func runNeuron(_ arguments: [String], interruptWhen: (@Sendable (String) -> Bool)? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+func runNeuron(
+    _ arguments: [String], interruptWhen: (@Sendable (String) -> Bool)? = nil
+) throws -> (status: Int32, stdout: String, stderr: String) {
     let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
     let process = Process()
     process.executableURL = directory.appendingPathComponent("neuron")
     process.arguments = arguments
-    let out = Pipe(), err = Pipe()
+    // Output goes to files, not pipes: a pipe's write end can be inherited by another test's child
+    // spawned at the same moment, and then its end of file waits for that child, however long it runs.
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-cli-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    let outURL = scratch.appendingPathComponent("stdout"), errURL = scratch.appendingPathComponent("stderr")
+    FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
     process.standardOutput = out
     process.standardError = err
-    let collected = Collected()
-    // Only the handler reads stdout, to its end of file; mixing it with a final read raced.
-    let finished = DispatchSemaphore(value: 0)
-    out.fileHandleForReading.readabilityHandler = { handle in
-        let chunk = handle.availableData
-        guard !chunk.isEmpty else {
-            handle.readabilityHandler = nil
-            finished.signal()
-            return
-        }
-        let text = collected.append(chunk)
-        if let interruptWhen, collected.markInterrupted(if: interruptWhen(text)) { process.interrupt() }
-    }
     try process.run()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    try out.close()
+    try err.close()
+    func stdout() -> String { String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self) }
+    if let interruptWhen {
+        var interrupted = false
+        while process.isRunning {
+            if !interrupted, interruptWhen(stdout()) {
+                process.interrupt()
+                interrupted = true
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
     process.waitUntilExit()
-    guard finished.wait(timeout: .now() + 60) == .success else {
-        throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "neuron's output never reached its end of file"])
-    }
-    return (process.terminationStatus, collected.append(Data()), String(decoding: stderr, as: UTF8.self))
-}
-
-/// Output gathered from a pipe's handler thread.
-final class Collected: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    private var interrupted = false
-
-    func append(_ chunk: Data) -> String {
-        lock.lock(); defer { lock.unlock() }
-        data.append(chunk)
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// True the first time `condition` holds.
-    func markInterrupted(if condition: Bool) -> Bool {
-        lock.lock(); defer { lock.unlock() }
-        guard condition, !interrupted else { return false }
-        interrupted = true
-        return true
-    }
+    return (process.terminationStatus, stdout(), String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self))
 }
 
 @Suite("neuron explain")
 struct ExplainCommandTests {
-    @Test("The reference neuron as JSON gives SPEC §1–2's values")
+    @Test("The reference neuron as JSON gives Docs/Reference.md §1–2's values")
     func referenceJSON() throws {
         let run = try runNeuron(["explain", "--input", "0.4", "--weight", "0.5", "--bias", "0.6", "--target", "0.7", "--json"])
         #expect(run.status == 0, "\(run.stderr)")
@@ -111,16 +96,18 @@ struct ExplainCommandTests {
         #expect(run.stdout.contains("Global gradients") && run.stdout.contains("faux"))
     }
 
-    @Test("Bad arguments exit 2 with one line saying what is wrong", arguments: [
-        (["explain", "--input"], "Missing value"),
-        (["explain", "--input", "abc"], "not a number"),
-        (["explain", "--bias", "1e999"], "not a finite number"),
-        (["explain", "--input", "1,2", "--weight", "0.5"], "one weight per input"),
-        (["explain", "--tiny", "0"], "--tiny must be greater than 0"),
-        (["explain", "--tiny", "-0.001"], "--tiny must be greater than 0"),
-        (["explain", "--iterations", "10"], "--iterations needs --learning-rate"),
-        (["explain", "--iterations", "10", "--learning-rate", "-1"], "--learning-rate must be greater than 0"),
-    ])
+    @Test(
+        "Bad arguments exit 2 with one line saying what is wrong",
+        arguments: [
+            (["explain", "--input"], "Missing value"),
+            (["explain", "--input", "abc"], "not a number"),
+            (["explain", "--bias", "1e999"], "not a finite number"),
+            (["explain", "--input", "1,2", "--weight", "0.5"], "one weight per input"),
+            (["explain", "--tiny", "0"], "--tiny must be greater than 0"),
+            (["explain", "--tiny", "-0.001"], "--tiny must be greater than 0"),
+            (["explain", "--iterations", "10"], "--iterations needs --learning-rate"),
+            (["explain", "--iterations", "10", "--learning-rate", "-1"], "--learning-rate must be greater than 0"),
+        ])
     func badArguments(arguments: [String], message: String) throws {
         let run = try runNeuron(arguments)
         #expect(run.status == 2)
