@@ -44,7 +44,8 @@ struct Benchmarks: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         #if DEBUG
-        print("""
+        print(
+            """
             ************************************************************************
             WARNING: this is a DEBUG build. Its timings mean nothing.
             Run the benchmarks in release mode:  swift run -c release Benchmarks
@@ -53,8 +54,9 @@ struct Benchmarks: AsyncParsableCommand {
         #endif
         BLAS.threadCount = threads
         func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && id == "F1") : workloads.contains(id) }
-        var report = Report(date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, threads: threads,
-                            machine: Self.machine())
+        var report = Report(
+            date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, threads: threads,
+            machine: Self.machine())
         print("BLAS: \(report.blas)")
         print("Machine: \(report.machine)")
         print("Timings: median [p10–p90] per training step (forward, backward, SGD update), float32.\n")
@@ -84,7 +86,7 @@ struct Benchmarks: AsyncParsableCommand {
         var generator = SeededGenerator(seed: 1)
         func random(_ n: Int) -> Tensor<Float> {
             var t = Tensor<Float>(zeros: [n, n])
-            for i in 0 ..< t.count { t[i] = Float(generator.uniform(-1, 1)) }
+            for i in 0..<t.count { t[i] = Float(generator.uniform(-1, 1)) }
             return t
         }
         let (a0, b0) = (random(67), random(67))
@@ -133,7 +135,8 @@ struct Benchmarks: AsyncParsableCommand {
         let peerNames = ["numpy", "torch"]
         if peers {
             peerRunner = try Peers(threads: threads)
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)").path
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)")
+                .path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             for w in chosen {
                 files[w.id] = try w.writeExchangeFile(to: directory, checkSteps: checkSteps)
@@ -148,13 +151,15 @@ struct Benchmarks: AsyncParsableCommand {
                     }
                     let ok = agree(check.checkLosses ?? [], results[w.id]!.checkLosses)
                     results[w.id]!.peers[peer] = Report.PeerTiming(version: check.version, checked: ok, seconds: [])
-                    if !ok { print("  \(w.id) \(peer): losses \(check.checkLosses ?? []) disagree with ours \(results[w.id]!.checkLosses); not timed") }
+                    if !ok {
+                        print("  \(w.id) \(peer): losses \(check.checkLosses ?? []) disagree with ours \(results[w.id]!.checkLosses); not timed")
+                    }
                 }
             }
         }
         // Time, in interleaved rounds.
         let rounds = self.rounds ?? (quick ? 1 : (peers ? 3 : 1))
-        for round in 1 ... rounds {
+        for round in 1...rounds {
             print("round \(round)/\(rounds)…")
             for w in chosen {
                 let (seconds, allocations) = try w.time(blocks: quick ? 5 : 30)
@@ -164,7 +169,8 @@ struct Benchmarks: AsyncParsableCommand {
                 for peer in peerNames where results[w.id]!.peers[peer]!.checked {
                     let steps = quick ? max(5, w.peerSteps / 10) : w.peerSteps
                     do {
-                        let timed = try runner.run("\(peer)_peer.py", ["--file", files[w.id]!, "--warmup", "\(max(3, steps / 10))", "--steps", "\(steps)"])
+                        let timed = try runner.run(
+                            "\(peer)_peer.py", ["--file", files[w.id]!, "--warmup", "\(max(3, steps / 10))", "--steps", "\(steps)"])
                         results[w.id]!.peers[peer]!.seconds += timed.stepSeconds ?? []
                     } catch {
                         // One peer failing must not lose every other number of the run; its row says so.
@@ -183,8 +189,10 @@ struct Benchmarks: AsyncParsableCommand {
             let t = Timing(r.seconds)
             r.timing = t
             r.gflops = w.flops / t.median / 1e9
-            var row = [w.id, w.title, format(t.median), "\(format(t.p10)) – \(format(t.p90))", String(format: "%.2f", r.gflops!),
-                       ceiling.map { String(format: "%.1f%%", r.gflops! / $0 * 100) } ?? "–", String(format: "%.2f", r.allocationsPerStep ?? .nan)]
+            var row = [
+                w.id, w.title, format(t.median), "\(format(t.p10)) – \(format(t.p90))", String(format: "%.2f", r.gflops!),
+                ceiling.map { String(format: "%.1f%%", r.gflops! / $0 * 100) } ?? "–", String(format: "%.2f", r.allocationsPerStep ?? .nan),
+            ]
             if peers {
                 var ratios: [String] = []
                 for peer in peerNames {
@@ -211,35 +219,49 @@ struct Benchmarks: AsyncParsableCommand {
 
     /// Time to reach 0.88 test accuracy with Data/fashion-mnist.yaml's recipe, training time only.
     func fashion() throws -> Report.Fashion {
-        let configPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Data/fashion-mnist.yaml").standardized.path
+        let configPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Data/fashion-mnist.yaml")
+            .standardized.path
         let config = try ConfigLoader.load(configPath)
         let target = 0.88
         let run = try RunBuilder.build(config)
         let result = try fashionRun(run.engine, target: target)
-        print(String(format: "F1 Fashion-MNIST to %.2f test accuracy (%@): Neuron %@ in %d epochs (training time only; accuracies %@)",
-                     target, run.engine.title, result.reached ? format(result.seconds) : "not reached", result.epochs,
-                     result.accuracies.map { String(format: "%.4f", $0) }.joined(separator: " ")))
-        var fashion = Report.Fashion(target: target, neuronSeconds: result.seconds, neuronEpochs: result.epochs,
-                                     neuronReached: result.reached, neuronAccuracies: result.accuracies)
+        print(
+            String(
+                format: "F1 Fashion-MNIST to %.2f test accuracy (%@): Neuron %@ in %d epochs (training time only; accuracies %@)",
+                target, run.engine.title, result.reached ? format(result.seconds) : "not reached", result.epochs,
+                result.accuracies.map { String(format: "%.4f", $0) }.joined(separator: " ")))
+        var fashion = Report.Fashion(
+            target: target, neuronSeconds: result.seconds, neuronEpochs: result.epochs,
+            neuronReached: result.reached, neuronAccuracies: result.accuracies)
         if peers {
             let runner = try Peers(threads: threads)
-            let network = try Network<Float>(inputSize: 784, layers: [(256, .tanh), (128, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy,
-                                             seed: config.training.seed)
+            let network = try Network<Float>(
+                features: 784, layers: [(256, .tanh), (128, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy,
+                seed: config.training.seed)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-F1.safetensors").path
-            try SafeTensors.write(network.parameterTensors.map { SafeTensors.entry($0.name, network.parameter($0)) }, metadata: [
-                "learningRate": "\(config.optimizer.learningRate)", "momentum": "\(config.optimizer.momentum)",
-                "batchSize": "\(config.training.batchSize)", "epochs": "\(config.training.epochs)", "schedule": config.optimizer.schedule.kind.rawValue,
-                "validationSplit": "\(config.data.validationSplit ?? 0.1)", "seed": "\(config.training.seed)",
-            ], to: file)
-            let torch = try runner.run("torch_fashion.py", ["--data", "/usr/share/datasets/fashion-mnist", "--init", file,
-                                                            "--target", "\(target)", "--max-epochs", "\(config.training.epochs)"])
+            try SafeTensors.write(
+                network.parameterTensors.map { SafeTensors.entry($0.name, network.parameter($0)) },
+                metadata: [
+                    "learningRate": "\(config.optimizer.learningRate)", "momentum": "\(config.optimizer.momentum)",
+                    "batchSize": "\(config.training.batchSize)", "epochs": "\(config.training.epochs)",
+                    "schedule": config.optimizer.schedule.kind.rawValue,
+                    "validationSplit": "\(config.data.validationSplit ?? 0.1)", "seed": "\(config.training.seed)",
+                ], to: file)
+            let torch = try runner.run(
+                "torch_fashion.py",
+                [
+                    "--data", "/usr/share/datasets/fashion-mnist", "--init", file,
+                    "--target", "\(target)", "--max-epochs", "\(config.training.epochs)",
+                ])
             fashion.torchSeconds = torch.trainSeconds
             fashion.torchEpochs = torch.epochs
             fashion.torchReached = torch.reached
             fashion.torchVersion = torch.version
-            print(String(format: "   PyTorch %@: %@ in %d epochs; PyTorch/Neuron %.2f×", torch.version,
-                         torch.reached == true ? format(torch.trainSeconds ?? .nan) : "not reached", torch.epochs ?? 0,
-                         (torch.trainSeconds ?? .nan) / result.seconds))
+            print(
+                String(
+                    format: "   PyTorch %@: %@ in %d epochs; PyTorch/Neuron %.2f×", torch.version,
+                    torch.reached == true ? format(torch.trainSeconds ?? .nan) : "not reached", torch.epochs ?? 0,
+                    (torch.trainSeconds ?? .nan) / result.seconds))
         }
         print("")
         return fashion
@@ -269,43 +291,47 @@ struct Benchmarks: AsyncParsableCommand {
         var generator = SeededGenerator(seed: 3)
         let rows = 2_048
         var x = Tensor<Float>(zeros: [rows, 784])
-        for i in 0 ..< x.count { x[i] = Float(generator.uniform(0, 1)) }
-        let labels = (0 ..< rows).map { _ in generator.index(below: 10) }
-        let data = try Dataset.classification(features: x, labels: labels, classNames: (0 ..< 10).map(String.init))
-        let network = try Network<Float>(inputSize: 784, layers: [(256, .tanh), (128, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy, seed: 1)
-        let engine = try NetworkTrainingEngine(network: network, optimizer: try SGD<Float>(learningRate: 0.01),
-                                               dataset: data, batchSize: 64, epochs: quick ? 2 : 16, seed: 1)
+        for i in 0..<x.count { x[i] = Float(generator.uniform(0, 1)) }
+        let labels = (0..<rows).map { _ in generator.index(below: 10) }
+        let data = try Dataset.classification(features: x, labels: labels, classNames: (0..<10).map(String.init))
+        let network = try Network<Float>(features: 784, layers: [(256, .tanh), (128, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy, seed: 1)
+        let engine = try NetworkTrainingEngine(
+            network: network, optimizer: try SGD<Float>(learningRate: 0.01),
+            dataset: data, batchSize: 64, epochs: quick ? 2 : 16, seed: 1)
         let clock = ContinuousClock()
         var bare: [Double] = [], unobserved: [Double] = [], observed: [Double] = []
         var rendered = 0
         var observerBusy = Duration.zero
-        for _ in 0 ..< (quick ? 1 : 9) {
-            bare.append(clock.measure {
-                var e = engine
-                while !e.isFinished { _ = e.step() }
-            }.seconds)
+        for _ in 0..<(quick ? 1 : 9) {
+            bare.append(
+                clock.measure {
+                    var e = engine
+                    while !e.isFinished { _ = e.step() }
+                }.seconds)
             let quiet = TrainingViewModel(engine: engine)
-            unobserved.append(await clock.measure {
-                quiet.handle(event: .start)
-                await quiet.activity?.value
-            }.seconds)
+            unobserved.append(
+                await clock.measure {
+                    quiet.handle(event: .start)
+                    await quiet.activity?.value
+                }.seconds)
             let watched = TrainingViewModel(engine: engine)
             let renderer = ProgressRenderer()
-            observed.append(await clock.measure {
-                let observer = Task { @MainActor in
-                    var sink = 0
-                    for await state in Observations({ watched.viewState }) {
-                        let started = clock.now
-                        sink &+= renderer.line(state).utf8.count
-                        rendered += 1
-                        observerBusy += clock.now - started
-                        if state.phase == .finished { break }
+            observed.append(
+                await clock.measure {
+                    let observer = Task { @MainActor in
+                        var sink = 0
+                        for await state in Observations({ watched.viewState }) {
+                            let started = clock.now
+                            sink &+= renderer.line(state).utf8.count
+                            rendered += 1
+                            observerBusy += clock.now - started
+                            if state.phase == .finished { break }
+                        }
+                        return sink
                     }
-                    return sink
-                }
-                watched.handle(event: .start)
-                _ = await observer.value
-            }.seconds)
+                    watched.handle(event: .start)
+                    _ = await observer.value
+                }.seconds)
             guard watched.engine?.network.parameters == quiet.engine?.network.parameters else {
                 throw ValidationError("observer check failed: watched and unwatched runs ended with different weights")
             }
@@ -318,13 +344,19 @@ struct Benchmarks: AsyncParsableCommand {
             observerCostPercent: (o / u - 1) * 100, roundSpreadPercent: (unobserved.max()! / unobserved.min()! - 1) * 100,
             observerWorkPercent: observerBusy.seconds / observed.reduce(0, +) * 100, statesRendered: rendered)
         print("Watching training (784-256-128-10, batch 64, \(engine.totalSteps) steps, median of \(bare.count) alternating rounds)")
-        print(table([
-            ["bare engine loop", String(format: "%.1f steps/s", result.bareStepsPerSecond), ""],
-            ["view model, unobserved", String(format: "%.1f steps/s", result.unobservedStepsPerSecond), String(format: "%+.1f%% time vs bare", (u / b - 1) * 100)],
-            ["view model, observed", String(format: "%.1f steps/s", result.observedStepsPerSecond),
-             String(format: "%+.1f%% time vs unobserved (rounds vary by %.1f%%)", result.observerCostPercent, result.roundSpreadPercent)],
-            ["observer's own work", String(format: "%.3f%% of the time", result.observerWorkPercent), "\(rendered) states rendered"],
-        ]))
+        print(
+            table([
+                ["bare engine loop", String(format: "%.1f steps/s", result.bareStepsPerSecond), ""],
+                [
+                    "view model, unobserved", String(format: "%.1f steps/s", result.unobservedStepsPerSecond),
+                    String(format: "%+.1f%% time vs bare", (u / b - 1) * 100),
+                ],
+                [
+                    "view model, observed", String(format: "%.1f steps/s", result.observedStepsPerSecond),
+                    String(format: "%+.1f%% time vs unobserved (rounds vary by %.1f%%)", result.observerCostPercent, result.roundSpreadPercent),
+                ],
+                ["observer's own work", String(format: "%.3f%% of the time", result.observerWorkPercent), "\(rendered) states rendered"],
+            ]))
         print("")
         return result
     }
@@ -335,12 +367,16 @@ struct Benchmarks: AsyncParsableCommand {
         var neuron = Neuron<Float>(weight: 0.5, bias: 0.5)
         let inputs: [Float] = [0.01]
         let timing = Timing(try measureSteps(blocks: quick ? 5 : 30) { _ = try neuron.step(inputs: inputs, target: 0.1, learningRate: 0.01) })
-        print("The single neuron as a plain struct (Neuron<Float>.step, SPEC §3): \(format(timing.median)) per step [\(format(timing.p10)) – \(format(timing.p90))]\n")
+        print(
+            "The single neuron as a plain struct (Neuron<Float>.step, Docs/Reference.md §3): \(format(timing.median)) per step [\(format(timing.p10)) – \(format(timing.p90))]\n"
+        )
     }
 
     static func machine() -> String {
-        let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
-            .split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
+        let cpu =
+            (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces)
+            ?? "unknown CPU"
         return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB"
     }
 }

@@ -11,7 +11,9 @@ struct Timing: Codable {
 
     init(_ seconds: [Double]) {
         let sorted = seconds.sorted()
-        func percentile(_ p: Double) -> Double { sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))] }
+        func percentile(_ p: Double) -> Double {
+            sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))]
+        }
         median = percentile(0.5)
         p10 = percentile(0.1)
         p90 = percentile(0.9)
@@ -25,20 +27,22 @@ extension Duration {
 
 /// Per-step seconds of `step`, measured in `blocks` blocks of enough steps to last ~`blockTarget`,
 /// after `warmup` of untimed running.
-func measureSteps(blocks: Int, blockTarget: Duration = .microseconds(500), warmup: Duration = .milliseconds(200),
-                  _ step: () throws -> Void) rethrows -> [Double] {
+func measureSteps(
+    blocks: Int, blockTarget: Duration = .microseconds(500), warmup: Duration = .milliseconds(200),
+    _ step: () throws -> Void
+) rethrows -> [Double] {
     let clock = ContinuousClock()
     var stepsPerBlock = 1
     var warmed = Duration.zero
     while warmed < warmup {  // warm up and calibrate the block size together
-        let elapsed = try clock.measure { for _ in 0 ..< stepsPerBlock { try step() } }
+        let elapsed = try clock.measure { for _ in 0..<stepsPerBlock { try step() } }
         warmed += elapsed
         if elapsed < blockTarget { stepsPerBlock *= 2 }
     }
     var seconds: [Double] = []
     seconds.reserveCapacity(blocks)
-    for _ in 0 ..< blocks {
-        let elapsed = try clock.measure { for _ in 0 ..< stepsPerBlock { try step() } }
+    for _ in 0..<blocks {
+        let elapsed = try clock.measure { for _ in 0..<stepsPerBlock { try step() } }
         seconds.append(elapsed.seconds / Double(stepsPerBlock))
     }
     return seconds
@@ -57,8 +61,10 @@ func format(_ seconds: Double) -> String {
 
 /// Columns padded to their widest cell.
 func table(_ rows: [[String]]) -> String {
-    let widths = (0 ..< (rows.map(\.count).max() ?? 0)).map { j in rows.map { $0.count > j ? $0[j].count : 0 }.max() ?? 0 }
+    let widths = (0..<(rows.map(\.count).max() ?? 0)).map { j in rows.map { $0.count > j ? $0[j].count : 0 }.max() ?? 0 }
     return rows.map { row in
-        "  " + row.enumerated().map { j, cell in j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2) }.joined()
+        "  "
+            + row.enumerated().map { j, cell in j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2) }
+            .joined()
     }.joined(separator: "\n")
 }

@@ -29,7 +29,8 @@ struct Peers {
 
     /// The peers' Python, or an error saying how to set it up.
     init(threads: Int) throws {
-        let venv = ProcessInfo.processInfo.environment["NEURON_PEERS_VENV"]
+        let venv =
+            ProcessInfo.processInfo.environment["NEURON_PEERS_VENV"]
             ?? (NSHomeDirectory() as NSString).appendingPathComponent(".cache/neuron-peers")
         python = (venv as NSString).appendingPathComponent("bin/python3")
         guard FileManager.default.isExecutableFile(atPath: python) else {
@@ -54,7 +55,10 @@ struct Peers {
         let errors = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0, let line = String(decoding: output, as: UTF8.self).split(separator: "\n").last else {
-            throw PeerError(description: "\(script) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): \(String(decoding: errors, as: UTF8.self).suffix(500))")
+            throw PeerError(
+                description:
+                    "\(script) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): \(String(decoding: errors, as: UTF8.self).suffix(500))"
+            )
         }
         do {
             return try JSONDecoder().decode(PeerResult.self, from: Data(line.utf8))

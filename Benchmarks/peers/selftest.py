@@ -36,7 +36,7 @@ def write_case(path, name, seed):
     sizes, batch, acts, loss, lr, check = CASES[name]
     rng = np.random.default_rng(seed)
     tensors = {}
-    if name == "W1like":   # the single neuron of SPEC §1: x 0.01, target 0.1, w = b = 0.5
+    if name == "W1like":   # the single neuron of Docs/Reference.md §3: x 0.01, target 0.1, w = b = 0.5
         tensors["x"] = np.array([[0.01]], dtype=np.float32)
         tensors["t"] = np.array([[0.1]], dtype=np.float32)
         tensors["layers.0.weight"] = np.array([[0.5]], dtype=np.float32)

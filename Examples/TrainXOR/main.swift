@@ -7,7 +7,7 @@ import NeuronTraining
 import Observation
 
 let xor = Synthetic.xor(as: Double.self)
-let network = try Network<Double>(inputSize: 2, layers: [(4, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)
+let network = try Network<Double>(features: 2, layers: [(4, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)
 let engine = try NetworkTrainingEngine(
     network: network, optimizer: try SGD(learningRate: 0.5, momentum: 0.9),
     dataset: xor, batchSize: 4, epochs: 1_000, seed: 1)

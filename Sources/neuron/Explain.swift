@@ -7,7 +7,7 @@ struct Explain: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Explain one tanh neuron: forward quantities, local, global and faux gradients.",
         discussion: """
-            Defaults are SPEC §1's reference neuron: x = 0.4, w = 0.5, b = 0.6, target 0.7.
+            Defaults are Docs/Reference.md §1's reference neuron: x = 0.4, w = 0.5, b = 0.6, target 0.7.
             With --iterations and --learning-rate the neuron is trained by gradient descent first,
             and the trained neuron is explained.
             """
@@ -16,7 +16,9 @@ struct Explain: ParsableCommand {
     @Option(name: .customLong("input"), parsing: .unconditional, help: "The input x, or comma-separated inputs x₁,…,xₙ.", transform: parseNumbers)
     var inputs: [Double] = [0.4]
 
-    @Option(name: .customLong("weight"), parsing: .unconditional, help: "The weight w, or comma-separated weights, one per input.", transform: parseNumbers)
+    @Option(
+        name: .customLong("weight"), parsing: .unconditional, help: "The weight w, or comma-separated weights, one per input.",
+        transform: parseNumbers)
     var weights: [Double] = [0.5]
 
     @Option(parsing: .unconditional, help: "The bias b.", transform: parseNumber)
@@ -34,7 +36,9 @@ struct Explain: ParsableCommand {
     @Option(help: "Train by gradient descent for this many iterations first (needs --learning-rate).")
     var iterations: Int?
 
-    @Option(name: .customLong("learning-rate"), parsing: .unconditional, help: "The learning rate of the training (needs --iterations).", transform: parseNumber)
+    @Option(
+        name: .customLong("learning-rate"), parsing: .unconditional, help: "The learning rate of the training (needs --iterations).",
+        transform: parseNumber)
     var learningRate: Double?
 
     @Option(help: "Compute in double or float.")
@@ -45,7 +49,8 @@ struct Explain: ParsableCommand {
 
     func validate() throws {
         guard inputs.count == weights.count else {
-            throw ValidationError("--input has \(inputs.count) value\(inputs.count == 1 ? "" : "s") but --weight has \(weights.count); give one weight per input")
+            throw ValidationError(
+                "--input has \(inputs.count) value\(inputs.count == 1 ? "" : "s") but --weight has \(weights.count); give one weight per input")
         }
         guard tiny > 0 else { throw ValidationError("--tiny must be greater than 0, got \(tiny)") }
         switch (iterations, learningRate) {

@@ -7,7 +7,9 @@ import NeuronTraining
 struct Gradcheck: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check the configured network's gradients against finite differences (exit 0 pass, 1 fail).",
-        discussion: "Central differences in Double by default (PyTorch gradcheck's eps 1e-6, atol 1e-5, rtol 1e-3); a Float network is checked on a Double copy.")
+        discussion:
+            "Central differences in Double by default (PyTorch gradcheck's eps 1e-6, atol 1e-5, rtol 1e-3); a Float network is checked on a Double copy."
+    )
 
     @Argument(help: "The config file.")
     var config: String
@@ -24,7 +26,7 @@ struct Gradcheck: ParsableCommand {
     @Option(help: "Relative tolerance.", transform: parseNumber)
     var rtol: Double = 1e-3
 
-    @Flag(help: "Forward differences (SPEC §2) with --tiny instead of central ones.")
+    @Flag(help: "Forward differences (Docs/Reference.md §2) with --tiny instead of central ones.")
     var forward = false
 
     @Option(help: "The forward-difference nudge.", transform: parseNumber)
@@ -52,8 +54,9 @@ struct Gradcheck: ParsableCommand {
         BLAS.threadCount = config.training.blasThreads
         let run = try RunBuilder.build(config, resume: try checkpoint.map(Checkpoint.read))
         let difference = forward ? try FiniteDifference<Double>(.forward, tiny: tiny) : try FiniteDifference<Double>(.central, tiny: eps)
-        let check = try GradientCheck(difference: difference, absoluteTolerance: atol, relativeTolerance: rtol,
-                                      samplesPerTensor: samples, seed: config.training.seed)
+        let check = try GradientCheck(
+            difference: difference, absoluteTolerance: atol, relativeTolerance: rtol,
+            samplesPerTensor: samples, seed: config.training.seed)
         let report = try run.engine.gradientCheck(check, batchSize: batchSize)
         if json {
             let encoder = JSONEncoder()

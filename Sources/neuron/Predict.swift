@@ -7,7 +7,9 @@ import NeuronTraining
 struct Predict: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Predict each row of a CSV file (class and probabilities, or values), as CSV.",
-        discussion: "INPUT.csv needs a header naming the features the model was trained on (other columns are ignored); they are preprocessed as in training.")
+        discussion:
+            "INPUT.csv needs a header naming the features the model was trained on (other columns are ignored); they are preprocessed as in training."
+    )
 
     @Argument(help: "The run directory or its checkpoint file.")
     var checkpoint: String

@@ -13,7 +13,12 @@ struct ExplainJSON: Decodable {
             let c = try decoder.singleValueContainer()
             if let x = try? c.decode(Double.self) { self = .one(x) } else { self = .many(try c.decode([Double].self)) }
         }
-        var values: [Double] { switch self { case let .one(x): [x]; case let .many(xs): xs } }
+        var values: [Double] {
+            switch self {
+            case let .one(x): [x];
+            case let .many(xs): xs
+            }
+        }
     }
     struct Local: Decodable { var input, weight: Values; var bias, net: Double }
     struct Gradients: Decodable { var output, net, bias: Double; var weight, input: Values }

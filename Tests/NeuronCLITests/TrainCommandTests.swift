@@ -16,11 +16,11 @@ func scratchDirectory(_ name: String) throws -> String {
 func checkpointTensors(_ directory: String) throws -> [String: Data] {
     let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/checkpoint.safetensors"))
     let length = Int(data.prefix(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) })
-    let header = try #require(try JSONSerialization.jsonObject(with: data.subdata(in: 8 ..< 8 + length)) as? [String: Any])
+    let header = try #require(try JSONSerialization.jsonObject(with: data.subdata(in: 8..<8 + length)) as? [String: Any])
     var tensors: [String: Data] = [:]
     for (name, value) in header where name != "__metadata__" {
         let offsets = try #require((value as? [String: Any])?["data_offsets"] as? [Int])
-        tensors[name] = data.subdata(in: 8 + length + offsets[0] ..< 8 + length + offsets[1])
+        tensors[name] = data.subdata(in: 8 + length + offsets[0]..<8 + length + offsets[1])
     }
     return tensors
 }
@@ -76,8 +76,9 @@ struct TrainCommandTests {
         #expect(run.stdout.contains("0.1000000000000007"))
     }
 
-    @Test("Resuming at an epoch boundary ends with exactly the weights of an uninterrupted run",
-          arguments: [("xor.yaml", "30", "60"), ("iris.yaml", "3", "6")])
+    @Test(
+        "Resuming at an epoch boundary ends with exactly the weights of an uninterrupted run",
+        arguments: [("xor.yaml", "30", "60"), ("iris.yaml", "3", "6")])
     func resumeAtEpochBoundary(config: String, half: String, full: String) throws {
         let base = try scratchDirectory("resume")
         let straight = base + "/straight", split = base + "/split"
@@ -103,7 +104,8 @@ struct TrainCommandTests {
         let arguments = ["train", config, "--epochs", "300", "--json"]
         #expect(try runNeuron(arguments + ["--output", straight]).status == 0)
         // Interrupt once progress shows a step inside the first epochs.
-        let interrupted = try runNeuron(arguments + ["--output", split], interruptWhen: { $0.contains("\"phase\":\"running\"") && $0.contains("\"step\":") })
+        let interrupted = try runNeuron(
+            arguments + ["--output", split], interruptWhen: { $0.contains("\"phase\":\"running\"") && $0.contains("\"step\":") })
         #expect(interrupted.status == 130, "status \(interrupted.status): \(interrupted.stderr)")
         let stopped = try summary(split)
         #expect(stopped.phase == "stopped" && stopped.steps < 300 * 45)
@@ -148,14 +150,14 @@ struct TrainCommandTests {
         let dir = try scratchDirectory("diverge")
         let config = dir + "/sine.yaml"
         try """
-            model:
-              layers:
-                - {units: 16, activation: relu}
-                - {units: 1, activation: identity}
-            data: {kind: synthetic, name: sine, count: 256}
-            optimizer: {kind: sgd, learningRate: 0.01}
-            training: {epochs: 2, batchSize: 16, precision: double}
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        model:
+          layers:
+            - {units: 16, activation: relu}
+            - {units: 1, activation: identity}
+        data: {kind: synthetic, name: sine, count: 256}
+        optimizer: {kind: sgd, learningRate: 0.01}
+        training: {epochs: 2, batchSize: 16, precision: double}
+        """.write(toFile: config, atomically: true, encoding: .utf8)
         let out = dir + "/run"
         #expect(try runNeuron(["train", config, "--output", out, "--quiet"]).status == 0)
         let good = try checkpointTensors(out)
@@ -169,7 +171,8 @@ struct TrainCommandTests {
     func badInput() throws {
         let dir = try scratchDirectory("bad")
         let config = dir + "/bad.yaml"
-        try "model:\n  layers:\n    - units: 4\ndata:\n  kind: synthetic\n  name: xor\noptimizer:\n  learning_rate: 0.1\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try "model:\n  layers:\n    - units: 4\ndata:\n  kind: synthetic\n  name: xor\noptimizer:\n  learning_rate: 0.1\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
         let run = try runNeuron(["train", config, "--output", dir + "/run"])
         #expect(run.status == 2)
         #expect(run.stderr.contains("bad.yaml:8:3") && run.stderr.contains("learningRate"), "\(run.stderr)")

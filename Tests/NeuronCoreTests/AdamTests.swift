@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Adam and AdamW (PyTorch's torch.optim.Adam and AdamW)")
@@ -74,7 +75,8 @@ struct AdamTests {
             p = p0
             adamW.update(parameters: &p, gradients: g)
             let shrink = 1 - lr * λ
-            #expect(p == [adamFirstStep(2 * shrink, gradient: -0.75, learningRate: lr), adamFirstStep(-1 * shrink, gradient: 0.25, learningRate: lr)])
+            #expect(
+                p == [adamFirstStep(2 * shrink, gradient: -0.75, learningRate: lr), adamFirstStep(-1 * shrink, gradient: 0.25, learningRate: lr)])
             expectClose(p, [2, -1.05], tolerance: 1e-6)
         }
         try check(Float.self)
@@ -170,8 +172,10 @@ struct AdamTests {
         var p: [Double] = [0, 0]
         adam.update(parameters: &p, gradients: bowl.gradient(at: p))
         func addresses() -> [UInt] {
-            [adam.m.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
-             adam.v.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }]
+            [
+                adam.m.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
+                adam.v.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
+            ]
         }
         let first = addresses()
         for _ in 0..<10 { adam.update(parameters: &p, gradients: bowl.gradient(at: p)) }
@@ -181,8 +185,10 @@ struct AdamTests {
     @Test("Adam describes itself; decoupled weight decay reads as AdamW")
     func describesItself() throws {
         #expect(try Adam<Double>().description == "Adam(learningRate: 0.001, beta1: 0.9, beta2: 0.999, epsilon: 1e-08)")
-        #expect(try Adam<Double>(weightDecay: 0.01, decoupled: true, schedule: .cosine(totalSteps: 100)).description
-                == "AdamW(learningRate: 0.001, beta1: 0.9, beta2: 0.999, epsilon: 1e-08, weightDecay: 0.01, schedule: cosine(totalSteps: 100, minimumFactor: 0.0))")
+        #expect(
+            try Adam<Double>(weightDecay: 0.01, decoupled: true, schedule: .cosine(totalSteps: 100)).description
+                == "AdamW(learningRate: 0.001, beta1: 0.9, beta2: 0.999, epsilon: 1e-08, weightDecay: 0.01, schedule: cosine(totalSteps: 100, minimumFactor: 0.0))"
+        )
     }
 }
 

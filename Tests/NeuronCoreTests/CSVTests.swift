@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NeuronCore
 
 /// The repository root: three levels up from Tests/NeuronCoreTests/CSVTests.swift.
@@ -47,47 +48,60 @@ struct CSVTests {
         #expect(!d.isClassification && d.featureNames == ["c", "a"])
         #expect(d.features.rowArrays == [[3, 1], [6, 4]] && d.targets.rowArrays == [[10.5], [-1]])
         // A text column left out of the features does not need to be numeric.
-        let named = try CSV.parse("id,x,y\nfirst,1,2\nsecond,3,4\n", source: "s.csv", labelColumn: "y", task: .regression,
-                                  featureColumns: ["x"], as: Float.self)
+        let named = try CSV.parse(
+            "id,x,y\nfirst,1,2\nsecond,3,4\n", source: "s.csv", labelColumn: "y", task: .regression,
+            featureColumns: ["x"], as: Float.self)
         #expect(named.features.scalars == [1, 3])
     }
 
     @Test("Missing, empty, header-only files name the file")
     func fileErrors() throws {
         let missing = "/nonexistent/neuron-\(UUID().uuidString).csv"
-        #expect(message { () throws(DataError) in try CSV.load(missing, labelColumn: "y", task: .regression, as: Float.self) }
-            == "\(missing): no such file")
+        #expect(
+            message { () throws(DataError) in try CSV.load(missing, labelColumn: "y", task: .regression, as: Float.self) }
+                == "\(missing): no such file")
         try withTemporaryFile("") { path in
-            #expect(message { () throws(DataError) in try CSV.load(path, labelColumn: "y", task: .regression, as: Float.self) }
-                == "\(path): the file is empty; expected a header row and data rows")
+            #expect(
+                message { () throws(DataError) in try CSV.load(path, labelColumn: "y", task: .regression, as: Float.self) }
+                    == "\(path): the file is empty; expected a header row and data rows")
         }
         try withTemporaryFile("\n\r\n  \n") { path in
-            #expect(throws: DataError.emptyFile(path: path, expected: "a header row and data rows")) { try CSV.load(path, labelColumn: "y", task: .regression, as: Float.self) }
+            #expect(throws: DataError.emptyFile(path: path, expected: "a header row and data rows")) {
+                try CSV.load(path, labelColumn: "y", task: .regression, as: Float.self)
+            }
         }
         try withTemporaryFile("x,y\n\n") { path in
-            #expect(message { () throws(DataError) in try CSV.load(path, labelColumn: "y", task: .regression, as: Float.self) }
-                == "\(path): the file has a header row but no data rows")
+            #expect(
+                message { () throws(DataError) in try CSV.load(path, labelColumn: "y", task: .regression, as: Float.self) }
+                    == "\(path): the file has a header row but no data rows")
         }
         let directory = FileManager.default.temporaryDirectory.path
-        #expect(message { () throws(DataError) in try CSV.load(directory, labelColumn: "y", task: .regression, as: Float.self) }
-            .contains("cannot be read: it is a directory"))
+        #expect(
+            message { () throws(DataError) in try CSV.load(directory, labelColumn: "y", task: .regression, as: Float.self) }
+                .contains("cannot be read: it is a directory"))
     }
 
     @Test("An unknown column lists the columns and suggests the closest")
     func unknownColumn() throws {
         let text = "sepal_length,petal_width,species\n1,2,a\n"
-        #expect(message { () throws(DataError) in try CSV.parse(text, source: "iris.csv", labelColumn: "Specis", task: .classification, as: Float.self) }
-            == #"iris.csv: label column "Specis" is not in the header; the columns are "sepal_length", "petal_width", "species"; did you mean "species"?"#)
-        #expect(message { () throws(DataError) in
-            try CSV.parse(text, source: "iris.csv", labelColumn: "species", task: .classification, featureColumns: ["petal_wdth"], as: Float.self)
-        }.contains(#"feature column "petal_wdth" is not in the header"#))
-        #expect(message { () throws(DataError) in
-            try CSV.parse(text, source: "iris.csv", labelColumn: "species", task: .classification, featureColumns: ["species"], as: Float.self)
-        }.contains("columns other than the label column"))
-        #expect(message { () throws(DataError) in try CSV.parse("y\n1\n", source: "one.csv", labelColumn: "y", task: .regression, as: Float.self) }
-            == #"one.csv: no feature columns: the only column is the label column "y""#)
-        #expect(message { () throws(DataError) in try CSV.parse("x,y,x\n1,2,3\n", source: "d.csv", labelColumn: "y", task: .regression, as: Float.self) }
-            == #"d.csv:1: column "x" appears twice in the header (columns 1 and 3); names must be unique"#)
+        #expect(
+            message { () throws(DataError) in try CSV.parse(text, source: "iris.csv", labelColumn: "Specis", task: .classification, as: Float.self) }
+                == #"iris.csv: label column "Specis" is not in the header; the columns are "sepal_length", "petal_width", "species"; did you mean "species"?"#
+        )
+        #expect(
+            message { () throws(DataError) in
+                try CSV.parse(text, source: "iris.csv", labelColumn: "species", task: .classification, featureColumns: ["petal_wdth"], as: Float.self)
+            }.contains(#"feature column "petal_wdth" is not in the header"#))
+        #expect(
+            message { () throws(DataError) in
+                try CSV.parse(text, source: "iris.csv", labelColumn: "species", task: .classification, featureColumns: ["species"], as: Float.self)
+            }.contains("columns other than the label column"))
+        #expect(
+            message { () throws(DataError) in try CSV.parse("y\n1\n", source: "one.csv", labelColumn: "y", task: .regression, as: Float.self) }
+                == #"one.csv: no feature columns: the only column is the label column "y""#)
+        #expect(
+            message { () throws(DataError) in try CSV.parse("x,y,x\n1,2,3\n", source: "d.csv", labelColumn: "y", task: .regression, as: Float.self) }
+                == #"d.csv:1: column "x" appears twice in the header (columns 1 and 3); names must be unique"#)
     }
 
     @Test("Bad rows and values name the line and column (number and name)")

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Dataset: features, targets, labels")
@@ -41,26 +42,36 @@ struct DatasetTests {
         func message(_ body: () throws(DataError) -> Dataset<Float>) -> String {
             do { _ = try body(); return "no error" } catch { return error.description }
         }
-        #expect(message { () throws(DataError) in try Dataset(features: Tensor(vector: [1, 2]), targets: oneHot) }
-            .contains("features must be rank 2"))
-        #expect(message { () throws(DataError) in try Dataset(features: x, targets: Tensor(vector: [1, 2])) }
-            .contains("targets must be rank 2"))
-        #expect(message { () throws(DataError) in try Dataset(features: x, targets: oneRow) }
-            .contains("features have 2 rows but targets have 1"))
-        #expect(message { () throws(DataError) in try Dataset(features: x, targets: oneHot, labels: [0]) }
-            .contains("1 labels for 2 samples"))
-        #expect(message { () throws(DataError) in try Dataset(features: x, targets: oneHot, labels: [0, 2]) }
-            .contains("sample 1 has label 2; expected 0..<2"))
-        #expect(message { () throws(DataError) in try Dataset(features: x, targets: oneHot, labels: [1, 1]) }
-            .contains("targets row 0 is not the one-hot row of label 1"))
-        #expect(message { () throws(DataError) in try Dataset(features: x, targets: oneHot, labels: [0, 1], classNames: ["a"]) }
-            .contains("1 class names for 2 target columns"))
-        #expect(message { () throws(DataError) in try Dataset(features: x, targets: oneHot, classNames: ["a", "b"]) }
-            .contains("class names given without labels"))
-        #expect(message { () throws(DataError) in try Dataset(features: x, targets: oneHot, featureNames: ["only"]) }
-            .contains("1 feature names for 2 feature columns"))
-        #expect(message { () throws(DataError) in try .classification(features: x, labels: [0, -1], classNames: ["a", "b"]) }
-            .contains("sample 1 has label -1"))
+        #expect(
+            message { () throws(DataError) in try Dataset(features: Tensor(vector: [1, 2]), targets: oneHot) }
+                .contains("features must be rank 2"))
+        #expect(
+            message { () throws(DataError) in try Dataset(features: x, targets: Tensor(vector: [1, 2])) }
+                .contains("targets must be rank 2"))
+        #expect(
+            message { () throws(DataError) in try Dataset(features: x, targets: oneRow) }
+                .contains("features have 2 rows but targets have 1"))
+        #expect(
+            message { () throws(DataError) in try Dataset(features: x, targets: oneHot, labels: [0]) }
+                .contains("1 labels for 2 samples"))
+        #expect(
+            message { () throws(DataError) in try Dataset(features: x, targets: oneHot, labels: [0, 2]) }
+                .contains("sample 1 has label 2; expected 0..<2"))
+        #expect(
+            message { () throws(DataError) in try Dataset(features: x, targets: oneHot, labels: [1, 1]) }
+                .contains("targets row 0 is not the one-hot row of label 1"))
+        #expect(
+            message { () throws(DataError) in try Dataset(features: x, targets: oneHot, labels: [0, 1], classNames: ["a"]) }
+                .contains("1 class names for 2 target columns"))
+        #expect(
+            message { () throws(DataError) in try Dataset(features: x, targets: oneHot, classNames: ["a", "b"]) }
+                .contains("class names given without labels"))
+        #expect(
+            message { () throws(DataError) in try Dataset(features: x, targets: oneHot, featureNames: ["only"]) }
+                .contains("1 feature names for 2 feature columns"))
+        #expect(
+            message { () throws(DataError) in try .classification(features: x, labels: [0, -1], classNames: ["a", "b"]) }
+                .contains("sample 1 has label -1"))
     }
 
     @Test("subset takes rows in the given order, labels with them")

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 /// Runs a lone layer on its own parameter buffer.
@@ -69,7 +70,7 @@ struct DenseTests {
                 for j in 0..<outputs { h.parameters[inputs * outputs + j] = Scalar(generator.uniform(-0.5, 0.5)) }
                 let x = Tensor<Scalar>.random([batch, inputs], using: &generator)
                 let dy = Tensor<Scalar>.random([batch, outputs], using: &generator)
-                let w = try Tensor(shape: [inputs, outputs], scalars: Array(h.parameters[0 ..< inputs * outputs]))
+                let w = try Tensor(shape: [inputs, outputs], scalars: Array(h.parameters[0..<inputs * outputs]))
                 let b = Tensor(vector: Array(h.parameters[(inputs * outputs)...]))
                 let tolerance = 4 * summationTolerance(Scalar.self, terms: max(inputs, batch, outputs))
                 let y = h.forward(x)
@@ -80,7 +81,7 @@ struct DenseTests {
                 h.backward(x, dy, inputGradient: true)
                 let naive = Naive.denseBackward(x, weight: w, preActivation: reference.preActivation, outputGradient: dy, activation: activation)
                 let gradientTolerance = tolerance + activationTolerance * Scalar(batch * inputs)
-                expectClose(Array(h.gradients[0 ..< inputs * outputs]), naive.weight.scalars, tolerance: gradientTolerance)
+                expectClose(Array(h.gradients[0..<inputs * outputs]), naive.weight.scalars, tolerance: gradientTolerance)
                 expectClose(Array(h.gradients[(inputs * outputs)...]), naive.bias.scalars, tolerance: gradientTolerance)
                 expectClose(h.layer.inputGradient.scalars, naive.input.scalars, tolerance: gradientTolerance)
             }
@@ -93,12 +94,12 @@ struct DenseTests {
     func initialisation() throws {
         let tanh = LayerHarness(try Dense<Double>(30, 20, activation: .tanh), seed: 1)
         let glorot = (6.0 / 50).squareRoot()
-        #expect(tanh.parameters[0 ..< 600].allSatisfy { abs($0) <= glorot })
-        #expect(tanh.parameters[0 ..< 600].contains { abs($0) > 0.9 * glorot })  // spread over the whole range
+        #expect(tanh.parameters[0..<600].allSatisfy { abs($0) <= glorot })
+        #expect(tanh.parameters[0..<600].contains { abs($0) > 0.9 * glorot })  // spread over the whole range
         #expect(tanh.parameters[600...].allSatisfy { $0 == 0 })
         let relu = LayerHarness(try Dense<Double>(30, 20, activation: .relu), seed: 1)
         let he = (6.0 / 30).squareRoot()
-        #expect(relu.parameters[0 ..< 600].allSatisfy { abs($0) <= he } && relu.parameters[0 ..< 600].contains { abs($0) > glorot })
+        #expect(relu.parameters[0..<600].allSatisfy { abs($0) <= he } && relu.parameters[0..<600].contains { abs($0) > glorot })
         #expect(LayerHarness(try Dense<Double>(30, 20), seed: 1).parameters == tanh.parameters)
         #expect(LayerHarness(try Dense<Double>(30, 20), seed: 2).parameters != tanh.parameters)
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 /// A dense layer with a planted bug: its bias gradient has the wrong sign.
@@ -12,7 +13,8 @@ struct FlippedBiasGradient<Scalar: TensorScalar>: ActivatedLayer {
     var output: Tensor<Scalar> { dense.output }
     var inputGradient: Tensor<Scalar> { dense.inputGradient }
 
-    func initialize(parameters: UnsafeMutableBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>, using generator: inout SeededGenerator) {
+    func initialize(parameters: UnsafeMutableBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>, using generator: inout SeededGenerator)
+    {
         dense.initialize(parameters: parameters, state: state, using: &generator)
     }
     mutating func forward(_ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>, mode: LayerMode) {
@@ -26,7 +28,7 @@ struct FlippedBiasGradient<Scalar: TensorScalar>: ActivatedLayer {
         // Subtract this batch's bias gradient where the real layer adds it.
         let before = Array(gradients[weights...])
         dense.backward(input: x, outputGradient: dy, parameters: parameters, gradients: gradients, computeInputGradient: computeInputGradient)
-        for (k, j) in (weights ..< gradients.count).enumerated() { gradients[j] = before[k] - (gradients[j] - before[k]) }
+        for (k, j) in (weights..<gradients.count).enumerated() { gradients[j] = before[k] - (gradients[j] - before[k]) }
     }
     func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         FlippedBiasGradient<Other>(dense: dense.converted(to: Other.self) as! Dense<Other>)
@@ -43,22 +45,26 @@ struct GradientCheckTests {
         var generator = SeededGenerator(seed: seed)
         let inputs = 2 + generator.index(below: 5)
         var layers: [(units: Int, activation: Activation)] = []
-        for _ in 0 ..< depth - 1 { layers.append((2 + generator.index(below: 6), hidden[generator.index(below: hidden.count)])) }
+        for _ in 0..<depth - 1 { layers.append((2 + generator.index(below: 6), hidden[generator.index(below: hidden.count)])) }
         let outputs = 2 + generator.index(below: 3)
         layers.append((outputs, loss == .softmaxCrossEntropy ? .softmax : hidden[generator.index(below: hidden.count)]))
-        let network = try Network<Double>(inputSize: inputs, layers: layers, loss: loss, seed: seed)
+        let network = try Network<Double>(features: inputs, layers: layers, loss: loss, seed: seed)
         let batch = 1 + generator.index(below: 4)
         let x = Tensor<Double>.random([batch, inputs], using: &generator)
         var t = Tensor<Double>(zeros: [batch, outputs])
         for n in 0..<batch {
-            if loss == .softmaxCrossEntropy { t[n, generator.index(below: outputs)] = 1 }
-            else { for j in 0..<outputs { t[n, j] = generator.uniform(-0.9, 0.9) } }
+            if loss == .softmaxCrossEntropy {
+                t[n, generator.index(below: outputs)] = 1
+            } else {
+                for j in 0..<outputs { t[n, j] = generator.uniform(-0.9, 0.9) }
+            }
         }
         return (network, x, t)
     }
 
-    @Test("Random tanh/sigmoid networks of 1–4 layers pass, max relative error ≤ 1e-7",
-          arguments: [Loss.halfSquaredError, .softmaxCrossEntropy], 1...4)
+    @Test(
+        "Random tanh/sigmoid networks of 1–4 layers pass, max relative error ≤ 1e-7",
+        arguments: [Loss.halfSquaredError, .softmaxCrossEntropy], 1...4)
     func randomNetworksPass(loss: Loss, depth: Int) throws {
         for seed in UInt64(1)...5 {
             let (network, x, t) = try Self.randomCase(depth: depth, loss: loss, seed: seed * 100 + UInt64(depth))
@@ -68,7 +74,8 @@ struct GradientCheckTests {
             // up to ~7e-6 relative on these networks' smallest entries (a deep sigmoid stack
             // shrinks gradients to ~1e-4); the five-point stencil at h 1e-3 brings every entry
             // under 1e-7 (measured: at most ~4e-8 over these 40 networks).
-            let fine = try GradientCheck(difference: FiniteDifference(.fivePoint, tiny: 1e-3), checkInputs: true).run(on: network, inputs: x, targets: t)
+            let fine = try GradientCheck(difference: FiniteDifference(.fivePoint, tiny: 1e-3), checkInputs: true).run(
+                on: network, inputs: x, targets: t)
             #expect(fine.maxRelativeError <= 1e-7, "\(fine)")
             #expect(report.tensors.map(\.checked).reduce(0, +) == network.parameterCount + x.count)
         }
@@ -122,7 +129,7 @@ struct GradientCheckTests {
 
     @Test("Sampling checks N seeded entries per tensor; forward differences stay available")
     func samplingAndForward() throws {
-        let network = try Network<Double>(inputSize: 20, layers: [(30, .tanh), (4, .softmax)], loss: .softmaxCrossEntropy, seed: 2)
+        let network = try Network<Double>(features: 20, layers: [(30, .tanh), (4, .softmax)], loss: .softmaxCrossEntropy, seed: 2)
         var generator = SeededGenerator(seed: 3)
         let x = Tensor<Double>.random([8, 20], using: &generator)
         var t = Tensor<Double>(zeros: [8, 4])
@@ -131,7 +138,7 @@ struct GradientCheckTests {
         #expect(sampled.tensors.map(\.checked) == [10, 10, 10, 4])
         #expect(sampled.tensors.map(\.total) == [600, 30, 120, 4])
         #expect(sampled == (try GradientCheck(samplesPerTensor: 10, seed: 1).run(on: network, inputs: x, targets: t)))
-        // SPEC §2's forward difference (tiny 1e-4) is O(tiny): far looser than central, still close.
+        // Docs/Reference.md §2's forward difference (tiny 1e-4) is O(tiny): far looser than central, still close.
         let forward = try GradientCheck(difference: FiniteDifference(.forward, tiny: 1e-4), absoluteTolerance: 1e-4, relativeTolerance: 1e-2)
             .run(on: network, inputs: x, targets: t)
         #expect(forward.passed, "\(forward)")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NeuronCore
 
 /// Temporary files for one test: written on demand, all removed by `removeAll()`.
@@ -78,25 +79,30 @@ struct IDXTests {
         let missing = "/nonexistent/neuron-\(UUID().uuidString)"
         #expect(message { () throws(DataError) in try IDX.read(missing) } == "\(missing): no such file")
         let empty = try files.write([], name: "empty")
-        #expect(message { () throws(DataError) in try IDX.read(empty) }
-            == "\(empty): the file is empty; expected an IDX header (0x00 0x00 0x08 <ndims>) and data")
+        #expect(
+            message { () throws(DataError) in try IDX.read(empty) }
+                == "\(empty): the file is empty; expected an IDX header (0x00 0x00 0x08 <ndims>) and data")
         let emptyGzip = try files.write(Gzip.compress([]), name: "empty.gz")
         #expect(message { () throws(DataError) in try IDX.read(emptyGzip) }.hasPrefix("\(emptyGzip): the file is empty"))
         let text = try files.write(Array("hello".utf8), name: "text")
-        #expect(message { () throws(DataError) in try IDX.read(text) }
-            == "\(text): not an IDX file (expected magic 0x00 0x00 0x08 <ndims>, or gzip 0x1f 0x8b): it starts with 0x68 0x65 0x6c 0x6c")
+        #expect(
+            message { () throws(DataError) in try IDX.read(text) }
+                == "\(text): not an IDX file (expected magic 0x00 0x00 0x08 <ndims>, or gzip 0x1f 0x8b): it starts with 0x68 0x65 0x6c 0x6c")
         let badType = try files.write([0, 0, 0x07, 1, 0, 0, 0, 0], name: "badtype")
         #expect(message { () throws(DataError) in try IDX.read(badType) }.contains("\(badType): not an IDX file"))
         #expect(message { () throws(DataError) in try IDX.read(badType) }.contains("byte 3 is 0x07"))
         let floats = try files.write([0, 0, 0x0D, 1, 0, 0, 0, 1, 0, 0, 0, 0], name: "floats")
-        #expect(message { () throws(DataError) in try IDX.read(floats) }
-            == "\(floats): IDX data type 0x0D (32-bit float) is not supported; only unsigned bytes (0x08) are")
+        #expect(
+            message { () throws(DataError) in try IDX.read(floats) }
+                == "\(floats): IDX data type 0x0D (32-bit float) is not supported; only unsigned bytes (0x08) are")
         let labelPath = try files.write(labels, name: "labels")
         let imagePath = try files.write(images, name: "images")
-        #expect(message { () throws(DataError) in let _: Dataset<Float> = try IDX.load(images: labelPath, labels: labelPath) }
-            == "\(labelPath): an image file (samples, rows, columns) must have 3 dimensions, the header says 1")
-        #expect(message { () throws(DataError) in let _: Dataset<Float> = try IDX.load(images: imagePath, labels: imagePath) }
-            == "\(imagePath): a label file (samples) must have 1 dimension, the header says 3")
+        #expect(
+            message { () throws(DataError) in let _: Dataset<Float> = try IDX.load(images: labelPath, labels: labelPath) }
+                == "\(labelPath): an image file (samples, rows, columns) must have 3 dimensions, the header says 1")
+        #expect(
+            message { () throws(DataError) in let _: Dataset<Float> = try IDX.load(images: imagePath, labels: imagePath) }
+                == "\(imagePath): a label file (samples) must have 1 dimension, the header says 3")
     }
 
     @Test("Size errors: truncated header and body, trailing bytes, say bytes expected and found")
@@ -128,12 +134,13 @@ struct IDXTests {
         var badCheck = compressed
         badCheck[badCheck.count - 6] ^= 0xFF  // the CRC-32 in the trailer
         let badCheckPath = try files.write(badCheck, name: "crc.gz")
-        #expect(message { () throws(DataError) in try IDX.read(badCheckPath) } .contains("\(badCheckPath): corrupt gzip stream: incorrect data check"))
+        #expect(message { () throws(DataError) in try IDX.read(badCheckPath) }.contains("\(badCheckPath): corrupt gzip stream: incorrect data check"))
         let cut = try files.write(Array(compressed.dropLast(12)), name: "cut.gz")
         #expect(message { () throws(DataError) in try IDX.read(cut) }.hasPrefix("\(cut): corrupt gzip stream: the stream ends early"))
         let trailing = try files.write(compressed + [0, 1, 2], name: "trailing.gz")
-        #expect(message { () throws(DataError) in try IDX.read(trailing) }
-            == "\(trailing): corrupt gzip stream: 3 unexpected bytes after the end of the gzip stream")
+        #expect(
+            message { () throws(DataError) in try IDX.read(trailing) }
+                == "\(trailing): corrupt gzip stream: 3 unexpected bytes after the end of the gzip stream")
     }
 
     @Test("Images and labels that disagree: counts naming both files, a label outside the classes")
@@ -142,19 +149,21 @@ struct IDXTests {
         defer { files.removeAll() }
         let imagePath = try files.write(images, name: "images")
         let twoLabels = try files.write(IDX.encode(dimensions: [2], bytes: [1, 2]), name: "two-labels")
-        #expect(message { () throws(DataError) in let _: Dataset<Float> = try IDX.load(images: imagePath, labels: twoLabels) }
-            == "\(imagePath) holds 3 images but \(twoLabels) holds 2 labels; expected the same count")
+        #expect(
+            message { () throws(DataError) in let _: Dataset<Float> = try IDX.load(images: imagePath, labels: twoLabels) }
+                == "\(imagePath) holds 3 images but \(twoLabels) holds 2 labels; expected the same count")
         let labelPath = try files.write(labels, name: "labels")
-        #expect(message { () throws(DataError) in
-            let _: Dataset<Float> = try IDX.load(images: imagePath, labels: labelPath, classNames: ["a", "b", "c", "d", "e"])
-        } == "\(labelPath): sample 2 has label 7; expected 0..<5")
+        #expect(
+            message { () throws(DataError) in
+                let _: Dataset<Float> = try IDX.load(images: imagePath, labels: labelPath, classNames: ["a", "b", "c", "d", "e"])
+            } == "\(labelPath): sample 2 has label 7; expected 0..<5")
     }
 
     @Test("Fashion-MNIST t10k: 10,000 images of 28×28 in [0, 1], 1,000 of each class")
     func fashionMNIST() throws {
         let directory = "/usr/share/datasets/fashion-mnist"
         guard FileManager.default.fileExists(atPath: directory) else {
-            Issue.record("\(directory) is missing: run `apt-get install dataset-fashion-mnist` (SPEC §7)")
+            Issue.record("\(directory) is missing: run `apt-get install dataset-fashion-mnist` (see Data/README.md)")
             return
         }
         let d: Dataset<Float> = try IDX.load(

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 /// Runs a kernel that reads one tensor and writes into another.
@@ -48,7 +49,7 @@ struct KernelsTests {
         let order = [3, 1, 0, 2]
         var batch = Tensor<Double>(zeros: [2, 2])
         order.withUnsafeBufferPointer { order in
-            run(source, into: &batch) { Double.gatherRows($0, columns: 2, order: order, positions: 1 ..< 3, into: $1) }
+            run(source, into: &batch) { Double.gatherRows($0, columns: 2, order: order, positions: 1..<3, into: $1) }
         }
         #expect(batch.rowArrays == [[10, 11], [0, 1]])  // positions 1 and 2 of the order: rows 1 and 0
     }

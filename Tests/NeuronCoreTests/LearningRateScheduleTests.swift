@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Learning-rate schedules: constant, step, cosine")

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Losses")
@@ -40,7 +41,7 @@ struct LossTests {
     func networkMatchesDefinition(loss: Loss) throws {
         var generator = SeededGenerator(seed: 8)
         var network = try Network<Double>(
-            inputSize: 3, layers: [(4, .tanh), (3, loss == .softmaxCrossEntropy ? .softmax : .identity)], loss: loss, seed: 5)
+            features: 3, layers: [(4, .tanh), (3, loss == .softmaxCrossEntropy ? .softmax : .identity)], loss: loss, seed: 5)
         let x = Tensor<Double>.random([5, 3], using: &generator)
         var t = Tensor<Double>(zeros: [5, 3])
         for n in 0..<5 { t[n, n % 3] = 1 }

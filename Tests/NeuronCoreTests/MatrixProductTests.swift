@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Matrix products: BLAS against the naive loops")
@@ -69,9 +70,11 @@ struct MatrixProductTests {
         #expect(try Tensor.matmul(a, transposeA: true, a).shape == [3, 3])
         // A wrong output buffer names its shape and the expected one.
         var c = Tensor<Float>(zeros: [3, 3])
-        #expect(throws: TensorError.shapeMismatch(
-            operation: "matmul output", left: [3, 3], right: [2, 2],
-            expected: "the output must have the product's shape (2, 2)")) {
+        #expect(
+            throws: TensorError.shapeMismatch(
+                operation: "matmul output", left: [3, 3], right: [2, 2],
+                expected: "the output must have the product's shape (2, 2)")
+        ) {
             try Tensor.matmul(a, a, transposeB: true, into: &c)
         }
         // A vector is not a matrix.

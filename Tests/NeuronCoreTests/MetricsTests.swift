@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Metrics")
@@ -18,8 +19,9 @@ struct MetricsTests {
     /// `Network[Dense(1→2, tanh), Dense(2→1, identity)]` with weights chosen by hand, after one
     /// forward and backward pass of x = 1 against target 0.
     private func handmade(input: Double = 1) throws -> Network<Double> {
-        var network = try Network<Double>([try Dense<Double>(1, 2, activation: .tanh), try Dense<Double>(2, 1, activation: .identity)],
-                                          loss: .halfSquaredError)
+        var network = try Network<Double>(
+            [try Dense<Double>(1, 2, activation: .tanh), try Dense<Double>(2, 1, activation: .identity)],
+            loss: .halfSquaredError)
         // layers.0: w (1, 2) = [3, 0.1], b = [0, 0];  layers.1: w (2, 1) = [0.6, 0.8], b = [0]
         network.parameters = [3, 0.1, 0, 0, 0.6, 0.8, 0]
         try network.lossAndGradients(Tensor(shape: [1, 1], scalars: [input]), targets: Tensor(shape: [1, 1], scalars: [0]))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Training networks")
@@ -37,9 +38,10 @@ struct MiniBatchTrainingTests {
     @Test("XOR with 2-4-1 tanh reaches loss < 1e-3")
     func xor() throws {
         let data = Synthetic.xor(as: Double.self)
-        let network = try Network<Double>(inputSize: 2, layers: [(4, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)
-        var training = try MiniBatchTraining(network: network, optimizer: try SGD<Double>(learningRate: 0.5, momentum: 0.9),
-                                             dataset: data, batchSize: 4, seed: 1)
+        let network = try Network<Double>(features: 2, layers: [(4, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)
+        var training = try MiniBatchTraining(
+            network: network, optimizer: try SGD<Double>(learningRate: 0.5, momentum: 0.9),
+            dataset: data, batchSize: 4, seed: 1)
         let first = training.finishEpoch()
         for _ in 0..<999 { training.finishEpoch() }
         let final = try training.network.evaluate(data).loss
@@ -58,9 +60,10 @@ struct MiniBatchTrainingTests {
         let standardizer = Standardizer(fitting: train.features)  // fitted on training rows only
         try standardizer.apply(to: &train)
         try standardizer.apply(to: &validation)
-        let network = try Network<Float>(inputSize: 64, layers: [(32, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy, seed: 7)
-        var training = try MiniBatchTraining(network: network, optimizer: try SGD<Float>(learningRate: 0.05, momentum: 0.9),
-                                             dataset: train, batchSize: 32, seed: 7)
+        let network = try Network<Float>(features: 64, layers: [(32, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy, seed: 7)
+        var training = try MiniBatchTraining(
+            network: network, optimizer: try SGD<Float>(learningRate: 0.05, momentum: 0.9),
+            dataset: train, batchSize: 32, seed: 7)
         for _ in 0..<20 { training.finishEpoch() }
         let evaluation = try training.network.evaluate(validation)
         #expect(validation.count == 359 && train.count == 1_438)
@@ -73,7 +76,7 @@ struct MiniBatchTrainingTests {
     func exactContinuation() throws {
         var generator = SeededGenerator(seed: 3)
         let data = try Synthetic.sine(count: 50, generator: &generator) as Dataset<Float>
-        let network = try Network<Float>(inputSize: 1, layers: [(8, .tanh), (1, .identity)], loss: .halfSquaredError, seed: 3)
+        let network = try Network<Float>(features: 1, layers: [(8, .tanh), (1, .identity)], loss: .halfSquaredError, seed: 3)
         let start = try MiniBatchTraining(network: network, optimizer: try Adam<Float>(learningRate: 0.01), dataset: data, batchSize: 16, seed: 5)
         var straight = start
         for _ in 0..<40 { straight.step() }
@@ -87,9 +90,10 @@ struct MiniBatchTrainingTests {
 
     @Test("A dataset that does not fit the network is refused")
     func mismatch() throws {
-        let network = try Network<Double>(inputSize: 3, layers: [(1, .tanh)], loss: .halfSquaredError, seed: 0)
+        let network = try Network<Double>(features: 3, layers: [(1, .tanh)], loss: .halfSquaredError, seed: 0)
         #expect(throws: NetworkError.self) {
-            try MiniBatchTraining(network: network, optimizer: try SGD<Double>(learningRate: 0.1), dataset: Synthetic.xor(as: Double.self), batchSize: 2, seed: 0)
+            try MiniBatchTraining(
+                network: network, optimizer: try SGD<Double>(learningRate: 0.1), dataset: Synthetic.xor(as: Double.self), batchSize: 2, seed: 0)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Mini-batches: epoch order and batch buffers")
@@ -84,9 +85,11 @@ struct MiniBatchesTests {
         var x = Tensor<Float>(zeros: [0, 0]), y = Tensor<Float>(zeros: [0, 0]), labels = [Int]()
         b.fill(batch: 0, from: d, features: &x, targets: &y, labels: &labels)
         func storage() -> [UnsafeRawPointer?] {
-            [x.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) },
-             y.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) },
-             labels.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }]
+            [
+                x.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) },
+                y.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) },
+                labels.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) },
+            ]
         }
         let first = storage()
         let capacities = [x.scalars.capacity, y.scalars.capacity, labels.capacity]

@@ -1,11 +1,12 @@
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Network: a fold over layers")
 struct NetworkTests {
     @Test("Describes itself and lays out its parameters in one buffer")
     func layout() throws {
-        let network = try Network<Float>(inputSize: 784, layers: [(256, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy, seed: 1)
+        let network = try Network<Float>(features: 784, layers: [(256, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy, seed: 1)
         #expect("\(network)" == "Network[Dense(784→256, tanh), Dense(256→10, softmax)]")
         #expect(network.parameterTensors.map(\.name) == ["layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias"])
         #expect(network.parameterTensors.map(\.offset) == [0, 200_704, 200_960, 203_520])
@@ -16,20 +17,22 @@ struct NetworkTests {
 
     @Test("Impossible networks are refused with a message saying why")
     func refused() throws {
-        #expect(throws: NetworkError.layersDoNotChain(index: 0, layer: "Dense(2→3, tanh)", outputShape: [3], next: "Dense(4→1, tanh)", inputShape: [4])) {
+        #expect(
+            throws: NetworkError.layersDoNotChain(index: 0, layer: "Dense(2→3, tanh)", outputShape: [3], next: "Dense(4→1, tanh)", inputShape: [4])
+        ) {
             try Network<Double>([try Dense<Double>(2, 3), try Dense<Double>(4, 1)], loss: .halfSquaredError)
         }
         #expect(throws: NetworkError.self) {
-            try Network<Double>(inputSize: 2, layers: [(3, .softmax), (2, .softmax)], loss: .softmaxCrossEntropy, seed: 0)
+            try Network<Double>(features: 2, layers: [(3, .softmax), (2, .softmax)], loss: .softmaxCrossEntropy, seed: 0)
         }
-        #expect(throws: NetworkError.self) { try Network<Double>(inputSize: 2, layers: [(2, .tanh)], loss: .softmaxCrossEntropy, seed: 0) }
-        #expect(throws: NetworkError.self) { try Network<Double>(inputSize: 2, layers: [(2, .softmax)], loss: .halfSquaredError, seed: 0) }
+        #expect(throws: NetworkError.self) { try Network<Double>(features: 2, layers: [(2, .tanh)], loss: .softmaxCrossEntropy, seed: 0) }
+        #expect(throws: NetworkError.self) { try Network<Double>(features: 2, layers: [(2, .softmax)], loss: .halfSquaredError, seed: 0) }
         #expect(throws: NetworkError.self) { try Network<Double>([], loss: .halfSquaredError) }
     }
 
     @Test("A batch of the wrong shape names both shapes")
     func wrongBatch() throws {
-        var network = try Network<Double>(inputSize: 3, layers: [(2, .tanh)], loss: .halfSquaredError, seed: 0)
+        var network = try Network<Double>(features: 3, layers: [(2, .tanh)], loss: .halfSquaredError, seed: 0)
         do {
             try network.forward(Tensor(zeros: [4, 5]))
             Issue.record("expected a shape error")
@@ -46,8 +49,8 @@ struct NetworkTests {
 
     @Test("The same seed gives the same network; Float → Double conversion is exact")
     func seeded() throws {
-        let a = try Network<Float>(inputSize: 5, layers: [(4, .relu), (3, .softmax)], loss: .softmaxCrossEntropy, seed: 7)
-        let b = try Network<Float>(inputSize: 5, layers: [(4, .relu), (3, .softmax)], loss: .softmaxCrossEntropy, seed: 7)
+        let a = try Network<Float>(features: 5, layers: [(4, .relu), (3, .softmax)], loss: .softmaxCrossEntropy, seed: 7)
+        let b = try Network<Float>(features: 5, layers: [(4, .relu), (3, .softmax)], loss: .softmaxCrossEntropy, seed: 7)
         #expect(a.parameters == b.parameters)
         #expect(a.converted(to: Double.self).parameters == a.parameters.map(Double.init))
         #expect("\(a.converted(to: Double.self))" == "\(a)")
@@ -55,7 +58,7 @@ struct NetworkTests {
 
     @Test("The whole batch in one pass equals one sample at a time")
     func batchEqualsSamples() throws {
-        var network = try Network<Double>(inputSize: 4, layers: [(6, .tanh), (3, .sigmoid)], loss: .halfSquaredError, seed: 3)
+        var network = try Network<Double>(features: 4, layers: [(6, .tanh), (3, .sigmoid)], loss: .halfSquaredError, seed: 3)
         var generator = SeededGenerator(seed: 8)
         let x = Tensor<Double>.random([5, 4], using: &generator), t = Tensor<Double>.random([5, 3], using: &generator)
         let batchLoss = try network.lossAndGradients(x, targets: t)

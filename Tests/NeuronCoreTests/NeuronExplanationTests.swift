@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NeuronCore
 
 @Suite("The explanation table and its JSON")
@@ -67,14 +68,23 @@ private indirect enum Node: Decodable {
 
     init(from decoder: Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if let x = try? c.decode(Double.self) { self = .number(x) }
-        else if let xs = try? c.decode([Double].self) { self = .numbers(xs) }
-        else if let o = try? c.decode([String: Node].self) { self = .object(o) }
-        else { self = .other }
+        if let x = try? c.decode(Double.self) {
+            self = .number(x)
+        } else if let xs = try? c.decode([Double].self) {
+            self = .numbers(xs)
+        } else if let o = try? c.decode([String: Node].self) {
+            self = .object(o)
+        } else {
+            self = .other
+        }
     }
 
     var object: [String: Node]? { if case let .object(o) = self { o } else { nil } }
     var numbers: [Double]? {
-        switch self { case let .number(x): [x]; case let .numbers(xs): xs; default: nil }
+        switch self {
+        case let .number(x): [x];
+        case let .numbers(xs): xs;
+        default: nil
+        }
     }
 }

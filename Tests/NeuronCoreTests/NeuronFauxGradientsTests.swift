@@ -1,11 +1,12 @@
 import Testing
+
 @testable import NeuronCore
 
-@Suite("Faux gradients of the neuron (SPEC §2)")
+@Suite("Faux gradients of the neuron (Docs/Reference.md §2)")
 struct NeuronFauxGradientsTests {
     let neuron = Neuron<Double>(weight: Reference.w, bias: Reference.b)
 
-    @Test("Forward differences with tiny 1e-4 reproduce SPEC §2's table exactly")
+    @Test("Forward differences with tiny 1e-4 reproduce Docs/Reference.md §2's table exactly")
     func referenceTable() throws {
         // Exact equality, not a tolerance: the nudged losses are computed in the reference's
         // order (nudge, then everything downstream) with glibc's tanh, so every bit agrees.

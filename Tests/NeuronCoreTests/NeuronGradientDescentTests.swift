@@ -1,7 +1,8 @@
 import Testing
+
 @testable import NeuronCore
 
-@Suite("Gradient descent on one neuron (SPEC §3)")
+@Suite("Gradient descent on one neuron (Docs/Reference.md §3)")
 struct NeuronGradientDescentTests {
     @Test("Learning rate 0.01 for 100,000 iterations: the reference trajectory, bit for bit")
     func referenceSlow() throws {
@@ -45,7 +46,9 @@ struct NeuronGradientDescentTests {
         #expect(throws: NeuronError.self) { try neuron.train(inputs: [1], target: 0, learningRate: 0, iterations: 1) }
         #expect(throws: NeuronError.self) { try neuron.train(inputs: [1], target: 0, learningRate: .nan, iterations: 1) }
         #expect(throws: NeuronError.self) { try neuron.train(inputs: [1], target: 0, learningRate: 0.1, iterations: -1) }
-        #expect(throws: NeuronError.inputCount(expected: 1, actual: 2)) { try neuron.train(inputs: [1, 2], target: 0, learningRate: 0.1, iterations: 1) }
+        #expect(throws: NeuronError.inputCount(expected: 1, actual: 2)) {
+            try neuron.train(inputs: [1, 2], target: 0, learningRate: 0.1, iterations: 1)
+        }
         #expect(neuron == Neuron(weight: 0.5, bias: 0.5))  // nothing changed by a refused call
     }
 }

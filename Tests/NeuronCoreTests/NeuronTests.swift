@@ -1,7 +1,8 @@
 import Testing
+
 @testable import NeuronCore
 
-/// SPEC §1's reference case: x = 0.4, w = 0.5, b = 0.6, t = 0.7, with its published values.
+/// Docs/Reference.md §1's reference case: x = 0.4, w = 0.5, b = 0.6, t = 0.7, with its published values.
 enum Reference {
     static let x = 0.4, w = 0.5, b = 0.6, t = 0.7
     static let net = 0.8
@@ -15,7 +16,7 @@ enum Reference {
     static let dInput = -0.010052714715050396
 }
 
-@Suite("The single neuron (SPEC §1)")
+@Suite("The single neuron (Docs/Reference.md §1)")
 struct NeuronTests {
     @Test("Double reproduces the reference table within 1e-15 relative")
     func referenceDouble() throws {

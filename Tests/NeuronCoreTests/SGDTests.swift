@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 @Suite("SGD: plain, momentum, Nesterov, weight decay (PyTorch's torch.optim.SGD)")
@@ -149,16 +150,20 @@ struct SGDTests {
 
     // MARK: - Exact resume
 
-    @Test("state → restore(state:step:) into a fresh SGD continues identically", arguments: [
-        "plain, step schedule", "momentum", "Nesterov, weight decay, cosine schedule",
-    ])
+    @Test(
+        "state → restore(state:step:) into a fresh SGD continues identically",
+        arguments: [
+            "plain, step schedule", "momentum", "Nesterov, weight decay, cosine schedule",
+        ])
     func resume(_ configuration: String) throws {
         func make<Scalar: TensorScalar>() throws(OptimizerError) -> SGD<Scalar> {
             switch configuration {
             case "plain, step schedule": return try SGD(learningRate: 0.05, schedule: .step(every: 3, factor: 0.5))
             case "momentum": return try SGD(learningRate: 0.05, momentum: 0.9)
-            default: return try SGD(learningRate: 0.05, momentum: 0.9, nesterov: true, weightDecay: 0.01,
-                                    schedule: .cosine(totalSteps: 10, minimumFactor: 0.1))
+            default:
+                return try SGD(
+                    learningRate: 0.05, momentum: 0.9, nesterov: true, weightDecay: 0.01,
+                    schedule: .cosine(totalSteps: 10, minimumFactor: 0.1))
             }
         }
         try expectExactResume(make as () throws(OptimizerError) -> SGD<Float>)
@@ -188,9 +193,11 @@ struct SGDTests {
             try sgd.restore(state: ["velocity": [1, 2]], step: -1)
         }
         #expect(sgd == before)
-        #expect(OptimizerError.stateCount(name: "velocity", expected: 2, actual: 3).description
+        #expect(
+            OptimizerError.stateCount(name: "velocity", expected: 2, actual: 3).description
                 == "optimizer state \"velocity\" must hold 2 values, got 3")
-        #expect(OptimizerError.stateNames(expected: ["velocity"], actual: []).description
+        #expect(
+            OptimizerError.stateNames(expected: ["velocity"], actual: []).description
                 == "optimizer state must hold exactly \"velocity\", got no buffers")
 
         // A fresh optimizer takes any consistent state, and a step-0 state resets a used one.
@@ -218,8 +225,11 @@ struct SGDTests {
     @Test("SGD describes itself by what differs from the defaults")
     func describesItself() throws {
         #expect(try SGD<Double>(learningRate: 0.1).description == "SGD(learningRate: 0.1)")
-        #expect(try SGD<Double>(learningRate: 0.1, momentum: 0.9, nesterov: true, weightDecay: 0.5,
-                                schedule: .step(every: 30, factor: 0.1)).description
+        #expect(
+            try SGD<Double>(
+                learningRate: 0.1, momentum: 0.9, nesterov: true, weightDecay: 0.5,
+                schedule: .step(every: 30, factor: 0.1)
+            ).description
                 == "SGD(learningRate: 0.1, momentum: 0.9, nesterov: true, weightDecay: 0.5, schedule: step(every: 30, factor: 0.1))")
     }
 }

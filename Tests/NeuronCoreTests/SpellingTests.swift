@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Spelling distance for suggestions")

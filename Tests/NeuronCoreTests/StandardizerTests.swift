@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NeuronCore
 
 @Suite("Standardizer: fit on training rows, apply to any set")

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 /// Expects `|actual - expected| <= tolerance` element by element, naming the first entry that is off.
@@ -18,8 +19,9 @@ func expectClose<Scalar: TensorScalar>(
     _ actual: Scalar, _ expected: Scalar, tolerance: Scalar,
     sourceLocation: SourceLocation = #_sourceLocation
 ) {
-    #expect(abs(actual - expected) <= tolerance, "\(actual) vs \(expected), off by \(abs(actual - expected)) > \(tolerance)",
-            sourceLocation: sourceLocation)
+    #expect(
+        abs(actual - expected) <= tolerance, "\(actual) vs \(expected), off by \(abs(actual - expected)) > \(tolerance)",
+        sourceLocation: sourceLocation)
 }
 
 /// Expects `|actual - expected| <= tolerance · |expected|`.
@@ -27,9 +29,10 @@ func expectRelativelyClose<Scalar: TensorScalar>(
     _ actual: Scalar, _ expected: Scalar, tolerance: Scalar,
     sourceLocation: SourceLocation = #_sourceLocation
 ) {
-    #expect(abs(actual - expected) <= tolerance * abs(expected),
-            "\(actual) vs \(expected), relative error \(abs(actual - expected) / abs(expected)) > \(tolerance)",
-            sourceLocation: sourceLocation)
+    #expect(
+        abs(actual - expected) <= tolerance * abs(expected),
+        "\(actual) vs \(expected), relative error \(abs(actual - expected) / abs(expected)) > \(tolerance)",
+        sourceLocation: sourceLocation)
 }
 
 extension Tensor {

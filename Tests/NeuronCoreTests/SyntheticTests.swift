@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 #if canImport(Glibc)

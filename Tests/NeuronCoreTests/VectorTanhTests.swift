@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NeuronCore
 
 @Suite("tanh over whole buffers")

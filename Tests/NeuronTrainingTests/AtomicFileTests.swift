@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import NeuronTraining
 
 @Suite("AtomicFile: whole files or none")
@@ -25,7 +26,8 @@ struct AtomicFileTests {
         defer { directory.remove() }
         let path = directory.file("missing/checkpoint.safetensors")
         let message = checkpointErrorMessage { () throws(CheckpointError) in try AtomicFile.write([1], to: path) }
-        #expect(message.hasPrefix("\(path): cannot be written: cannot create the temporary file \(directory.path)/missing/.checkpoint.safetensors.tmp-"))
+        #expect(
+            message.hasPrefix("\(path): cannot be written: cannot create the temporary file \(directory.path)/missing/.checkpoint.safetensors.tmp-"))
         #expect(message.hasSuffix(": No such file or directory (the directory \(directory.path)/missing/ does not exist)"))
         #expect(try directory.names() == [])
     }
@@ -41,7 +43,8 @@ struct AtomicFileTests {
         #expect(message == "\(target): cannot be written: renaming the temporary file over it: Is a directory (it is a directory)")
         #expect(try directory.names() == ["checkpoint.safetensors"])
         #expect(try directory.bytes("checkpoint.safetensors/inside") == [9])
-        #expect(checkpointErrorMessage { () throws(CheckpointError) in try AtomicFile.write([1], to: directory.path + "/") }
+        #expect(
+            checkpointErrorMessage { () throws(CheckpointError) in try AtomicFile.write([1], to: directory.path + "/") }
                 == "\(directory.path)/: cannot be written: the path names a directory, not a file")
     }
 

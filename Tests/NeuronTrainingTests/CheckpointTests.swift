@@ -1,6 +1,7 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 /// A checkpoint built by hand: two tensors and a state at `step`.

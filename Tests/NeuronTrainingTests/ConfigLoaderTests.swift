@@ -1,6 +1,7 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 /// The repository root: three levels up from Tests/NeuronTrainingTests/ConfigLoaderTests.swift.
@@ -150,7 +151,8 @@ struct ConfigLoaderTests {
 
     @Test("A saved config (checkpoint.json embeds one) decodes and encodes to the same text, every choice by its name")
     func savedConfigText() throws {
-        let saved = #"{"data":{"count":5,"featureColumns":["x"],"input":0.5,"kind":"csv","labelColumn":"y","limit":3,"name":"sine","#
+        let saved =
+            #"{"data":{"count":5,"featureColumns":["x"],"input":0.5,"kind":"csv","labelColumn":"y","limit":3,"name":"sine","#
             + #""normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","testLabels":"d","#
             + #""trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
             + #""model":{"inputs":3,"layers":[{"activation":"tanh","units":2}],"loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
@@ -231,8 +233,11 @@ struct ConfigLoaderTests {
               labelColumn: y
             """
         try withFolder(["run.yaml": config, "table.csv": "x,y\n1,a\n"]) { folder in
-            #expect(throws: ConfigError(file: folder + "/run.yaml", line: 4, column: 9,
-                                        message: "data.path: no such file 'tabel.csv' (looked for \(folder)/tabel.csv)")) {
+            #expect(
+                throws: ConfigError(
+                    file: folder + "/run.yaml", line: 4, column: 9,
+                    message: "data.path: no such file 'tabel.csv' (looked for \(folder)/tabel.csv)")
+            ) {
                 try ConfigLoader.load(folder + "/run.yaml")
             }
         }
@@ -260,13 +265,19 @@ struct ConfigLoaderTests {
 
     @Test("A YAML syntax error reports Yams' line and column")
     func syntaxError() {
-        #expect(failure("model:\n  layers: [{units: 4}\ndata: {kind: csv}\n") == "run.yaml:3:1: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 2, column 11)")
-        #expect(failure("model:\n  layers:\n    - units: 4\n   bad indent\n") == "run.yaml:4:4: invalid YAML: did not find expected key (while parsing a block mapping at line 2, column 3)")
+        #expect(
+            failure("model:\n  layers: [{units: 4}\ndata: {kind: csv}\n")
+                == "run.yaml:3:1: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 2, column 11)")
+        #expect(
+            failure("model:\n  layers:\n    - units: 4\n   bad indent\n")
+                == "run.yaml:4:4: invalid YAML: did not find expected key (while parsing a block mapping at line 2, column 3)")
     }
 
     @Test("A key twice, an empty file, a top level that is not a mapping")
     func structure() {
-        #expect(failure("training:\n  epochs: 3\n  epochs: 4\n") == "run.yaml:2:3: the key 'epochs' appears more than once in one mapping; each key may appear once")
+        #expect(
+            failure("training:\n  epochs: 3\n  epochs: 4\n")
+                == "run.yaml:2:3: the key 'epochs' appears more than once in one mapping; each key may appear once")
         #expect(failure("") == "run.yaml: the file is empty; expected a mapping with the keys model and data")
         #expect(failure("# only a comment\n") == "run.yaml: the file is empty; expected a mapping with the keys model and data")
         #expect(failure("- model\n") == "run.yaml:1:1: top level: expected a mapping (keys model, data, optimizer, training, output); found a list")
@@ -277,15 +288,19 @@ struct ConfigLoaderTests {
     @Test("Unknown keys at the top level and nested, with the nearest valid key when it is close")
     func unknownKeys() {
         #expect(failure("modle:\n  layers: []\n") == "run.yaml:1:1: unknown key 'modle' at the top level; did you mean 'model'?")
-        #expect(failure(xorNetwork + "colour: red\n")
+        #expect(
+            failure(xorNetwork + "colour: red\n")
                 == "run.yaml:8:1: unknown key 'colour' at the top level; expected one of model, data, optimizer, training, output")
-        #expect(failure(xorNetwork + "optimizer:\n  learning_rate: 0.1\n")
+        #expect(
+            failure(xorNetwork + "optimizer:\n  learning_rate: 0.1\n")
                 == "run.yaml:9:3: unknown key 'learning_rate' in optimizer; did you mean 'learningRate'?")
         #expect(failure(xorNetwork + "training:\n  epoch: 3\n") == "run.yaml:9:3: unknown key 'epoch' in training; did you mean 'epochs'?")
         #expect(failure(xorNetwork + "training:\n  batch: 3\n") == "run.yaml:9:3: unknown key 'batch' in training; did you mean 'batchSize'?")
-        #expect(failure(xorNetwork + "output:\n  folder: runs\n")
+        #expect(
+            failure(xorNetwork + "output:\n  folder: runs\n")
                 == "run.yaml:9:3: unknown key 'folder' in output; expected one of directory, checkpointEvery")
-        #expect(failure(xorNetwork + "optimizer:\n  schedule: {kind: step, evry: 2}\n")
+        #expect(
+            failure(xorNetwork + "optimizer:\n  schedule: {kind: step, evry: 2}\n")
                 == "run.yaml:9:26: unknown key 'evry' in optimizer.schedule; did you mean 'every'?")
         #expect(failure("model:\n  layers:\n    - unit: 4\n") == "run.yaml:3:7: unknown key 'unit' in model.layers[0]; did you mean 'units'?")
     }
@@ -306,19 +321,25 @@ struct ConfigLoaderTests {
 
     @Test("Wrong types name the expected type and what was found")
     func wrongTypes() {
-        #expect(failure(xorNetwork + "optimizer:\n  learningRate: \"0.1\"\n")
+        #expect(
+            failure(xorNetwork + "optimizer:\n  learningRate: \"0.1\"\n")
                 == "run.yaml:9:17: optimizer.learningRate: expected a number; found the string '0.1' (numbers are written without quotes)")
-        #expect(failure("model:\n  - units: 4\n")
+        #expect(
+            failure("model:\n  - units: 4\n")
                 == "run.yaml:2:3: model: expected a mapping (keys inputs, layers, loss, neuron); found a list")
-        #expect(failure("model:\n  layers: {units: 4}\n")
+        #expect(
+            failure("model:\n  layers: {units: 4}\n")
                 == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys units, activation); found a mapping")
         #expect(failure(xorNetwork + "training:\n  epochs: 1.5\n") == "run.yaml:9:11: training.epochs: expected a whole number; found 1.5")
-        #expect(failure(xorNetwork + "training:\n  seed: -1\n")
+        #expect(
+            failure(xorNetwork + "training:\n  seed: -1\n")
                 == "run.yaml:9:9: training.seed: expected a whole number from 0 to 18446744073709551615; found -1")
-        #expect(failure(xorNetwork + "optimizer:\n  momentum: 0.9\n  nesterov: 'true'\n")
+        #expect(
+            failure(xorNetwork + "optimizer:\n  momentum: 0.9\n  nesterov: 'true'\n")
                 == "run.yaml:10:13: optimizer.nesterov: expected true or false; found the string 'true' (true and false are written without quotes)")
         #expect(failure(xorNetwork + "optimizer:\n  kind: [sgd]\n") == "run.yaml:9:9: optimizer.kind: expected a string; found a list")
-        #expect(failure("model:\n  layers:\n    - units:\ndata: {kind: csv}\n")
+        #expect(
+            failure("model:\n  layers:\n    - units:\ndata: {kind: csv}\n")
                 == "run.yaml:3:13: model.layers[0].units: expected a whole number; found nothing (null)")
         // Integers are fine where numbers are expected.
         #expect(failure(xorNetwork + "optimizer:\n  learningRate: 1\n") == "no error")
@@ -328,29 +349,44 @@ struct ConfigLoaderTests {
 
     @Test("Model values out of range")
     func modelValues() {
-        #expect(failure("model:\n  layers:\n    - units: 0\ndata: {kind: synthetic, name: xor}\n")
+        #expect(
+            failure("model:\n  layers:\n    - units: 0\ndata: {kind: synthetic, name: xor}\n")
                 == "run.yaml:3:14: model.layers[0].units: expected a whole number 1 or more; found 0")
-        #expect(failure("model:\n  layers:\n    - {units: 4, activation: Tanh}\ndata: {kind: synthetic, name: xor}\n")
-                == "run.yaml:3:30: model.layers[0].activation: expected one of tanh, sigmoid, relu, identity, softmax; found 'Tanh'; did you mean 'tanh'?")
-        #expect(failure("model:\n  layers:\n    - {units: 4, activation: softmax}\n    - {units: 1}\ndata: {kind: synthetic, name: xor}\n")
-                == "run.yaml:3:30: model.layers[0].activation: expected tanh, sigmoid, relu or identity before the last layer (softmax belongs only in the output layer); found 'softmax'")
-        #expect(failure("model:\n  layers: [{units: 3, activation: softmax}]\n  loss: halfSquaredError\ndata: {kind: synthetic, name: xor}\n")
+        #expect(
+            failure("model:\n  layers:\n    - {units: 4, activation: Tanh}\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:3:30: model.layers[0].activation: expected one of tanh, sigmoid, relu, identity, softmax; found 'Tanh'; did you mean 'tanh'?"
+        )
+        #expect(
+            failure("model:\n  layers:\n    - {units: 4, activation: softmax}\n    - {units: 1}\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:3:30: model.layers[0].activation: expected tanh, sigmoid, relu or identity before the last layer (softmax belongs only in the output layer); found 'softmax'"
+        )
+        #expect(
+            failure("model:\n  layers: [{units: 3, activation: softmax}]\n  loss: halfSquaredError\ndata: {kind: synthetic, name: xor}\n")
                 == "run.yaml:3:9: model.loss: expected softmaxCrossEntropy after a softmax output layer; found 'halfSquaredError'")
-        #expect(failure("model:\n  layers: [{units: 3}]\n  loss: softmaxCrossEntropy\ndata: {kind: synthetic, name: xor}\n")
-                == "run.yaml:3:9: model.loss: expected halfSquaredError: softmaxCrossEntropy needs a softmax output layer, and the last layer's activation is tanh; found 'softmaxCrossEntropy'")
-        #expect(failure("model:\n  layers: [{units: 3}]\n  loss: mse\ndata: {kind: synthetic, name: xor}\n")
+        #expect(
+            failure("model:\n  layers: [{units: 3}]\n  loss: softmaxCrossEntropy\ndata: {kind: synthetic, name: xor}\n")
+                == "run.yaml:3:9: model.loss: expected halfSquaredError: softmaxCrossEntropy needs a softmax output layer, and the last layer's activation is tanh; found 'softmaxCrossEntropy'"
+        )
+        #expect(
+            failure("model:\n  layers: [{units: 3}]\n  loss: mse\ndata: {kind: synthetic, name: xor}\n")
                 == "run.yaml:3:9: model.loss: expected one of halfSquaredError, softmaxCrossEntropy; found 'mse'")
-        #expect(failure("model:\n  inputs: 0\n  layers: [{units: 3}]\ndata: {kind: synthetic, name: xor}\n")
+        #expect(
+            failure("model:\n  inputs: 0\n  layers: [{units: 3}]\ndata: {kind: synthetic, name: xor}\n")
                 == "run.yaml:2:11: model.inputs: expected a whole number 1 or more; found 0")
-        #expect(failure("model:\n  layers: []\ndata: {kind: synthetic, name: xor}\n")
+        #expect(
+            failure("model:\n  layers: []\ndata: {kind: synthetic, name: xor}\n")
                 == "run.yaml:2:11: model.layers: expected at least one layer; found an empty list")
-        #expect(failure("model:\n  inputs: 2\ndata: {kind: synthetic, name: xor}\n")
+        #expect(
+            failure("model:\n  inputs: 2\ndata: {kind: synthetic, name: xor}\n")
                 == "run.yaml:1:1: missing key 'layers' in model; a model needs layers (a network) or neuron (the single neuron)")
-        #expect(failure("model:\n  layers: [{units: 1}]\n  neuron: {}\ndata: {kind: sample, input: 1, target: 1}\n")
+        #expect(
+            failure("model:\n  layers: [{units: 1}]\n  neuron: {}\ndata: {kind: sample, input: 1, target: 1}\n")
                 == "run.yaml:3:3: model: expected either layers (a network) or neuron (the single neuron), not both")
-        #expect(failure("model:\n  neuron: {weight: .nan}\ndata: {kind: sample, input: 1, target: 1}\n")
+        #expect(
+            failure("model:\n  neuron: {weight: .nan}\ndata: {kind: sample, input: 1, target: 1}\n")
                 == "run.yaml:2:20: model.neuron.weight: expected a finite number; found .nan")
-        #expect(failure("model:\n  neuron: {}\n  loss: halfSquaredError\ndata: {kind: sample, input: 1, target: 1}\n")
+        #expect(
+            failure("model:\n  neuron: {}\n  loss: halfSquaredError\ndata: {kind: sample, input: 1, target: 1}\n")
                 == "run.yaml:3:3: model.loss does not apply to the single neuron; its loss is always half the squared error")
     }
 
@@ -359,17 +395,23 @@ struct ConfigLoaderTests {
     @Test("Each data kind's required keys")
     func dataRequiredKeys() {
         let model = "model: {layers: [{units: 1}]}\n"
-        #expect(failure(model + "data:\n  kind: csv\n  labelColumn: y\n")
+        #expect(
+            failure(model + "data:\n  kind: csv\n  labelColumn: y\n")
                 == "run.yaml:2:1: missing key 'path' in data; a csv dataset needs path and labelColumn")
-        #expect(failure(model + "data:\n  kind: csv\n  path: a.csv\n")
+        #expect(
+            failure(model + "data:\n  kind: csv\n  path: a.csv\n")
                 == "run.yaml:2:1: missing key 'labelColumn' in data; a csv dataset needs path and labelColumn")
-        #expect(failure(model + "data:\n  kind: idx\n  trainImages: a.gz\n")
+        #expect(
+            failure(model + "data:\n  kind: idx\n  trainImages: a.gz\n")
                 == "run.yaml:2:1: missing key 'trainLabels' in data; an idx dataset needs trainImages and trainLabels")
-        #expect(failure(model + "data: {kind: idx, trainImages: a, trainLabels: b, testImages: c}\n")
+        #expect(
+            failure(model + "data: {kind: idx, trainImages: a, trainLabels: b, testImages: c}\n")
                 == "run.yaml:2:1: missing key 'testLabels' in data; a test set needs testImages and testLabels together, and testImages is given")
-        #expect(failure(model + "data:\n  kind: synthetic\n")
+        #expect(
+            failure(model + "data:\n  kind: synthetic\n")
                 == "run.yaml:2:1: missing key 'name' in data; a synthetic dataset needs name (xor or sine)")
-        #expect(failure("model: {neuron: {}}\ndata:\n  kind: sample\n  input: 0.01\n")
+        #expect(
+            failure("model: {neuron: {}}\ndata:\n  kind: sample\n  input: 0.01\n")
                 == "run.yaml:2:1: missing key 'target' in data; a sample needs input and target")
         #expect(failure("model: {layers: [{units: 1}]}\n") == "run.yaml: missing key 'data' at the top level")
         #expect(failure(model + "data:\n  path: a.csv\n") == "run.yaml:2:1: missing key 'kind' in data")
@@ -378,32 +420,48 @@ struct ConfigLoaderTests {
     @Test("Data values out of range, and keys of another kind")
     func dataValues() {
         let model = "model: {layers: [{units: 1}]}\n"
-        #expect(failure(model + "data:\n  kind: parquet\n")
+        #expect(
+            failure(model + "data:\n  kind: parquet\n")
                 == "run.yaml:3:9: data.kind: expected one of csv, idx, synthetic, sample; found 'parquet'")
-        #expect(failure(model + "data:\n  kind: synthetic\n  name: xor\n  validationSplit: 1\n")
+        #expect(
+            failure(model + "data:\n  kind: synthetic\n  name: xor\n  validationSplit: 1\n")
                 == "run.yaml:5:20: data.validationSplit: expected a number in [0, 1); found 1")
-        #expect(failure(model + "data:\n  kind: synthetic\n  name: sine\n  count: 0\n")
+        #expect(
+            failure(model + "data:\n  kind: synthetic\n  name: sine\n  count: 0\n")
                 == "run.yaml:5:10: data.count: expected a whole number 1 or more; found 0")
-        #expect(failure(model + "data:\n  kind: synthetic\n  name: xor\n  limit: 0\n")
+        #expect(
+            failure(model + "data:\n  kind: synthetic\n  name: xor\n  limit: 0\n")
                 == "run.yaml:5:10: data.limit: expected a whole number 1 or more; found 0")
-        #expect(failure(model + "data:\n  kind: synthetic\n  name: sin\n")
+        #expect(
+            failure(model + "data:\n  kind: synthetic\n  name: sin\n")
                 == "run.yaml:4:9: data.name: expected one of xor, sine; found 'sin'; did you mean 'sine'?")
-        #expect(failure(model + "data:\n  kind: synthetic\n  name: xor\n  normalization: standardise\n")
+        #expect(
+            failure(model + "data:\n  kind: synthetic\n  name: xor\n  normalization: standardise\n")
                 == "run.yaml:5:18: data.normalization: expected one of standardize, scale, none; found 'standardise'; did you mean 'standardize'?")
-        #expect(failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, task: regresion}\n")
+        #expect(
+            failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, task: regresion}\n")
                 == "run.yaml:2:54: data.task: expected one of classification, regression; found 'regresion'; did you mean 'regression'?")
-        #expect(failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, name: xor}\n")
-                == "run.yaml:2:48: data.name does not apply to a csv dataset; it takes path, labelColumn, task, featureColumns, normalization, validationSplit, limit")
+        #expect(
+            failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, name: xor}\n")
+                == "run.yaml:2:48: data.name does not apply to a csv dataset; it takes path, labelColumn, task, featureColumns, normalization, validationSplit, limit"
+        )
         // The first such key in the file is the one reported.
-        #expect(failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, target: 1, name: xor}\n")
-                == "run.yaml:2:48: data.target does not apply to a csv dataset; it takes path, labelColumn, task, featureColumns, normalization, validationSplit, limit")
-        #expect(failure("model: {neuron: {}}\ndata: {kind: sample, input: 1, target: 1, normalization: none}\n")
+        #expect(
+            failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, target: 1, name: xor}\n")
+                == "run.yaml:2:48: data.target does not apply to a csv dataset; it takes path, labelColumn, task, featureColumns, normalization, validationSplit, limit"
+        )
+        #expect(
+            failure("model: {neuron: {}}\ndata: {kind: sample, input: 1, target: 1, normalization: none}\n")
                 == "run.yaml:2:43: data.normalization does not apply to a sample dataset; it takes input, target")
-        #expect(failure(model + "data: {kind: synthetic, name: xor, count: 8}\n")
+        #expect(
+            failure(model + "data: {kind: synthetic, name: xor, count: 8}\n")
                 == "run.yaml:2:36: data.count does not apply to the xor dataset (always its 4 rows); only sine takes a count")
-        #expect(failure(model + "data: {kind: sample, input: 1, target: 1}\n")
-                == "run.yaml:2:14: data.kind: expected csv, idx or synthetic for a network (sample is the single neuron's one input and target); found 'sample'")
-        #expect(failure("model: {neuron: {}}\ndata: {kind: synthetic, name: xor}\n")
+        #expect(
+            failure(model + "data: {kind: sample, input: 1, target: 1}\n")
+                == "run.yaml:2:14: data.kind: expected csv, idx or synthetic for a network (sample is the single neuron's one input and target); found 'sample'"
+        )
+        #expect(
+            failure("model: {neuron: {}}\ndata: {kind: synthetic, name: xor}\n")
                 == "run.yaml:2:14: data.kind: expected sample for the single neuron (model.neuron trains on one input and target); found 'synthetic'")
     }
 
@@ -417,26 +475,34 @@ struct ConfigLoaderTests {
         check("  learningRate: 0\n", "run.yaml:9:17: optimizer.learningRate: expected a finite number greater than 0; found 0")
         check("  learningRate: .inf\n", "run.yaml:9:17: optimizer.learningRate: expected a finite number greater than 0; found .inf")
         check("  momentum: 1\n", "run.yaml:9:13: optimizer.momentum: expected a number in [0, 1); found 1")
-        check("  nesterov: true\n",
-              "run.yaml:9:13: optimizer.nesterov: expected false when momentum is 0 (Nesterov momentum needs momentum > 0); found true")
+        check(
+            "  nesterov: true\n",
+            "run.yaml:9:13: optimizer.nesterov: expected false when momentum is 0 (Nesterov momentum needs momentum > 0); found true")
         check("  kind: adam\n  beta2: 1\n", "run.yaml:10:10: optimizer.beta2: expected a number in [0, 1); found 1")
         check("  kind: adam\n  epsilon: 0\n", "run.yaml:10:12: optimizer.epsilon: expected a finite number greater than 0; found 0")
         check("  weightDecay: -0.1\n", "run.yaml:9:16: optimizer.weightDecay: expected a finite number 0 or greater; found -0.1")
         check("  kind: adamw\n", "run.yaml:9:9: optimizer.kind: expected one of sgd, adam; found 'adamw'; did you mean 'adam'?")
-        check("  kind: sgd\n  beta1: 0.8\n",
-              "run.yaml:10:3: optimizer.beta1 does not apply to sgd; it takes learningRate, momentum, nesterov, weightDecay, schedule")
-        check("  kind: adam\n  momentum: 0.9\n",
-              "run.yaml:10:3: optimizer.momentum does not apply to adam; it takes learningRate, beta1, beta2, epsilon, weightDecay, decoupled, schedule")
-        check("  schedule: {kind: linear}\n",
-              "run.yaml:9:20: optimizer.schedule.kind: expected one of constant, step, cosine; found 'linear'")
-        check("  schedule: {kind: step}\n",
-              "run.yaml:9:3: missing key 'every' in optimizer.schedule; a step schedule multiplies the rate by factor every so many epochs")
+        check(
+            "  kind: sgd\n  beta1: 0.8\n",
+            "run.yaml:10:3: optimizer.beta1 does not apply to sgd; it takes learningRate, momentum, nesterov, weightDecay, schedule")
+        check(
+            "  kind: adam\n  momentum: 0.9\n",
+            "run.yaml:10:3: optimizer.momentum does not apply to adam; it takes learningRate, beta1, beta2, epsilon, weightDecay, decoupled, schedule"
+        )
+        check(
+            "  schedule: {kind: linear}\n",
+            "run.yaml:9:20: optimizer.schedule.kind: expected one of constant, step, cosine; found 'linear'")
+        check(
+            "  schedule: {kind: step}\n",
+            "run.yaml:9:3: missing key 'every' in optimizer.schedule; a step schedule multiplies the rate by factor every so many epochs")
         check("  schedule: {kind: step, every: 0}\n", "run.yaml:9:33: optimizer.schedule.every: expected a whole number 1 or more; found 0")
         check("  schedule: {kind: step, every: 5, factor: 1.5}\n", "run.yaml:9:44: optimizer.schedule.factor: expected a number in (0, 1]; found 1.5")
-        check("  schedule: {kind: cosine, minimumFactor: 2}\n",
-              "run.yaml:9:43: optimizer.schedule.minimumFactor: expected a number in [0, 1]; found 2")
-        check("  schedule: {kind: cosine, every: 2}\n",
-              "run.yaml:9:28: optimizer.schedule.every does not apply to a cosine schedule; it takes minimumFactor")
+        check(
+            "  schedule: {kind: cosine, minimumFactor: 2}\n",
+            "run.yaml:9:43: optimizer.schedule.minimumFactor: expected a number in [0, 1]; found 2")
+        check(
+            "  schedule: {kind: cosine, every: 2}\n",
+            "run.yaml:9:28: optimizer.schedule.every does not apply to a cosine schedule; it takes minimumFactor")
         check("  schedule: {kind: step, every: 30}\n", "no error")
     }
 
@@ -446,14 +512,18 @@ struct ConfigLoaderTests {
     func choicesAreEnumCases() {
         let model = "model: {layers: [{units: 1}]}\n"
         let choices: [(config: String, path: String, names: [String])] = [
-            ("model:\n  layers: [{units: 1, activation: bogus}]\ndata: {kind: synthetic, name: xor}\n", "model.layers[0].activation",
-             Activation.allCases.map(\.rawValue)),
+            (
+                "model:\n  layers: [{units: 1, activation: bogus}]\ndata: {kind: synthetic, name: xor}\n", "model.layers[0].activation",
+                Activation.allCases.map(\.rawValue)
+            ),
             ("model:\n  layers: [{units: 1}]\n  loss: bogus\ndata: {kind: synthetic, name: xor}\n", "model.loss", Loss.allCases.map(\.rawValue)),
             (model + "data: {kind: bogus}\n", "data.kind", DataConfig.Kind.allCases.map(\.rawValue)),
             (model + "data: {kind: csv, path: a.csv, labelColumn: y, task: bogus}\n", "data.task", CSV.Task.allCases.map(\.rawValue)),
             (model + "data: {kind: synthetic, name: bogus}\n", "data.name", DataConfig.SyntheticName.allCases.map(\.rawValue)),
-            (model + "data: {kind: synthetic, name: xor, normalization: bogus}\n", "data.normalization",
-             DataConfig.Normalization.allCases.map(\.rawValue)),
+            (
+                model + "data: {kind: synthetic, name: xor, normalization: bogus}\n", "data.normalization",
+                DataConfig.Normalization.allCases.map(\.rawValue)
+            ),
             (xorNetwork + "optimizer: {kind: bogus}\n", "optimizer.kind", OptimizerConfig.Kind.allCases.map(\.rawValue)),
             (xorNetwork + "optimizer: {schedule: {kind: bogus}}\n", "optimizer.schedule.kind", ScheduleConfig.Kind.allCases.map(\.rawValue)),
             (xorNetwork + "training: {precision: bogus}\n", "training.precision", TrainingConfig.Precision.allCases.map(\.rawValue)),
@@ -476,9 +546,11 @@ struct ConfigLoaderTests {
 
     @Test("The single neuron takes plain gradient steps: sgd and a learning rate only")
     func neuronOptimizer() {
-        #expect(failure(neuron + "optimizer: {kind: adam}\n")
+        #expect(
+            failure(neuron + "optimizer: {kind: adam}\n")
                 == "run.yaml:8:19: optimizer.kind: expected sgd for the single neuron (it takes plain gradient steps); found 'adam'")
-        #expect(failure(neuron + "optimizer: {momentum: 0.9}\n")
+        #expect(
+            failure(neuron + "optimizer: {momentum: 0.9}\n")
                 == "run.yaml:8:13: optimizer.momentum does not apply to the single neuron (plain gradient steps); it takes learningRate")
         #expect(failure(neuron + "optimizer: {learningRate: 0.1}\n") == "no error")
     }

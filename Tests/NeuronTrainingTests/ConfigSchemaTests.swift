@@ -1,6 +1,7 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 /// The stored properties of `value`, in declaration order.
@@ -62,7 +63,10 @@ struct ConfigSchemaTests {
 
     @Test("Each kind's keys, as the README's tables list them")
     func kindKeys() {
-        #expect(DataConfig.Kind.csv.keys.map(\.stringValue) == ["path", "labelColumn", "task", "featureColumns", "normalization", "validationSplit", "limit"])
+        #expect(
+            DataConfig.Kind.csv.keys.map(\.stringValue) == [
+                "path", "labelColumn", "task", "featureColumns", "normalization", "validationSplit", "limit",
+            ])
         #expect(DataConfig.Kind.sample.keys.map(\.stringValue) == ["input", "target"])
         #expect(OptimizerConfig.Kind.sgd.keys.map(\.stringValue) == ["learningRate", "momentum", "nesterov", "weightDecay", "schedule"])
         #expect(ScheduleConfig.Kind.cosine.keys.map(\.stringValue) == ["minimumFactor"])

@@ -1,5 +1,6 @@
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 @Suite("Network builder: the network, optimizer and schedule a config names")
@@ -7,21 +8,21 @@ struct NetworkBuilderTests {
     @Test("Layers, loss and seeded weights as the config says; the loss follows the output layer when not given")
     func network() throws {
         let model = ModelConfig(layers: [LayerConfig(units: 4), LayerConfig(units: 1, activation: .identity)])
-        let network: Network<Double> = try model.network(inputs: 2, seed: 7)
+        let network: Network<Double> = try model.network(features: 2, seed: 7)
         #expect(network.description == "Network[Dense(2→4, tanh), Dense(4→1, identity)]" && network.loss == .halfSquaredError)
         // The same weights as the network built by hand from the same seed.
-        let direct = try Network<Double>(inputSize: 2, layers: [(4, .tanh), (1, .identity)], loss: .halfSquaredError, seed: 7)
+        let direct = try Network<Double>(features: 2, layers: [(4, .tanh), (1, .identity)], loss: .halfSquaredError, seed: 7)
         #expect(network.parameters == direct.parameters)
 
         let softmax = ModelConfig(layers: [LayerConfig(units: 3, activation: .softmax)])
-        #expect(try softmax.network(Float.self, inputs: 4, seed: 1).loss == .softmaxCrossEntropy)
+        #expect(try softmax.network(Float.self, features: 4, seed: 1).loss == .softmaxCrossEntropy)
         let given = ModelConfig(layers: [LayerConfig(units: 3, activation: .sigmoid)], loss: .halfSquaredError)
-        #expect(try given.network(Float.self, inputs: 4, seed: 1).loss == .halfSquaredError)
+        #expect(try given.network(Float.self, features: 4, seed: 1).loss == .halfSquaredError)
     }
 
     @Test("The single neuron is one tanh unit with half the squared error, as its checkpoints hold it")
     func neuron() throws {
-        let network = try ModelConfig(neuron: NeuronConfig()).network(Double.self, inputs: 1, seed: 0)
+        let network = try ModelConfig(neuron: NeuronConfig()).network(Double.self, features: 1, seed: 0)
         #expect(network.description == "Network[Dense(1→1, tanh)]" && network.loss == .halfSquaredError)
     }
 
@@ -78,8 +79,9 @@ struct NetworkBuilderTests {
         let run = try RunBuilder.build(config)
         let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
         let checkpoint = Checkpoint(engine, config: run.config, preprocessing: run.preprocessing)
-        let loaded = LoadedCheckpoint(path: "run", state: checkpoint.state,
-                                      tensors: Dictionary(uniqueKeysWithValues: checkpoint.tensors.map { ($0.name, $0) }))
+        let loaded = LoadedCheckpoint(
+            path: "run", state: checkpoint.state,
+            tensors: Dictionary(uniqueKeysWithValues: checkpoint.tensors.map { ($0.name, $0) }))
         #expect(loaded.state.precision == .double)
         let rebuilt = try Prediction<Double>.network(loaded)
         #expect(rebuilt.description == engine.network.description && rebuilt.parameters == engine.network.parameters)

@@ -1,6 +1,7 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 @Suite("Prediction: a saved network on new rows, preprocessed as in training")
@@ -17,16 +18,17 @@ struct PredictionTests {
         #expect(network.parameters == trained.network.parameters && network.description == trained.title)
 
         // Two rows in another column order, the label column absent: columns are found by name.
-        let input = try directory.write(Array("petal_width,petal_length,sepal_width,sepal_length\n0.2,1.4,3.5,5.1\n2.3,5.4,3.1,6.9\n".utf8), "new.csv")
+        let input = try directory.write(
+            Array("petal_width,petal_length,sepal_width,sepal_length\n0.2,1.4,3.5,5.1\n2.3,5.4,3.1,6.9\n".utf8), "new.csv")
         let lines = try Prediction<Float>.csv(checkpoint, input: input).split(separator: "\n").map(String.init)
         #expect(lines.count == 3 && lines[0] == "row,class,p_setosa,p_versicolor,p_virginica")
         var x = try Tensor<Float>(shape: [2, 4], scalars: [5.1, 3.5, 1.4, 0.2, 6.9, 3.1, 5.4, 2.3])
         try run.preprocessing.apply(to: &x)
         let y = try network.forward(x)
-        for n in 0 ..< 2 {
+        for n in 0..<2 {
             let cells = lines[n + 1].split(separator: ",").map(String.init)
-            #expect(cells[0] == "\(n + 1)" && cells[2...].map { Float($0)! } == (0 ..< 3).map { y[n, $0] })
-            #expect(cells[1] == ["setosa", "versicolor", "virginica"][(0 ..< 3).max { y[n, $0] < y[n, $1] }!])
+            #expect(cells[0] == "\(n + 1)" && cells[2...].map { Float($0)! } == (0..<3).map { y[n, $0] })
+            #expect(cells[1] == ["setosa", "versicolor", "virginica"][(0..<3).max { y[n, $0] < y[n, $1] }!])
         }
         #expect(lines[1].hasPrefix("1,setosa,"))  // an unmistakable setosa, after five epochs
     }

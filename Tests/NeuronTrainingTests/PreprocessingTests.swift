@@ -1,6 +1,7 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 @Suite("Preprocessing: the transform a network's inputs went through, saved with it")
@@ -23,7 +24,9 @@ struct PreprocessingTests {
         #expect(throws: DataError.self) { try Preprocessing.standardize(mean: [0, 0], standardDeviation: [1, 1]).apply(to: &x) }
     }
 
-    @Test("It survives the checkpoint's JSON unchanged", arguments: [Preprocessing.none, .scale(1.0 / 255), .standardize(mean: [0.1, -2], standardDeviation: [3, 0.5])])
+    @Test(
+        "It survives the checkpoint's JSON unchanged",
+        arguments: [Preprocessing.none, .scale(1.0 / 255), .standardize(mean: [0.1, -2], standardDeviation: [3, 0.5])])
     func codable(preprocessing: Preprocessing) throws {
         #expect(try JSONDecoder().decode(Preprocessing.self, from: try JSONEncoder().encode(preprocessing)) == preprocessing)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NeuronCore  // GradientCheckReport's memberwise init is internal to NeuronCore
 @testable import NeuronTraining
 
@@ -24,7 +25,7 @@ struct ProgressRendererTests {
         return state
     }
 
-    /// SPEC §1's reference case, x 0.4, w 0.5, b 0.6, t 0.7.
+    /// Docs/Reference.md §1's reference case, x 0.4, w 0.5, b 0.6, t 0.7.
     static let referenceNeuron = TrainingViewState.NeuronRow(
         input: 0.4, weight: 0.5, bias: 0.6, target: 0.7, net: 0.8, output: 0.6640367702678491,
         error: -0.035963229732150825, loss: 0.0006466769463837285,
@@ -36,14 +37,17 @@ struct ProgressRendererTests {
         network: "Network[Dense(2→4, tanh), Dense(4→3, softmax)]", method: "central", eps: 1e-6,
         absoluteTolerance: 1e-5, relativeTolerance: 1e-3,
         tensors: [
-            .init(name: "layers.0.weight", layer: 0, tensor: "weight", shape: [2, 4], checked: 8, total: 8,
-                  maxAbsoluteError: 2e-10, maxRelativeError: 3e-9, failures: 0),
-            .init(name: "layers.1.bias", layer: 1, tensor: "bias", shape: [3], checked: 3, total: 3,
-                  maxAbsoluteError: 0.25, maxRelativeError: 0.5, failures: 1),
+            .init(
+                name: "layers.0.weight", layer: 0, tensor: "weight", shape: [2, 4], checked: 8, total: 8,
+                maxAbsoluteError: 2e-10, maxRelativeError: 3e-9, failures: 0),
+            .init(
+                name: "layers.1.bias", layer: 1, tensor: "bias", shape: [3], checked: 3, total: 3,
+                maxAbsoluteError: 0.25, maxRelativeError: 0.5, failures: 1),
         ],
         worst: [
-            .init(name: "layers.1.bias", layer: 1, tensor: "bias", index: 2, position: [2], analytic: 0.25, faux: 0.5,
-                  absoluteError: 0.25, relativeError: 0.5, passed: false, severity: 24_975),
+            .init(
+                name: "layers.1.bias", layer: 1, tensor: "bias", index: 2, position: [2], analytic: 0.25, faux: 0.5,
+                absoluteError: 0.25, relativeError: 0.5, passed: false, severity: 24_975)
         ])
 
     /// Two layers (a saturating tanh, a softmax that has no saturation), the neuron's row, a
@@ -64,16 +68,17 @@ struct ProgressRendererTests {
 
     // MARK: - Every phase, through a preview view model
 
-    @Test("Every phase renders through a preview, its details first on the line and in the report",
-          arguments: [
-              (TrainingViewState.Phase.idle, "idle"),
-              (.running, "running"),
-              (.paused, "paused"),
-              (.finished, "finished"),
-              (.stopped, "stopped"),
-              (.diverged(step: 37, location: "layers.1"), "diverged at step 37 in layers.1"),
-              (.failed("could not read data/train.csv"), "failed: could not read data/train.csv"),
-          ])
+    @Test(
+        "Every phase renders through a preview, its details first on the line and in the report",
+        arguments: [
+            (TrainingViewState.Phase.idle, "idle"),
+            (.running, "running"),
+            (.paused, "paused"),
+            (.finished, "finished"),
+            (.stopped, "stopped"),
+            (.diverged(step: 37, location: "layers.1"), "diverged at step 37 in layers.1"),
+            (.failed("could not read data/train.csv"), "failed: could not read data/train.csv"),
+        ])
     func everyPhase(phase: TrainingViewState.Phase, text: String) {
         let preview = PreviewViewModel<TrainingEvent, TrainingViewState>(Self.runningState())
         preview.viewState.phase = phase
@@ -85,8 +90,9 @@ struct ProgressRendererTests {
 
     @Test("The documented example line")
     func exampleLine() {
-        #expect(renderer.line(Self.runningState())
-            == "running  epoch 3/20  step 1,234/9,380  loss 0.4123 (avg 0.4301)  val acc 0.8712  52,340 samples/s  1m 05s left")
+        #expect(
+            renderer.line(Self.runningState())
+                == "running  epoch 3/20  step 1,234/9,380  loss 0.4123 (avg 0.4301)  val acc 0.8712  52,340 samples/s  1m 05s left")
     }
 
     @Test("Nil fields, and counts with nothing planned or done, are left out")
@@ -101,12 +107,13 @@ struct ProgressRendererTests {
         #expect(renderer.line(state) == "idle  epoch 0/20  step 17  loss avg 0.2500  val loss 0.5000")
 
         let report = renderer.report(TrainingViewState())
-        #expect(report == """
-              phase          idle
-              learning rate  0.0
-              seed           0
-            ignored events  0
-            """)
+        #expect(
+            report == """
+                  phase          idle
+                  learning rate  0.0
+                  seed           0
+                ignored events  0
+                """)
         for absent in ["epoch", "step", "loss", "validation", "speed", "layers", "neuron", "gradient check"] {
             #expect(!report.contains(absent), "\(absent) in\n\(report)")
         }
@@ -272,12 +279,14 @@ struct ProgressRendererTests {
         #expect(line.hasPrefix(#"{"epoch":3,"ignoredEventCount":3,"learningRate":0.001,"loss":0.1000000000000007,"#), "sorted keys: \(line)")
 
         let decoded = try JSONMirror.decode(line)
-        #expect(decoded == JSONMirror(
-            phase: "running", title: "Network[Dense(2→4, tanh), Dense(4→3, softmax)]",
-            epoch: 3, totalEpochs: 20, step: 1_234, totalSteps: 9_380,
-            loss: 0.1000000000000007, smoothedLoss: 0.30000000000000004, validationLoss: .leastNonzeroMagnitude,
-            validationAccuracy: 0.87124, samplesPerSecond: 52_340.123456789, secondsRemaining: 65.5,
-            learningRate: 1e-3, seed: .max, ignoredEventCount: 3))
+        #expect(
+            decoded
+                == JSONMirror(
+                    phase: "running", title: "Network[Dense(2→4, tanh), Dense(4→3, softmax)]",
+                    epoch: 3, totalEpochs: 20, step: 1_234, totalSteps: 9_380,
+                    loss: 0.1000000000000007, smoothedLoss: 0.30000000000000004, validationLoss: .leastNonzeroMagnitude,
+                    validationAccuracy: 0.87124, samplesPerSecond: 52_340.123456789, secondsRemaining: 65.5,
+                    learningRate: 1e-3, seed: .max, ignoredEventCount: 3))
         #expect(decoded.loss?.bitPattern == 0.1000000000000007.bitPattern)
     }
 

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+
 @testable import NeuronTraining
 
 @MainActor
@@ -119,14 +120,15 @@ struct ProgressViewTests {
 
         let lines = Self.sequence.map(renderer.line)
         #expect(lines[1].count > lines[2].count, "the paused line is shorter and must blank the running one")
-        #expect(output.writes == [
-            "\r" + lines[0],
-            "\r" + lines[1],
-            "\r" + lines[2] + String(repeating: " ", count: lines[1].count - lines[2].count),
-            "\r" + lines[3],
-            "\r" + lines[4] + String(repeating: " ", count: max(0, lines[3].count - lines[4].count)),
-            "\n",
-        ])
+        #expect(
+            output.writes == [
+                "\r" + lines[0],
+                "\r" + lines[1],
+                "\r" + lines[2] + String(repeating: " ", count: lines[1].count - lines[2].count),
+                "\r" + lines[3],
+                "\r" + lines[4] + String(repeating: " ", count: max(0, lines[3].count - lines[4].count)),
+                "\n",
+            ])
         #expect(output.text.filter { $0 == "\n" }.count == 1, "no newline until the end")
         #expect(output.text.hasSuffix("\n"))
         #expect(lines[4].hasPrefix("finished  step 10/10"))
@@ -137,14 +139,14 @@ struct ProgressViewTests {
         let clock = ManualClock()
         let output = Output()
         let states = [
-            Self.state(.running, step: 1),   // t = 0s: the first state is written
-            Self.state(.running, step: 2),   // t = 3s: too soon
-            Self.state(.running, step: 3),   // t = 11s: 11s since the last line, ≥ 10s
-            Self.state(.paused, step: 3),    // t = 12s: phase change
-            Self.state(.running, step: 4),   // t = 13s: phase change
-            Self.state(.running, step: 5),   // t = 14s: too soon
-            Self.state(.running, step: 6),   // t = 22s: 9s since the last line: too soon
-            Self.state(.finished, step: 10), // t = 23s: the end
+            Self.state(.running, step: 1),  // t = 0s: the first state is written
+            Self.state(.running, step: 2),  // t = 3s: too soon
+            Self.state(.running, step: 3),  // t = 11s: 11s since the last line, ≥ 10s
+            Self.state(.paused, step: 3),  // t = 12s: phase change
+            Self.state(.running, step: 4),  // t = 13s: phase change
+            Self.state(.running, step: 5),  // t = 14s: too soon
+            Self.state(.running, step: 6),  // t = 22s: 9s since the last line: too soon
+            Self.state(.finished, step: 10),  // t = 23s: the end
         ]
         let advances: [Duration] = [.zero, .seconds(3), .seconds(8), .seconds(1), .seconds(1), .seconds(1), .seconds(8), .seconds(1)]
         let (final, writesAfter) = try await Self.drive(
@@ -181,15 +183,17 @@ struct ProgressViewTests {
 
     // MARK: - When run() returns
 
-    @Test("run() returns when the phase becomes stopped, diverged or failed, having written it",
-          arguments: [
-              TrainingViewState.Phase.stopped, .diverged(step: 37, location: "layers.1"), .failed("out of memory"),
-          ])
+    @Test(
+        "run() returns when the phase becomes stopped, diverged or failed, having written it",
+        arguments: [
+            TrainingViewState.Phase.stopped, .diverged(step: 37, location: "layers.1"), .failed("out of memory"),
+        ])
     func endingPhases(phase: TrainingViewState.Phase) async throws {
         let output = Output()
         let end = Self.state(phase, step: 37)
-        let (final, _) = try await Self.drive(.plain(every: .seconds(3_600)), clock: ManualClock(),
-                                              states: [Self.state(.running, step: 36), end], output: output)
+        let (final, _) = try await Self.drive(
+            .plain(every: .seconds(3_600)), clock: ManualClock(),
+            states: [Self.state(.running, step: 36), end], output: output)
         #expect(final == end)
         #expect(output.writes.last == renderer.line(end) + "\n")
         #expect(output.writes.last?.hasPrefix(phase.description) == true)
@@ -222,8 +226,10 @@ struct ProgressViewTests {
     @Test("Idle and paused do not end the run")
     func idleAndPausedGoOn() async throws {
         let output = Output()
-        let states = [Self.state(.idle, step: 0), Self.state(.paused, step: 0), Self.state(.running, step: 1),
-                      Self.state(.finished, step: 10)]
+        let states = [
+            Self.state(.idle, step: 0), Self.state(.paused, step: 0), Self.state(.running, step: 1),
+            Self.state(.finished, step: 10),
+        ]
         let (final, writesAfter) = try await Self.drive(.json, states: states, output: output)
         #expect(final == states.last)
         #expect(writesAfter == [1, 2, 3, 4])

@@ -1,11 +1,13 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
-/// SPEC §3's neuron, for `iterations` steps.
+/// Docs/Reference.md §3's neuron, for `iterations` steps.
 private func neuronConfig(iterations: Int) throws -> RunConfig {
-    try config("""
+    try config(
+        """
         model: {neuron: {weight: 0.5, bias: 0.5}}
         data: {kind: sample, input: 0.01, target: 0.1}
         optimizer: {kind: sgd, learningRate: 0.01}
@@ -49,7 +51,7 @@ struct RunBuilderTests {
         #expect(adam.engine is NetworkTrainingEngine<Double, Adam<Double>>)
     }
 
-    @Test("The neuron's config builds SPEC §3's engine")
+    @Test("The neuron's config builds Docs/Reference.md §3's engine")
     func neuron() throws {
         let run = try RunBuilder.build(try ConfigLoader.load(dataDirectory + "/single-neuron.yaml"))
         let engine = try #require(run.engine as? NeuronTrainingEngine)
@@ -58,14 +60,15 @@ struct RunBuilderTests {
         #expect(run.preprocessing == .none)
     }
 
-    @Test("Resumed from a checkpoint taken mid-epoch, a run ends with exactly the numbers of one that never stopped",
-          arguments: ["{kind: sgd, learningRate: 0.1, momentum: 0.9, nesterov: true}", "{kind: adam, learningRate: 0.01}"])
+    @Test(
+        "Resumed from a checkpoint taken mid-epoch, a run ends with exactly the numbers of one that never stopped",
+        arguments: ["{kind: sgd, learningRate: 0.1, momentum: 0.9, nesterov: true}", "{kind: adam, learningRate: 0.01}"])
     func resumeExact(optimizer: String) throws {
         let config = try irisConfig(epochs: 3, optimizer: optimizer)
         let built = try RunBuilder.build(config)
         func check<E: TrainingEngine>(_ engine: E) throws {
             var first = engine
-            for _ in 0 ..< 13 { _ = first.step() }  // step 13: five steps into the second epoch
+            for _ in 0..<13 { _ = first.step() }  // step 13: five steps into the second epoch
             let directory = try CheckpointTestDirectory()
             defer { directory.remove() }
             try Checkpoint(first, config: config, preprocessing: built.preprocessing).write(to: directory.path)
@@ -78,11 +81,11 @@ struct RunBuilderTests {
         try check(built.engine)
     }
 
-    @Test("The neuron resumes at its step with its records, and ends where SPEC §3's run ends")
+    @Test("The neuron resumes at its step with its records, and ends where Docs/Reference.md §3's run ends")
     func neuronResume() throws {
         let config = try neuronConfig(iterations: 1_000)
         var engine = try #require(try RunBuilder.build(config).engine as? NeuronTrainingEngine)
-        for _ in 0 ..< 250 { _ = engine.step() }
+        for _ in 0..<250 { _ = engine.step() }
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         try Checkpoint(engine, config: config, preprocessing: .none).write(to: directory.path)
@@ -102,8 +105,10 @@ struct RunBuilderTests {
         let saved = try Checkpoint.read(directory.path)
         var wider = config
         wider.model.layers[0].units = 16
-        #expect(throws: RunError.checkpointMismatch(
-            path: directory.path, reason: "the checkpoint's model (Network[Dense(4→8, tanh), Dense(8→3, softmax)]) differs from the config's")) {
+        #expect(
+            throws: RunError.checkpointMismatch(
+                path: directory.path, reason: "the checkpoint's model (Network[Dense(4→8, tanh), Dense(8→3, softmax)]) differs from the config's")
+        ) {
             try RunBuilder.build(wider, resume: saved)
         }
         #expect(throws: RunError.checkpointMismatch(path: directory.path, reason: "the checkpoint is in float precision")) {
@@ -111,8 +116,10 @@ struct RunBuilderTests {
         }
         var otherSplit = config
         otherSplit.data.validationSplit = 0.3
-        #expect(throws: RunError.checkpointMismatch(
-            path: directory.path, reason: "the data's statistics differ from the checkpoint's (did the data files change?)")) {
+        #expect(
+            throws: RunError.checkpointMismatch(
+                path: directory.path, reason: "the data's statistics differ from the checkpoint's (did the data files change?)")
+        ) {
             try RunBuilder.build(otherSplit, resume: saved)
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 /// An uncompressed IDX file of unsigned bytes (magic 0x00 0x00 0x08, dimension count, big-endian extents).
@@ -12,7 +13,7 @@ private func idx(_ dimensions: [Int], _ bytes: [UInt8]) -> [UInt8] {
 struct RunDataTests {
     /// Ten rows whose first feature is the row number, so that each row can be told apart after preprocessing.
     private func numberTable(in directory: CheckpointTestDirectory) throws {
-        let rows = (0 ..< 10).map { n in "\(n),\(Double(n * n) / 10),\(n % 2 == 0 ? "even" : "odd")" }
+        let rows = (0..<10).map { n in "\(n),\(Double(n * n) / 10),\(n % 2 == 0 ? "even" : "odd")" }
         _ = try directory.write(Array((["n,square,parity"] + rows).joined(separator: "\n").utf8), "table.csv")
     }
 
@@ -21,7 +22,8 @@ struct RunDataTests {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         try numberTable(in: directory)
-        let run = try config("""
+        let run = try config(
+            """
             model: {layers: [{units: 2, activation: softmax}]}
             data: {kind: csv, path: table.csv, labelColumn: parity, validationSplit: 0.3}
             """, in: directory.path)
@@ -34,11 +36,11 @@ struct RunDataTests {
         }
         // Undone, the two sets are the table's rows, each once, with their labels.
         func numbers(_ set: Dataset<Double>) -> [Double] { column(0, of: set).map { ($0 * deviation[0] + mean[0]).rounded() } }
-        #expect((numbers(data.training) + numbers(validation)).sorted() == (0 ..< 10).map(Double.init))
+        #expect((numbers(data.training) + numbers(validation)).sorted() == (0..<10).map(Double.init))
         let even = try #require(data.training.classNames?.firstIndex(of: "even"))
         #expect(zip(numbers(data.training), data.training.labels ?? []).allSatisfy { n, label in (Int(n) % 2 == 0) == (label == even) })
         // Fitted on the training rows: there, each column has mean 0 and deviation 1 ...
-        for c in 0 ..< 2 {
+        for c in 0..<2 {
             let (m, d) = meanAndDeviation(column(c, of: data.training))
             expectClose(m, 0, tolerance: 1e-12)
             expectClose(d, 1, tolerance: 1e-12)
@@ -58,7 +60,8 @@ struct RunDataTests {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         try numberTable(in: directory)
-        let run = try config("""
+        let run = try config(
+            """
             model: {layers: [{units: 2, activation: softmax}]}
             data: {kind: csv, path: table.csv, labelColumn: parity, validationSplit: 0, limit: 4, normalization: none}
             """, in: directory.path)
@@ -76,7 +79,8 @@ struct RunDataTests {
         _ = try directory.write(idx([3], [0, 1, 2]), "train-labels")
         _ = try directory.write(idx([2, 2, 2], [255, 255, 255, 255, 0, 0, 0, 0]), "test-images")
         _ = try directory.write(idx([2], [2, 0]), "test-labels")
-        let run = try config("""
+        let run = try config(
+            """
             model: {layers: [{units: 10, activation: softmax}]}
             data: {kind: idx, trainImages: train-images, trainLabels: train-labels, testImages: test-images, testLabels: test-labels, validationSplit: 0}
             """, in: directory.path)
@@ -95,10 +99,13 @@ struct RunDataTests {
         let xor = try RunData<Double>(try xorConfig().data, seed: 7)
         #expect(xor.training.count == 4 && xor.validation == nil && xor.preprocessing == .none)
         #expect(xor.training.features.scalars == [0, 0, 0, 1, 1, 0, 1, 1])
-        let sine = try RunData<Double>(try config("""
-            model: {layers: [{units: 4}, {units: 1, activation: identity}]}
-            data: {kind: synthetic, name: sine, count: 40}
-            """).data, seed: 2)
+        let sine = try RunData<Double>(
+            try config(
+                """
+                model: {layers: [{units: 4}, {units: 1, activation: identity}]}
+                data: {kind: synthetic, name: sine, count: 40}
+                """
+            ).data, seed: 2)
         #expect(sine.training.count == 36 && sine.validation?.count == 4)
         guard case let .standardize(mean, _) = sine.preprocessing else {
             Issue.record("expected standardization, got \(sine.preprocessing)")

@@ -1,13 +1,16 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 // MARK: - Reading the files back
 
 /// `metrics.csv` read back: one dictionary per row, empty cells left out.
 private func readMetrics(_ path: String) throws -> (header: [String], rows: [[String: Double]]) {
-    let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+    let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
+        $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+    }
     let header = try #require(lines.first)
     let rows = try lines.dropFirst().map { cells in
         try #require(cells.count == header.count, "a row of \(cells.count) cells under \(header.count) columns")
@@ -24,7 +27,9 @@ private struct SVGElement {
     var attributes: [String: String]
     var text = ""
 
-    func number(_ attribute: String) throws -> Double { try #require(attributes[attribute].flatMap(Double.init), "\(name) has no number \(attribute)") }
+    func number(_ attribute: String) throws -> Double {
+        try #require(attributes[attribute].flatMap(Double.init), "\(name) has no number \(attribute)")
+    }
 }
 
 /// The elements of each `<g>` group of an SVG, by a small tag scanner (our SVG has no comments,
@@ -98,8 +103,10 @@ private struct Panel {
 }
 
 /// Expects `series` to be exactly the rows of `metrics` that have `column`: x the epoch, y the value.
-private func expectPlotted(_ panel: Panel, _ name: String, column: String, _ metrics: [[String: Double]],
-                           sourceLocation: SourceLocation = #_sourceLocation) {
+private func expectPlotted(
+    _ panel: Panel, _ name: String, column: String, _ metrics: [[String: Double]],
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     let expected = metrics.compactMap { row in row[column].map { (x: row["epoch"]!, y: $0) } }
     guard let plotted = panel.series[name] else {
         Issue.record("no series '\(name)' in the \(panel.label) panel", sourceLocation: sourceLocation)
@@ -107,8 +114,9 @@ private func expectPlotted(_ panel: Panel, _ name: String, column: String, _ met
     }
     #expect(plotted.count == expected.count, "\(name): \(plotted.count) points for \(expected.count) values", sourceLocation: sourceLocation)
     for (point, value) in zip(plotted, expected) {
-        #expect(abs(point.x - value.x) <= panel.xAxis.tolerance && abs(point.y - value.y) <= panel.yAxis.tolerance,
-                "\(name) at epoch \(value.x): plotted (\(point.x), \(point.y)), recorded \(value.y)", sourceLocation: sourceLocation)
+        #expect(
+            abs(point.x - value.x) <= panel.xAxis.tolerance && abs(point.y - value.y) <= panel.yAxis.tolerance,
+            "\(name) at epoch \(value.x): plotted (\(point.x), \(point.y)), recorded \(value.y)", sourceLocation: sourceLocation)
     }
 }
 
@@ -123,12 +131,13 @@ struct RunOutputsTests {
             EpochRecord(epoch: 1, step: 8, trainingLoss: 0.5, trainingAccuracy: 0.75, validationLoss: 0.625, validationAccuracy: nil),
             EpochRecord(epoch: 2, step: 16, trainingLoss: 0.25, trainingAccuracy: nil, validationLoss: nil, validationAccuracy: 1),
         ])
-        #expect(try String(contentsOfFile: outputs.path("metrics.csv"), encoding: .utf8) == """
-            epoch,step,training_loss,training_accuracy,validation_loss,validation_accuracy
-            1,8,0.5,0.75,0.625,
-            2,16,0.25,,,1.0
+        #expect(
+            try String(contentsOfFile: outputs.path("metrics.csv"), encoding: .utf8) == """
+                epoch,step,training_loss,training_accuracy,validation_loss,validation_accuracy
+                1,8,0.5,0.75,0.625,
+                2,16,0.25,,,1.0
 
-            """)
+                """)
         #expect(try directory.names() == ["metrics.csv"])  // written atomically: no temporary file left
     }
 
@@ -163,8 +172,11 @@ struct RunOutputsTests {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         let outputs = RunOutputs(directory: directory.path)
-        let records = (1 ... 5).map { EpochRecord(epoch: $0, step: 10 * $0, trainingLoss: 1 / Double($0), trainingAccuracy: nil,
-                                                  validationLoss: $0 == 5 ? 0.3 : nil, validationAccuracy: nil) }
+        let records = (1...5).map {
+            EpochRecord(
+                epoch: $0, step: 10 * $0, trainingLoss: 1 / Double($0), trainingAccuracy: nil,
+                validationLoss: $0 == 5 ? 0.3 : nil, validationAccuracy: nil)
+        }
         try outputs.writeMetrics(records)
         try outputs.writeCurves(records, title: "sine")
         let panels = try svgGroups(try String(contentsOfFile: outputs.path("curves.svg"), encoding: .utf8)).map(Panel.init)
@@ -179,8 +191,9 @@ struct RunOutputsTests {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         let outputs = RunOutputs(directory: directory.path)
-        var summary = RunSummary(title: "Network[Dense(2→1, tanh)]", phase: "finished", epochs: 3, steps: 12, seed: 9,
-                                 precision: "double", blas: "OpenBLAS", trainingSeconds: 0.5)
+        var summary = RunSummary(
+            title: "Network[Dense(2→1, tanh)]", phase: "finished", epochs: 3, steps: 12, seed: 9,
+            precision: "double", blas: "OpenBLAS", trainingSeconds: 0.5)
         summary.trainingLoss = 0.125
         summary.evaluatedOn = "test"
         try outputs.writeSummary(summary)

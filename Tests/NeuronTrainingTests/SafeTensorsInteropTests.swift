@@ -1,6 +1,7 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 // The oracle is Python's safetensors (the reference implementation, Rust underneath) with numpy.
@@ -42,8 +43,9 @@ private func requireSafetensors(in directory: CheckpointTestDirectory) throws {
     } catch {
         // The traceback's last line says what is missing: "ModuleNotFoundError: No module named 'safetensors'".
         let reason = (error as? PythonFailed)?.errors.split(separator: "\n").last.map(String.init) ?? "\(error)"
-        throw MissingPython(description: "the interop tests need Python 3 with safetensors and numpy:"
-            + " run `pip install safetensors numpy` (\(reason))")
+        throw MissingPython(
+            description: "the interop tests need Python 3 with safetensors and numpy:"
+                + " run `pip install safetensors numpy` (\(reason))")
     }
 }
 
@@ -69,8 +71,9 @@ private let describe = """
 /// How Python would describe `entry`.
 private func pythonView(_ entry: SafeTensors.Entry) -> PythonTensor {
     let names: [SafeTensors.DType: String] = [.f32: "float32", .f64: "float64", .i64: "int64", .i32: "int32", .u8: "uint8"]
-    return PythonTensor(dtype: names[entry.dtype]!, shape: entry.shape,
-                        hex: entry.bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
+    return PythonTensor(
+        dtype: names[entry.dtype]!, shape: entry.shape,
+        hex: entry.bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
 }
 
 @Suite("SafeTensors interop with Python's safetensors")
@@ -151,9 +154,13 @@ struct SafeTensorsInteropTests {
         func entry(_ name: String) throws -> SafeTensors.Entry { try SafeTensors.entry(named: name, in: entries, source: path) }
         let weight = try entry("layers.0.weight").tensor(as: Float.self, source: path)
         #expect(weight.shape == [2, 4])
-        #expect(weight.scalars.map(\.bitPattern)
-                == [Float(1.5), -0.0, .infinity, -.infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude].map(\.bitPattern) + [0x7FC0_002A, 0x7F80_0015])
-        #expect(try entry("layers.0.bias").tensor(as: Double.self, source: path).scalars.map(\.bitPattern)
+        #expect(
+            weight.scalars.map(\.bitPattern)
+                == [Float(1.5), -0.0, .infinity, -.infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude].map(\.bitPattern) + [
+                    0x7FC0_002A, 0x7F80_0015,
+                ])
+        #expect(
+            try entry("layers.0.bias").tensor(as: Double.self, source: path).scalars.map(\.bitPattern)
                 == [0.1, -0x1p-1024, 1e300].map(\.bitPattern))  // -2^-1024 is subnormal
         #expect(try entry("epoch.order").int64s(source: path) == [3, 0, -1, .max, .min])
         let loss = try entry("loss").tensor(as: Double.self, source: path)

@@ -1,6 +1,7 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 // MARK: - Helpers shared by the checkpoint tests
@@ -48,8 +49,10 @@ private func rawFile(_ header: String, _ data: [UInt8] = []) -> [UInt8] {
 /// The values every float round trip goes through: signed zeros, subnormals, infinities, the
 /// extremes, a NaN with a payload (quiet and signalling) and an inexact decimal.
 private func awkwardValues<Scalar: TensorScalar>(_: Scalar.Type) -> [Scalar] {
-    [1.5, -0.0, 0.0, .leastNonzeroMagnitude, .leastNormalMagnitude.nextDown, .infinity, -.infinity,
-     .greatestFiniteMagnitude, -.leastNormalMagnitude, nan(payload: 0x2A, quiet: true), nan(payload: 0x15, quiet: false), 0.1]
+    [
+        1.5, -0.0, 0.0, .leastNonzeroMagnitude, .leastNormalMagnitude.nextDown, .infinity, -.infinity,
+        .greatestFiniteMagnitude, -.leastNormalMagnitude, nan(payload: 0x2A, quiet: true), nan(payload: 0x15, quiet: false), 0.1,
+    ]
 }
 
 /// A NaN with the given payload; `quiet` sets the significand's top bit (IEEE 754's quiet bit).
@@ -68,7 +71,8 @@ struct SafeTensorsTests {
         #expect(SafeTensors.entry("w", Tensor<Float>(vector: [1.5])).bytes == [0x00, 0x00, 0xC0, 0x3F])
         #expect(SafeTensors.entry("w", Tensor<Double>(vector: [1.5])).bytes == [0, 0, 0, 0, 0, 0, 0xF8, 0x3F])
         #expect(SafeTensors.entry("w", Tensor<Float>(vector: [-0.0])).bytes == [0, 0, 0, 0x80])
-        #expect(SafeTensors.entry("order", int64: [-2, 258], shape: [2]).bytes
+        #expect(
+            SafeTensors.entry("order", int64: [-2, 258], shape: [2]).bytes
                 == [0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02, 0x01, 0, 0, 0, 0, 0, 0])
         #expect(SafeTensors.entry("w", Tensor<Float>(vector: [1.5])).dtype == .f32)
         #expect(SafeTensors.entry("w", Tensor<Double>(vector: [1.5])).dtype == .f64)
@@ -156,9 +160,15 @@ struct SafeTensorsTests {
 
         let weight = try SafeTensors.entry(named: "layers.0.weight", in: decoded.entries, source: "m")
         #expect(try weight.tensor(as: Float.self, shape: [2, 2], source: "m").scalars == [1, 2, 3, 4])
-        #expect(checkpointErrorMessage { () throws(CheckpointError) in try SafeTensors.entry(named: "layers.2.weight", in: decoded.entries, source: "run/checkpoint.safetensors") }
+        #expect(
+            checkpointErrorMessage { () throws(CheckpointError) in
+                try SafeTensors.entry(named: "layers.2.weight", in: decoded.entries, source: "run/checkpoint.safetensors")
+            }
                 == "run/checkpoint.safetensors: no tensor named \"layers.2.weight\"")
-        #expect(checkpointErrorMessage { () throws(CheckpointError) in try weight.tensor(as: Float.self, shape: [4, 2], source: "run/checkpoint.safetensors") }
+        #expect(
+            checkpointErrorMessage { () throws(CheckpointError) in
+                try weight.tensor(as: Float.self, shape: [4, 2], source: "run/checkpoint.safetensors")
+            }
                 == "run/checkpoint.safetensors: tensor \"layers.0.weight\" has shape (2, 2); expected (4, 2)")
     }
 
@@ -184,11 +194,13 @@ struct SafeTensorsTests {
     func pythonHeader() throws {
         // Written by `safetensors.numpy.save_file` 0.8.0 for {b: float32 [0, 1, 2], a: float64 zeros (2, 2),
         // i: int64 [1, 2], s: float32 3.5} with metadata {format: np, k: v}.
-        let header = #"{"__metadata__":{"format":"np","k":"v"},"i":{"dtype":"I64","shape":[2],"data_offsets":[0,16]},"#
+        let header =
+            #"{"__metadata__":{"format":"np","k":"v"},"i":{"dtype":"I64","shape":[2],"data_offsets":[0,16]},"#
             + #""a":{"dtype":"F64","shape":[2,2],"data_offsets":[16,48]},"b":{"dtype":"F32","shape":[3],"data_offsets":[48,60]},"#
             + #""s":{"dtype":"F32","shape":[],"data_offsets":[60,64]}}    "#
         #expect(header.utf8.count == 264)
-        let data = SafeTensors.littleEndianBytes([Int64(1), 2]) + [UInt8](repeating: 0, count: 32)
+        let data =
+            SafeTensors.littleEndianBytes([Int64(1), 2]) + [UInt8](repeating: 0, count: 32)
             + SafeTensors.littleEndianBytes([Float(0), 1, 2, 3.5].map(\.bitPattern))
         let (entries, metadata) = try SafeTensors.decode(rawFile(header, data), source: "py.safetensors")
         #expect(metadata == ["format": "np", "k": "v"])
@@ -203,10 +215,10 @@ struct SafeTensorsTests {
     @Test("Any valid JSON spelling reads: whitespace, escapes, null metadata, extra fields, header order unlike data order")
     func liberalHeader() throws {
         let header = """
-         { "b\\u00e9\\/\\ud83d\\ude00" : { "shape" : [ 1 ] , "dtype" : "F32", "data_offsets" : [ 4 , 8 ], "extra": {"x": [true, null, 2.5e3]} } ,
-           "__metadata__" : null,
-           "a" : {"dtype":"U8","shape":[2,2],"data_offsets":[0,4]} }\t\r\n
-        """
+             { "b\\u00e9\\/\\ud83d\\ude00" : { "shape" : [ 1 ] , "dtype" : "F32", "data_offsets" : [ 4 , 8 ], "extra": {"x": [true, null, 2.5e3]} } ,
+               "__metadata__" : null,
+               "a" : {"dtype":"U8","shape":[2,2],"data_offsets":[0,4]} }\t\r\n
+            """
         let data: [UInt8] = [1, 2, 3, 4] + SafeTensors.littleEndianBytes(CollectionOfOne(Float(-2).bitPattern))
         let (entries, metadata) = try SafeTensors.decode(rawFile(header, data), source: "h")
         #expect(metadata.isEmpty)
@@ -214,7 +226,8 @@ struct SafeTensorsTests {
         #expect(entries[0] == SafeTensors.Entry(name: "a", dtype: .u8, shape: [2, 2], bytes: [1, 2, 3, 4]))
         #expect(try entries[1].tensor(as: Float.self, source: "h").scalars == [-2])
         // Zero-size tensors may share an offset with each other and with the next tensor.
-        let zeros = #"{"z1":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"#
+        let zeros =
+            #"{"z1":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"#
             + #""z2":{"dtype":"F64","shape":[2,0],"data_offsets":[0,0]}}"#
         #expect(try SafeTensors.decode(rawFile(zeros, [0, 0, 0, 0]), source: "z").entries.map(\.name) == ["z1", "z2", "w"])
     }
@@ -243,13 +256,15 @@ struct SafeTensorsTests {
         #expect(readMessage(missing) == "\(missing): no such file")
         #expect(readMessage(directory.path) == "\(directory.path): cannot be read: it is a directory")
         let empty = try directory.write([], "empty.safetensors")
-        #expect(readMessage(empty) == "\(empty): corrupt: the file is empty;"
+        #expect(
+            readMessage(empty) == "\(empty): corrupt: the file is empty;"
                 + " expected a safetensors file (an 8-byte header length, a JSON header, the tensors' data)")
         let short = try directory.write([1, 2, 3, 4, 5], "short.safetensors")
         #expect(readMessage(short) == "\(short): corrupt: the file is 5 bytes, too short for a safetensors file's 8-byte header length")
         // A text file: its first 8 bytes read as a header length of 754,401,781,653,594,476.
         let text = try directory.write(Array("label,x\n1,2\n".utf8), "data.csv")
-        #expect(readMessage(text) == "\(text): corrupt: the first 8 bytes say the header is"
+        #expect(
+            readMessage(text) == "\(text): corrupt: the first 8 bytes say the header is"
                 + " 754,401,781,653,594,476 bytes, but only 4 follow (a truncated file, or not a safetensors file)")
     }
 
@@ -267,19 +282,28 @@ struct SafeTensorsTests {
         let w = #""w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}"#
 
         // Header length beyond the file.
-        #expect(decodeMessage([100, 0, 0, 0, 0, 0, 0, 0] + Array("{}".utf8)) == "\(path): corrupt:"
+        #expect(
+            decodeMessage([100, 0, 0, 0, 0, 0, 0, 0] + Array("{}".utf8)) == "\(path): corrupt:"
                 + " the first 8 bytes say the header is 100 bytes, but only 2 follow (a truncated file, or not a safetensors file)")
         // Not JSON, or not the JSON of a header.
         #expect(headerMessage(#"{"w": "#) == "the header is not valid JSON: at byte 6 of the header, expected a value, found the end of the header")
         #expect(headerMessage(#"{"w" 1}"#) == "the header is not valid JSON: at byte 5 of the header, expected ':', found '1'")
         #expect(headerMessage("{}x") == "the header is not valid JSON: at byte 2 of the header, unexpected 'x' after the end of the JSON value")
-        #expect(headerMessage("{}\0\0") == "the header is not valid JSON: at byte 2 of the header, unexpected byte 0x0 after the end of the JSON value")
+        #expect(
+            headerMessage("{}\0\0") == "the header is not valid JSON: at byte 2 of the header, unexpected byte 0x0 after the end of the JSON value")
         #expect(headerMessage(#"{"a":[1,]}"#) == "the header is not valid JSON: at byte 8 of the header, expected a value, found ']'")
-        #expect(headerMessage(#"{"a":01}"#) == "the header is not valid JSON: at byte 6 of the header, expected ',' or '}' after an object member, found '1'")
-        #expect(headerMessage("{\"a\nb\":1}") == "the header is not valid JSON: at byte 3 of the header, control character byte 0xa in a string; it must be escaped")
+        #expect(
+            headerMessage(#"{"a":01}"#)
+                == "the header is not valid JSON: at byte 6 of the header, expected ',' or '}' after an object member, found '1'")
+        #expect(
+            headerMessage("{\"a\nb\":1}")
+                == "the header is not valid JSON: at byte 3 of the header, control character byte 0xa in a string; it must be escaped")
         #expect(headerMessage(#"{"\ud800":1}"#) == "the header is not valid JSON: at byte 8 of the header, unpaired surrogate \\ud800 in a string")
-        #expect(headerMessage(String(repeating: "[", count: 100)) == "the header is not valid JSON: at byte 64 of the header, values nested deeper than 64 levels")
-        #expect(decodeMessage(SafeTensors.littleEndianBytes(CollectionOfOne(UInt64(4))) + [0x7B, 0xFF, 0xFE, 0x7D])
+        #expect(
+            headerMessage(String(repeating: "[", count: 100))
+                == "the header is not valid JSON: at byte 64 of the header, values nested deeper than 64 levels")
+        #expect(
+            decodeMessage(SafeTensors.littleEndianBytes(CollectionOfOne(UInt64(4))) + [0x7B, 0xFF, 0xFE, 0x7D])
                 == "\(path): corrupt: the header is not valid UTF-8")
         #expect(headerMessage("[]") == "the header must be a JSON object, found an array")
         #expect(headerMessage(#"{"w":[]}"#) == #"tensor "w" must be an object with dtype, shape and data_offsets, found an array"#)
@@ -288,37 +312,52 @@ struct SafeTensorsTests {
         // Fields missing, of the wrong type, or out of range.
         #expect(headerMessage(#"{"w":{"dtype":"F32","shape":[2]}}"#) == #"tensor "w" has no "data_offsets""#)
         #expect(headerMessage(#"{"w":{"dtype":5,"shape":[2],"data_offsets":[0,8]}}"#) == #"tensor "w": dtype must be a string, found 5"#)
-        #expect(headerMessage(#"{"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}}"#)
+        #expect(
+            headerMessage(#"{"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}}"#)
                 == #"tensor "w": shape must be an array of non-negative integers, found -2 in it"#)
-        #expect(headerMessage(#"{"w":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}}"#)
+        #expect(
+            headerMessage(#"{"w":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}}"#)
                 == #"tensor "w": shape must be an array of non-negative integers, found 2.0 in it"#)
-        #expect(headerMessage(#"{"w":{"dtype":"F32","shape":[true],"data_offsets":[0,8]}}"#)
+        #expect(
+            headerMessage(#"{"w":{"dtype":"F32","shape":[true],"data_offsets":[0,8]}}"#)
                 == #"tensor "w": shape must be an array of non-negative integers, found true in it"#)
-        #expect(headerMessage(#"{"w":{"dtype":"F32","shape":2,"data_offsets":[0,8]}}"#)
+        #expect(
+            headerMessage(#"{"w":{"dtype":"F32","shape":2,"data_offsets":[0,8]}}"#)
                 == #"tensor "w": shape must be an array of non-negative integers, found 2"#)
-        #expect(headerMessage(#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4,8]}}"#)
+        #expect(
+            headerMessage(#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4,8]}}"#)
                 == #"tensor "w": data_offsets must be two non-negative integers [begin, end], found 3"#)
-        #expect(headerMessage(#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}}"#) == #"tensor "w": data_offsets [8, 0] end before they begin"#)
+        #expect(
+            headerMessage(#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}}"#) == #"tensor "w": data_offsets [8, 0] end before they begin"#)
         #expect(headerMessage(#"{"w":{"dtype":"F32","shape":[2],"dtype":"F64","data_offsets":[0,8]}}"#) == #"tensor "w" has "dtype" twice"#)
         // Unknown dtype.
-        #expect(decodeMessage(rawFile(#"{"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}"#, [0, 0, 0, 0]))
+        #expect(
+            decodeMessage(rawFile(#"{"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}"#, [0, 0, 0, 0]))
                 == "\(path): tensor \"w\" has dtype \"F16\", which is not supported; expected one of F32, F64, I64, I32, U8")
         // Shape and offsets that disagree.
-        #expect(headerMessage(#"{"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}}"#, Array(repeating: 0, count: 20))
+        #expect(
+            headerMessage(#"{"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}}"#, Array(repeating: 0, count: 20))
                 == #"tensor "w": shape (2, 3) of F32 needs 24 bytes, but data_offsets [0, 20] hold 20"#)
-        #expect(headerMessage(#"{"w":{"dtype":"F64","shape":[4611686018427387904,4],"data_offsets":[0,8]}}"#)
+        #expect(
+            headerMessage(#"{"w":{"dtype":"F64","shape":[4611686018427387904,4],"data_offsets":[0,8]}}"#)
                 == #"tensor "w": shape (4611686018427387904, 4) of F64 needs more than Int.max bytes, but data_offsets [0, 8] hold 8"#)
         // Offsets that overlap, leave gaps, or do not start at 0.
-        #expect(headerMessage("{\(w),\"v\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", Array(repeating: 0, count: 12))
+        #expect(
+            headerMessage("{\(w),\"v\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", Array(repeating: 0, count: 12))
                 == #"tensor "v" (data_offsets [4, 12]) overlaps tensor "w" (data_offsets [0, 8])"#)
-        #expect(headerMessage("{\(w),\"v\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]}}", Array(repeating: 0, count: 16))
-                == #"4 unused bytes between tensor "w" (data_offsets [0, 8]) and tensor "v" (data_offsets [12, 16]); tensors must be packed with no gaps"#)
-        #expect(headerMessage(#"{"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#, Array(repeating: 0, count: 8))
+        #expect(
+            headerMessage("{\(w),\"v\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]}}", Array(repeating: 0, count: 16))
+                == #"4 unused bytes between tensor "w" (data_offsets [0, 8]) and tensor "v" (data_offsets [12, 16]); tensors must be packed with no gaps"#
+        )
+        #expect(
+            headerMessage(#"{"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#, Array(repeating: 0, count: 8))
                 == #"4 unused bytes between the start of the data and tensor "w" (data_offsets [4, 8]); tensors must be packed with no gaps"#)
         // Duplicate names, and data longer than the header says.
         #expect(headerMessage("{\(w),\(w)}", Array(repeating: 0, count: 8)) == #"the header names "w" twice; tensor names must be unique"#)
         #expect(headerMessage(#"{"__metadata__":{},"__metadata__":{}}"#) == #"the header names "__metadata__" twice; tensor names must be unique"#)
-        #expect(headerMessage("{\(w)}", Array(repeating: 0, count: 11)) == "the header says the data is 8 bytes, found 11 (3 extra after the last tensor)")
+        #expect(
+            headerMessage("{\(w)}", Array(repeating: 0, count: 11)) == "the header says the data is 8 bytes, found 11 (3 extra after the last tensor)"
+        )
     }
 
     @Test("Truncated data: the header's size and what was found, with thousands separators")
@@ -333,9 +372,11 @@ struct SafeTensorsTests {
         let bytes = SafeTensors.encode(entries)
         let dataStart = bytes.count - 803_840
         let path = try directory.write(Array(bytes[..<(dataStart + 4096)]), "checkpoint.safetensors")
-        #expect(checkpointErrorMessage { () throws(CheckpointError) in try SafeTensors.read(path) }
+        #expect(
+            checkpointErrorMessage { () throws(CheckpointError) in try SafeTensors.read(path) }
                 == "\(path): truncated: the header says the data is 803,840 bytes, found 4,096")
-        #expect(checkpointErrorMessage { () throws(CheckpointError) in try SafeTensors.decode(Array(bytes.dropLast()), source: "c") }
+        #expect(
+            checkpointErrorMessage { () throws(CheckpointError) in try SafeTensors.decode(Array(bytes.dropLast()), source: "c") }
                 == "c: truncated: the header says the data is 803,840 bytes, found 803,839")
     }
 
@@ -350,13 +391,16 @@ struct SafeTensorsTests {
         let path = "run/checkpoint.safetensors"
         let order = SafeTensors.entry("epoch.order", int64: [1, 0], shape: [2])
         let weight = SafeTensors.entry("layers.0.weight", Tensor<Float>(vector: [1, 2]))
-        #expect(checkpointErrorMessage { () throws(CheckpointError) in try order.tensor(as: Float.self, source: path) }
+        #expect(
+            checkpointErrorMessage { () throws(CheckpointError) in try order.tensor(as: Float.self, source: path) }
                 == "\(path): tensor \"epoch.order\" is I64; expected F32 or F64")
-        #expect(checkpointErrorMessage { () throws(CheckpointError) in try weight.int64s(source: path) }
+        #expect(
+            checkpointErrorMessage { () throws(CheckpointError) in try weight.int64s(source: path) }
                 == "\(path): tensor \"layers.0.weight\" is F32; expected I64 or I32")
         var broken = weight
         broken.bytes.removeLast()
-        #expect(checkpointErrorMessage { () throws(CheckpointError) in try broken.tensor(as: Double.self, source: path) }
+        #expect(
+            checkpointErrorMessage { () throws(CheckpointError) in try broken.tensor(as: Double.self, source: path) }
                 == "\(path): corrupt: tensor \"layers.0.weight\": shape (2) of F32 does not fit its 7 bytes")
     }
 
@@ -370,7 +414,8 @@ struct SafeTensorsTests {
             .missingTensor(path: p, name: "w"), .shapeMismatch(path: p, name: "w", found: [1], expected: [2]),
         ]
         for error in errors { #expect(error.description.hasPrefix(p + ": "), "\(error)") }
-        #expect(CheckpointError.writeFailed(path: p, reason: "No space left on device").description
+        #expect(
+            CheckpointError.writeFailed(path: p, reason: "No space left on device").description
                 == "out/c.safetensors: cannot be written: No space left on device")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import NeuronCore
 import Observation
 import Testing
+
 @testable import NeuronTraining
 
 struct TimedOut: Error, CustomStringConvertible {
@@ -31,7 +32,7 @@ func waitUntil<M: ViewModel>(
 
 /// XOR with 2-4-1 tanh, SGD with momentum, full batches (one step per epoch).
 func xorEngine(epochs: Int, learningRate: Double = 0.5, seed: UInt64 = 1) throws -> NetworkTrainingEngine<Double, SGD<Double>> {
-    let network = try Network<Double>(inputSize: 2, layers: [(4, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: seed)
+    let network = try Network<Double>(features: 2, layers: [(4, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: seed)
     return try NetworkTrainingEngine(
         network: network, optimizer: try SGD<Double>(learningRate: learningRate, momentum: 0.9),
         dataset: Synthetic.xor(as: Double.self), batchSize: 4, epochs: epochs, seed: seed)
@@ -59,7 +60,8 @@ func config(_ yaml: String, in directory: String = dataDirectory) throws -> RunC
 
 /// XOR with 2-3-1 tanh in Double, SGD with momentum, full batches: a run's config, small enough to train in tests.
 func xorConfig(epochs: Int = 4, extra: String = "") throws -> RunConfig {
-    try config("""
+    try config(
+        """
         model: {layers: [{units: 3, activation: tanh}, {units: 1, activation: tanh}]}
         data: {kind: synthetic, name: xor}
         optimizer: {kind: sgd, learningRate: 0.5, momentum: 0.9}
@@ -70,8 +72,10 @@ func xorConfig(epochs: Int = 4, extra: String = "") throws -> RunConfig {
 
 /// The iris table (150 rows, 4 features, 3 classes) with 4-8-3 tanh/softmax in mini-batches of 16
 /// (9 steps an epoch), standardized, 20% held out.
-func irisConfig(epochs: Int = 3, optimizer: String = "{kind: sgd, learningRate: 0.1, momentum: 0.9}", precision: String = "float") throws -> RunConfig {
-    try config("""
+func irisConfig(epochs: Int = 3, optimizer: String = "{kind: sgd, learningRate: 0.1, momentum: 0.9}", precision: String = "float") throws -> RunConfig
+{
+    try config(
+        """
         model: {layers: [{units: 8, activation: tanh}, {units: 3, activation: softmax}]}
         data: {kind: csv, path: iris.csv, labelColumn: species, validationSplit: 0.2}
         optimizer: \(optimizer)
@@ -81,8 +85,9 @@ func irisConfig(epochs: Int = 3, optimizer: String = "{kind: sgd, learningRate: 
 
 /// Expects `|actual - expected| <= tolerance`.
 func expectClose(_ actual: Double, _ expected: Double, tolerance: Double, sourceLocation: SourceLocation = #_sourceLocation) {
-    #expect(abs(actual - expected) <= tolerance, "\(actual) vs \(expected), off by \(abs(actual - expected)) > \(tolerance)",
-            sourceLocation: sourceLocation)
+    #expect(
+        abs(actual - expected) <= tolerance, "\(actual) vs \(expected), off by \(abs(actual - expected)) > \(tolerance)",
+        sourceLocation: sourceLocation)
 }
 
 /// The mean and population standard deviation of `values`.
@@ -93,5 +98,5 @@ func meanAndDeviation(_ values: [Double]) -> (mean: Double, deviation: Double) {
 
 /// Column `c` of a dataset's features, in Double.
 func column<Scalar: TensorScalar>(_ c: Int, of data: Dataset<Scalar>) -> [Double] {
-    (0 ..< data.count).map { Double(data.features[$0, c]) }
+    (0..<data.count).map { Double(data.features[$0, c]) }
 }

@@ -1,5 +1,6 @@
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 @Suite("Training engines: a network on its data, and the single neuron")
@@ -59,7 +60,7 @@ struct TrainingEngineTests {
         #expect(ended.records == engine.records && ended.neuron == engine.neuron)
     }
 
-    @Test("The neuron's snapshot is SPEC §1's row; its resume point is the one-unit network it equals")
+    @Test("The neuron's snapshot is Docs/Reference.md §1's row; its resume point is the one-unit network it equals")
     func neuronReports() throws {
         let engine = try NeuronTrainingEngine()
         let row = try #require(engine.snapshot().neuron)

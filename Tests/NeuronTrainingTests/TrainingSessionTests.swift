@@ -1,6 +1,7 @@
 import Foundation
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 /// What a session wrote, and a hook on each write (to act on progress as a user at the terminal would).
@@ -77,12 +78,14 @@ struct TrainingSessionTests {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         // Momentum 0.9 at 0.35 on ReLU: fine for a couple of epochs (15 steps each), then a NaN.
-        let run = try RunBuilder.build(try config("""
-            model: {layers: [{units: 16, activation: relu}, {units: 1, activation: identity}]}
-            data: {kind: synthetic, name: sine, count: 256}
-            optimizer: {kind: sgd, learningRate: 0.35, momentum: 0.9}
-            training: {epochs: 50, batchSize: 16, precision: double, seed: 1}
-            """))
+        let run = try RunBuilder.build(
+            try config(
+                """
+                model: {layers: [{units: 16, activation: relu}, {units: 1, activation: identity}]}
+                data: {kind: synthetic, name: sine, count: 256}
+                optimizer: {kind: sgd, learningRate: 0.35, momentum: 0.9}
+                training: {epochs: 50, batchSize: 16, precision: double, seed: 1}
+                """))
         let transcript = Transcript()
         let session = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "sine.yaml", write: transcript.write)
         #expect(try await session.train(run) == 1)

@@ -1,5 +1,6 @@
 import NeuronCore
 import Testing
+
 @testable import NeuronTraining
 
 @Suite("TrainingSnapshot: what an engine reports, in plain numbers")
@@ -7,7 +8,7 @@ struct TrainingSnapshotTests {
     @Test("The progress part is the engine's counters and records")
     func progress() throws {
         var engine = try xorEngine(epochs: 10, learningRate: 0.25, seed: 3)
-        for _ in 0 ..< 4 { _ = engine.step() }
+        for _ in 0..<4 { _ = engine.step() }
         let snapshot = TrainingSnapshot(progressOf: engine)
         #expect(snapshot.title == engine.title && snapshot.seed == 3)
         #expect(snapshot.epoch == 4 && snapshot.totalEpochs == 10 && snapshot.step == 4 && snapshot.totalSteps == 10)

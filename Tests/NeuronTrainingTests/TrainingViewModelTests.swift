@@ -1,6 +1,7 @@
 import NeuronCore
 import Observation
 import Testing
+
 @testable import NeuronTraining
 
 @Suite("Training view model: driven only by events, observed only through its state")
@@ -85,13 +86,13 @@ struct TrainingViewModelTests {
     @Test("Events that mean nothing in the phase are ignored, and the state says so")
     func ignoredEvents() async throws {
         let vm = TrainingViewModel(engine: try xorEngine(epochs: endless), policy: .every(100))
-        vm.handle(event: .resume)           // idle: nothing to resume
-        vm.handle(event: .step(count: 0))   // zero steps mean nothing
+        vm.handle(event: .resume)  // idle: nothing to resume
+        vm.handle(event: .step(count: 0))  // zero steps mean nothing
         #expect(vm.viewState.phase == .idle && vm.viewState.step == 0)
         vm.handle(event: .start)
-        vm.handle(event: .start)            // already running
-        vm.handle(event: .step(count: 3))   // single steps only while paused or idle
-        vm.handle(event: .reset)            // not while running
+        vm.handle(event: .start)  // already running
+        vm.handle(event: .step(count: 3))  // single steps only while paused or idle
+        vm.handle(event: .reset)  // not while running
         #expect(vm.viewState.ignoredEventCount == 5)
         #expect(vm.viewState.ignoredEvents.map(\.event) == [.resume, .step(count: 0), .start, .step(count: 3), .reset])
         #expect(vm.viewState.ignoredEvents.map(\.phase) == [.idle, .idle, .running, .running, .running])
@@ -109,9 +110,10 @@ struct TrainingViewModelTests {
     func divergence() async throws {
         var generator = SeededGenerator(seed: 4)
         let data: Dataset<Double> = try Synthetic.sine(count: 64, generator: &generator)
-        let network = try Network<Double>(inputSize: 1, layers: [(16, .relu), (1, .identity)], loss: .halfSquaredError, seed: 4)
-        let engine = try NetworkTrainingEngine(network: network, optimizer: try SGD<Double>(learningRate: 1e3), dataset: data,
-                                               batchSize: 16, epochs: 100, seed: 4)
+        let network = try Network<Double>(features: 1, layers: [(16, .relu), (1, .identity)], loss: .halfSquaredError, seed: 4)
+        let engine = try NetworkTrainingEngine(
+            network: network, optimizer: try SGD<Double>(learningRate: 1e3), dataset: data,
+            batchSize: 16, epochs: 100, seed: 4)
         let vm = TrainingViewModel(engine: engine, policy: .every(1))
         vm.handle(event: .start)
         let state = try await waitUntil(vm) { if case .diverged = $0.phase { true } else { false } }
@@ -191,7 +193,7 @@ struct TrainingViewModelTests {
         #expect(vm.epochEnds.isEmpty && final.records.count == 20)
     }
 
-    @Test("The neuron trains through the same protocol: SPEC §3's run ends at 0.1000000000000007")
+    @Test("The neuron trains through the same protocol: Docs/Reference.md §3's run ends at 0.1000000000000007")
     func neuron() async throws {
         let vm = TrainingViewModel(engine: try NeuronTrainingEngine(), policy: .default)
         // Before training: net = 0.01·0.5 + 0.5, output = tanh(net).

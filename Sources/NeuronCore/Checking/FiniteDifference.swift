@@ -3,7 +3,7 @@
 
 /// A finite-difference rule and its step size.
 ///
-/// - Forward: `(L(q + tiny) - L(q)) / tiny`, error O(tiny). SPEC §2's reference, tiny = 1e-4.
+/// - Forward: `(L(q + tiny) - L(q)) / tiny`, error O(tiny). Docs/Reference.md §2's reference, tiny = 1e-4.
 /// - Central: `(L(q + tiny) - L(q - tiny)) / (2·tiny)`, error O(tiny²); what a gradient check
 ///   uses in Double (PyTorch's gradcheck default step is 1e-6).
 /// - Five-point: `(-L(q + 2h) + 8·L(q + h) - 8·L(q - h) + L(q - 2h)) / (12·h)`, error O(h⁴).
@@ -31,7 +31,7 @@ public struct FiniteDifference<Scalar: TensorScalar>: Equatable, Sendable, Custo
         self.tiny = tiny
     }
 
-    /// SPEC §2's rule: forward difference with tiny = 1e-4.
+    /// Docs/Reference.md §2's rule: forward difference with tiny = 1e-4.
     public static var reference: FiniteDifference { try! FiniteDifference(.forward, tiny: Scalar(1e-4)) }
 
     /// The faux derivative of `loss` at nudge 0, where `loss(delta)` is the loss with the quantity moved by `delta`.

@@ -5,7 +5,7 @@
 /// How to check a network's gradients. Defaults are PyTorch gradcheck's, meant for Double:
 /// central differences with eps 1e-6, atol 1e-5, rtol 1e-3.
 public struct GradientCheck: Sendable, Equatable {
-    /// The finite-difference rule; SPEC §2's forward difference with tiny 1e-4 stays available.
+    /// The finite-difference rule; Docs/Reference.md §2's forward difference with tiny 1e-4 stays available.
     public var difference: FiniteDifference<Double>
     /// An entry passes when `|analytic - faux| <= absoluteTolerance + relativeTolerance * |faux|`.
     public var absoluteTolerance: Double
@@ -52,7 +52,7 @@ public struct GradientCheck: Sendable, Equatable {
     /// Checks `network`'s gradients on one batch. A Float network is checked on a Double copy
     /// (finite differences in Float cannot resolve 1e-5); the network itself is left untouched.
     ///
-    ///     // x: (batch, inputSize)  targets: (batch, outputSize)
+    ///     // x: (batch, featureCount)  targets: (batch, outputCount)
     ///
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the batch does not fit the network.
     public func run<Scalar: TensorScalar>(
@@ -78,11 +78,15 @@ public struct GradientCheck: Sendable, Equatable {
                     return try net.loss(x, targets: t)
                 }
                 net.parameters[i] = original
-                tensorEntries.append(entry(tensor.name, layer: tensor.layer, tensor: tensor.tensor, shape: tensor.shape,
-                                           index: local, analytic: analytic[i], faux: faux))
+                tensorEntries.append(
+                    entry(
+                        tensor.name, layer: tensor.layer, tensor: tensor.tensor, shape: tensor.shape,
+                        index: local, analytic: analytic[i], faux: faux))
             }
-            results.append(summary(tensor.name, layer: tensor.layer, tensor: tensor.tensor, shape: tensor.shape,
-                                   total: tensor.count, entries: tensorEntries))
+            results.append(
+                summary(
+                    tensor.name, layer: tensor.layer, tensor: tensor.tensor, shape: tensor.shape,
+                    total: tensor.count, entries: tensorEntries))
             entries += tensorEntries
         }
         if checkInputs {
@@ -95,8 +99,10 @@ public struct GradientCheck: Sendable, Equatable {
                     return try net.loss(nudged, targets: t)
                 }
                 nudged[i] = original
-                inputEntries.append(entry("input", layer: nil, tensor: "input", shape: x.shape,
-                                          index: i, analytic: analyticInput[i], faux: faux))
+                inputEntries.append(
+                    entry(
+                        "input", layer: nil, tensor: "input", shape: x.shape,
+                        index: i, analytic: analyticInput[i], faux: faux))
             }
             results.append(summary("input", layer: nil, tensor: "input", shape: x.shape, total: x.count, entries: inputEntries))
             entries += inputEntries
@@ -227,27 +233,38 @@ public struct GradientCheckReport: Sendable, Equatable, Codable, CustomStringCon
 
     /// A table per tensor, then the worst entries by name, then PASS or FAIL.
     public var description: String {
-        var lines = ["Gradient check of \(network): \(method) differences, eps \(eps), pass when |a - n| <= \(absoluteTolerance) + \(relativeTolerance)·|n|"]
-        lines += Self.table([["tensor", "shape", "checked", "max abs error", "max rel error", "result"]] + tensors.map { t in
-            [t.name, TensorError.format(t.shape), "\(t.checked)/\(t.total)", "\(t.maxAbsoluteError)", "\(t.maxRelativeError)",
-             t.passed ? "ok" : "FAIL (\(t.failures))"]
-        })
+        var lines = [
+            "Gradient check of \(network): \(method) differences, eps \(eps), pass when |a - n| <= \(absoluteTolerance) + \(relativeTolerance)·|n|"
+        ]
+        lines += Self.table(
+            [["tensor", "shape", "checked", "max abs error", "max rel error", "result"]]
+                + tensors.map { t in
+                    [
+                        t.name, TensorError.format(t.shape), "\(t.checked)/\(t.total)", "\(t.maxAbsoluteError)", "\(t.maxRelativeError)",
+                        t.passed ? "ok" : "FAIL (\(t.failures))",
+                    ]
+                })
         lines.append("Worst entries:")
-        lines += Self.table([["entry", "analytic", "faux", "abs error", "rel error", ""]] + worst.map { e in
-            ["\(e.name)[\(e.position.map(String.init).joined(separator: ", "))]", "\(e.analytic)", "\(e.faux)",
-             "\(e.absoluteError)", "\(e.relativeError)", e.passed ? "ok" : "FAIL"]
-        })
+        lines += Self.table(
+            [["entry", "analytic", "faux", "abs error", "rel error", ""]]
+                + worst.map { e in
+                    [
+                        "\(e.name)[\(e.position.map(String.init).joined(separator: ", "))]", "\(e.analytic)", "\(e.faux)",
+                        "\(e.absoluteError)", "\(e.relativeError)", e.passed ? "ok" : "FAIL",
+                    ]
+                })
         lines.append(passed ? "PASS" : "FAIL: \(failingTensors.map(\.name).joined(separator: ", "))")
         return lines.joined(separator: "\n")
     }
 
     /// Rows with each column padded to its widest cell, indented by two spaces.
     private static func table(_ rows: [[String]]) -> [String] {
-        let widths = (0 ..< (rows.first?.count ?? 0)).map { j in rows.map { $0[j].count }.max() ?? 0 }
+        let widths = (0..<(rows.first?.count ?? 0)).map { j in rows.map { $0[j].count }.max() ?? 0 }
         return rows.map { row in
-            "  " + row.enumerated().map { j, cell in
-                j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2)
-            }.joined()
+            "  "
+                + row.enumerated().map { j, cell in
+                    j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2)
+                }.joined()
         }
     }
 }

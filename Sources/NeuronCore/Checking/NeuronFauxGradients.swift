@@ -1,4 +1,4 @@
-// Faux gradients of the single neuron (SPEC §2): nudge one of output, net, bias, a weight or an
+// Faux gradients of the single neuron (Docs/Reference.md §2): nudge one of output, net, bias, a weight or an
 // input, recompute everything downstream of the nudge, and difference the losses.
 
 extension Neuron {

@@ -64,10 +64,12 @@ public enum CSV {
             for name in featureColumns {
                 let index = try column(name, role: "feature column")
                 guard index != label else {
-                    throw .invalidArgument(name: "feature columns", value: "\(featureColumns)", expected: "columns other than the label column \"\(labelColumn)\"")
+                    throw .invalidArgument(
+                        name: "feature columns", value: "\(featureColumns)", expected: "columns other than the label column \"\(labelColumn)\"")
                 }
                 guard !featureIndices.contains(index) else {
-                    throw .invalidArgument(name: "feature columns", value: "\(featureColumns)", expected: "each column at most once (\"\(name)\" repeats)")
+                    throw .invalidArgument(
+                        name: "feature columns", value: "\(featureColumns)", expected: "each column at most once (\"\(name)\" repeats)")
                 }
                 featureIndices.append(index)
             }
@@ -84,11 +86,13 @@ public enum CSV {
         func number(_ column: Int) throws(DataError) -> Scalar {
             let text = fields[column]
             guard let value = Scalar(text) else {
-                throw .invalidValue(path: source, line: lines[column], column: column + 1, columnName: header[column], value: text, expected: "a number")
+                throw .invalidValue(
+                    path: source, line: lines[column], column: column + 1, columnName: header[column], value: text, expected: "a number")
             }
             guard value.isFinite else {
-                throw .invalidValue(path: source, line: lines[column], column: column + 1, columnName: header[column], value: text,
-                                    expected: "a finite number (as \(Scalar.self))")
+                throw .invalidValue(
+                    path: source, line: lines[column], column: column + 1, columnName: header[column], value: text,
+                    expected: "a finite number (as \(Scalar.self))")
             }
             return value
         }
@@ -102,7 +106,8 @@ public enum CSV {
                 regressionTargets.append(try number(label))
             case .classification:
                 guard !fields[label].isEmpty else {
-                    throw .invalidValue(path: source, line: lines[label], column: label + 1, columnName: header[label], value: "", expected: "a class label")
+                    throw .invalidValue(
+                        path: source, line: lines[label], column: label + 1, columnName: header[label], value: "", expected: "a class label")
                 }
                 labelNames.append(fields[label])
             }
@@ -114,8 +119,9 @@ public enum CSV {
         let featureNames = featureIndices.map { header[$0] }
         switch task {
         case .regression:
-            return Dataset(unchecked: featureTensor, targets: Tensor(matrix: regressionTargets, rows: rows, columns: 1),
-                           labels: nil, classNames: nil, featureNames: featureNames)
+            return Dataset(
+                unchecked: featureTensor, targets: Tensor(matrix: regressionTargets, rows: rows, columns: 1),
+                labels: nil, classNames: nil, featureNames: featureNames)
         case .classification:
             let classNames = sortedClassNames(Set(labelNames))
             var index = [String: Int]()
@@ -281,8 +287,9 @@ extension CSV {
             }
             for column in indices {
                 guard let value = Scalar(fields[column]), value.isFinite else {
-                    throw .invalidValue(path: path, line: lines[column], column: column + 1, columnName: header[column],
-                                        value: fields[column], expected: "a finite number (as \(Scalar.self))")
+                    throw .invalidValue(
+                        path: path, line: lines[column], column: column + 1, columnName: header[column],
+                        value: fields[column], expected: "a finite number (as \(Scalar.self))")
                 }
                 values.append(value)
             }

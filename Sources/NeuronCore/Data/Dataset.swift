@@ -39,7 +39,8 @@ public struct Dataset<Scalar: TensorScalar>: Sendable, Equatable {
             for (row, label) in labels.enumerated() {
                 for column in 0..<columns where targets.scalars[row * columns + column] != (column == label ? 1 : 0) {
                     throw .inconsistentDataset(
-                        "targets row \(row) is not the one-hot row of label \(label): column \(column) holds \(targets.scalars[row * columns + column])")
+                        "targets row \(row) is not the one-hot row of label \(label): column \(column) holds \(targets.scalars[row * columns + column])"
+                    )
                 }
             }
         } else if classNames != nil {
@@ -147,7 +148,7 @@ public struct Dataset<Scalar: TensorScalar>: Sendable, Equatable {
         let columns = x.columns
         var scalars = [Scalar]()
         scalars.reserveCapacity(indices.count * columns)
-        for row in indices { scalars.append(contentsOf: x.scalars[row * columns ..< (row + 1) * columns]) }
+        for row in indices { scalars.append(contentsOf: x.scalars[row * columns..<(row + 1) * columns]) }
         return Tensor(matrix: scalars, rows: indices.count, columns: columns)
     }
 

@@ -80,7 +80,8 @@ enum Gzip {
                 continue
             case Z_BUF_ERROR where produced < output.count:
                 // No progress with output space left: the input ran out before the stream's end.
-                throw .corruptGzip(path: path, reason: "the stream ends early (truncated after \(compressed.count) compressed bytes, \(produced) bytes inflated)")
+                throw .corruptGzip(
+                    path: path, reason: "the stream ends early (truncated after \(compressed.count) compressed bytes, \(produced) bytes inflated)")
             case Z_BUF_ERROR:
                 continue  // output full: grow and go on
             case Z_DATA_ERROR:

@@ -110,8 +110,10 @@ public enum IDX {
     static func encode(dimensions: [Int], bytes: [UInt8]) -> [UInt8] {
         var data: [UInt8] = [0, 0, 0x08, UInt8(dimensions.count)]
         for extent in dimensions {
-            data += [UInt8(truncatingIfNeeded: extent >> 24), UInt8(truncatingIfNeeded: extent >> 16),
-                     UInt8(truncatingIfNeeded: extent >> 8), UInt8(truncatingIfNeeded: extent)]
+            data += [
+                UInt8(truncatingIfNeeded: extent >> 24), UInt8(truncatingIfNeeded: extent >> 16),
+                UInt8(truncatingIfNeeded: extent >> 8), UInt8(truncatingIfNeeded: extent),
+            ]
         }
         return data + bytes
     }

@@ -52,7 +52,7 @@ public struct MiniBatches: Sendable, Equatable, Codable {
     /// The positions in ``order`` of batch `index` (0-based, below ``batchesPerEpoch``).
     public func range(ofBatch index: Int) -> Range<Int> {
         let start = index * batchSize
-        return start ..< start + min(batchSize, count - start)
+        return start..<start + min(batchSize, count - start)
     }
 
     /// Copies batch `index` of the current order from `dataset` into the buffers.

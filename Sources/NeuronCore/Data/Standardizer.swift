@@ -47,8 +47,9 @@ public struct Standardizer<Scalar: TensorScalar>: Sendable, Equatable, Codable {
     ///   is not finite, or a deviation is not finite and positive.
     public init(mean: [Scalar], standardDeviation: [Scalar]) throws(DataError) {
         guard mean.count == standardDeviation.count else {
-            throw .invalidArgument(name: "standard deviations", value: "\(standardDeviation.count) values",
-                                   expected: "one per mean (\(mean.count))")
+            throw .invalidArgument(
+                name: "standard deviations", value: "\(standardDeviation.count) values",
+                expected: "one per mean (\(mean.count))")
         }
         if let bad = mean.firstIndex(where: { !$0.isFinite }) {
             throw .invalidArgument(name: "mean[\(bad)]", value: "\(mean[bad])", expected: "a finite number")
@@ -64,8 +65,9 @@ public struct Standardizer<Scalar: TensorScalar>: Sendable, Equatable, Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         do {
-            try self.init(mean: container.decode([Scalar].self, forKey: .mean),
-                          standardDeviation: container.decode([Scalar].self, forKey: .standardDeviation))
+            try self.init(
+                mean: container.decode([Scalar].self, forKey: .mean),
+                standardDeviation: container.decode([Scalar].self, forKey: .standardDeviation))
         } catch let error as DataError {
             throw DecodingError.dataCorruptedError(forKey: .standardDeviation, in: container, debugDescription: error.description)
         }

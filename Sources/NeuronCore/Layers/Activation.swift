@@ -56,14 +56,14 @@ extension TensorScalar {
         var start = 0
         while start < p.count {
             var maximum = -Self.infinity
-            for j in start ..< start + columns where p[j] > maximum { maximum = p[j] }
+            for j in start..<start + columns where p[j] > maximum { maximum = p[j] }
             var sum: Self = 0
-            for j in start ..< start + columns {
+            for j in start..<start + columns {
                 p[j] = exp(p[j] - maximum)
                 sum += p[j]
             }
             let inverse = 1 / sum
-            for j in start ..< start + columns { p[j] *= inverse }
+            for j in start..<start + columns { p[j] *= inverse }
             start += columns
         }
     }

@@ -63,7 +63,7 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
         let limit = activation == .relu ? (6 / fanIn).squareRoot() : (6 / (fanIn + fanOut)).squareRoot()
         let weights = inputs * outputs
         for i in 0..<weights { parameters[i] = Scalar(generator.uniform(-limit, limit)) }
-        for i in weights ..< weights + outputs { parameters[i] = 0 }
+        for i in weights..<weights + outputs { parameters[i] = 0 }
     }
 
     // MARK: Forward
@@ -87,7 +87,7 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
                     alpha: 1, a: px.baseAddress!, lda: inputs, b: w, ldb: outputs,
                     beta: 0, c: py.baseAddress!, ldc: outputs)
                 // y += b, then y = f(y) (softmax: left to the loss head)
-                Scalar.addBias(UnsafeBufferPointer(rebasing: parameters[inputs * outputs ..< inputs * outputs + outputs]), to: py)
+                Scalar.addBias(UnsafeBufferPointer(rebasing: parameters[inputs * outputs..<inputs * outputs + outputs]), to: py)
                 Scalar.activate(activation, py)
             }
         }
@@ -123,7 +123,7 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
                     alpha: 1, a: px.baseAddress!, lda: inputs, b: pdz.baseAddress!, ldb: outputs,
                     beta: 1, c: dw, ldc: outputs)
                 // db += Σ over the batch of dz
-                Scalar.addColumnSums(pdz, to: UnsafeMutableBufferPointer(rebasing: gradients[inputs * outputs ..< inputs * outputs + outputs]))
+                Scalar.addColumnSums(pdz, to: UnsafeMutableBufferPointer(rebasing: gradients[inputs * outputs..<inputs * outputs + outputs]))
             }
         }
         guard computeInputGradient else { return }

@@ -46,11 +46,11 @@ extension TensorScalar {
         var row = 0
         while row < z.count {
             var maximum = -Self.infinity
-            for j in row ..< row + columns where z[j] > maximum { maximum = z[j] }
+            for j in row..<row + columns where z[j] > maximum { maximum = z[j] }
             var sum: Self = 0
-            for j in row ..< row + columns { sum += exp(z[j] - maximum) }
+            for j in row..<row + columns { sum += exp(z[j] - maximum) }
             let logSumExp = maximum + log(sum)
-            for j in row ..< row + columns where t[j] != 0 { total += t[j] * (logSumExp - z[j]) }
+            for j in row..<row + columns where t[j] != 0 { total += t[j] * (logSumExp - z[j]) }
             row += columns
         }
         if let g = gradient {

@@ -36,7 +36,7 @@ public struct ConfusionMatrix: Sendable, Equatable, Codable, CustomStringConvert
     public static func argmax<Scalar: TensorScalar>(_ predictions: Tensor<Scalar>, row: Int) -> Int {
         let columns = predictions.columns
         return predictions.withUnsafeBufferPointer { p in
-            Scalar.argmax(UnsafeBufferPointer(rebasing: p[row * columns ..< (row + 1) * columns]))
+            Scalar.argmax(UnsafeBufferPointer(rebasing: p[row * columns..<(row + 1) * columns]))
         }
     }
 

@@ -34,9 +34,10 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the dataset's features or targets do not
     ///   fit the network, ``DataError`` for a batch size below 1 or an empty dataset.
     public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, batchSize: Int, seed: UInt64) throws {
-        guard dataset.featureCount == network.inputSize, dataset.outputCount == network.outputSize else {
+        guard dataset.featureCount == network.featureCount, dataset.outputCount == network.outputCount else {
             throw NetworkError.shapeMismatch(
-                "the dataset has \(dataset.featureCount) features and \(dataset.outputCount) outputs but \(network) takes \(network.inputSize) and gives \(network.outputSize)")
+                "the dataset has \(dataset.featureCount) features and \(dataset.outputCount) outputs but \(network) takes \(network.featureCount) and gives \(network.outputCount)"
+            )
         }
         self.network = network
         self.optimizer = optimizer
@@ -51,8 +52,9 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, position: Position) throws {
         try self.init(network: network, optimizer: optimizer, dataset: dataset, batchSize: position.batches.batchSize, seed: 0)
         guard position.batches.count == dataset.count, position.batchIndex < position.batches.batchesPerEpoch else {
-            throw DataError.invalidArgument(name: "saved position", value: "\(position.batches.count) samples, batch \(position.batchIndex)",
-                                            expected: "\(dataset.count) samples and a batch below \(position.batches.batchesPerEpoch)")
+            throw DataError.invalidArgument(
+                name: "saved position", value: "\(position.batches.count) samples, batch \(position.batchIndex)",
+                expected: "\(dataset.count) samples and a batch below \(position.batches.batchesPerEpoch)")
         }
         batches = position.batches
         generator = position.generator
@@ -67,8 +69,9 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
 
     /// Where training stands, to save beside the network and optimizer.
     public var position: Position {
-        Position(batches: batches, generator: generator, epoch: epoch, batchIndex: batchIndex,
-                 stepsTaken: stepsTaken, epochProgress: epochProgress)
+        Position(
+            batches: batches, generator: generator, epoch: epoch, batchIndex: batchIndex,
+            stepsTaken: stepsTaken, epochProgress: epochProgress)
     }
 
     /// Batches in one epoch.
@@ -131,7 +134,9 @@ public struct TrainingPosition: Sendable, Equatable, Codable {
 
     /// A position from its parts.
     public init(batches: MiniBatches, generator: SeededGenerator, epoch: Int, batchIndex: Int, stepsTaken: Int, epochProgress: EpochProgress) {
-        (self.batches, self.generator, self.epoch, self.batchIndex, self.stepsTaken, self.epochProgress) = (batches, generator, epoch, batchIndex, stepsTaken, epochProgress)
+        (self.batches, self.generator, self.epoch, self.batchIndex, self.stepsTaken, self.epochProgress) = (
+            batches, generator, epoch, batchIndex, stepsTaken, epochProgress
+        )
     }
 }
 
@@ -179,7 +184,7 @@ extension Network {
         var x = Tensor<Scalar>(zeros: [0, 0]), t = Tensor<Scalar>(zeros: [0, 0]), labels: [Int] = []
         var confusion = dataset.labels.map { _ in ConfusionMatrix(classCount: dataset.outputCount) }
         var total = 0.0
-        for b in 0 ..< batches.batchesPerEpoch {
+        for b in 0..<batches.batchesPerEpoch {
             batches.fill(batch: b, from: dataset, features: &x, targets: &t, labels: &labels)
             total += Double(try loss(x, targets: t)) * Double(x.rows)
             if confusion != nil { confusion!.add(predictions: output, labels: labels) }

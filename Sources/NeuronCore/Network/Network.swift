@@ -15,7 +15,7 @@ public struct ParameterTensor: Sendable, Equatable, Codable, CustomStringConvert
     /// The number of elements.
     public var count: Int { shape.reduce(1, *) }
     /// The elements' indices in the flat buffer.
-    public var range: Range<Int> { offset ..< offset + count }
+    public var range: Range<Int> { offset..<offset + count }
     /// `layers.0.weight`: the name checkpoints use.
     public var name: String { "layers.\(layer).\(tensor)" }
     public var description: String { "\(name) \(TensorError.format(shape))" }
@@ -65,7 +65,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         let last = layers[layers.count - 1]
         switch (loss, activations.last!) {
         case (.softmaxCrossEntropy, .softmax?), (.halfSquaredError, .tanh?), (.halfSquaredError, .sigmoid?),
-             (.halfSquaredError, .relu?), (.halfSquaredError, .identity?), (.halfSquaredError, nil):
+            (.halfSquaredError, .relu?), (.halfSquaredError, .identity?), (.halfSquaredError, nil):
             break
         case (.softmaxCrossEntropy, _):
             throw .lossMismatch("softmaxCrossEntropy needs a softmax output layer, got \(last)")
@@ -81,7 +81,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
                     tensors.append(ParameterTensor(layer: i, tensor: name, shape: shape, offset: offset))
                     offset += shape.reduce(1, *)
                 }
-                ranges.append(start ..< offset)
+                ranges.append(start..<offset)
             }
             return (tensors, ranges)
         }
@@ -89,7 +89,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         self.loss = loss
         inputShape = layers[0].inputShape
         outputShape = last.outputShape
-        outputSize = outputShape.reduce(1, *)
+        outputCount = outputShape.reduce(1, *)
         (parameterTensors, layerRanges) = lay(\.parameterShapes)
         (stateTensors, stateRanges) = lay(\.stateShapes)
         parameters = Array(repeating: 0, count: layerRanges.last!.upperBound)
@@ -99,14 +99,14 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 
     /// A network of dense layers, initialised from `seed`.
     /// - Parameters:
-    ///   - inputSize: features per sample.
+    ///   - features: features per sample (the first layer's inputs).
     ///   - layers: units and activation of each dense layer, input side first.
     ///   - loss: the loss at the output.
     ///   - seed: the seed of the initial weights (Glorot/He, see ``Dense/initialize(parameters:state:using:)``).
     /// - Throws: ``NetworkError`` for a size below 1 or an invalid softmax/loss pairing.
-    public init(inputSize: Int, layers: [(units: Int, activation: Activation)], loss: Loss, seed: UInt64) throws(NetworkError) {
+    public init(features featureCount: Int, layers: [(units: Int, activation: Activation)], loss: Loss, seed: UInt64) throws(NetworkError) {
         var built: [any Layer<Scalar>] = []
-        var inputs = inputSize
+        var inputs = featureCount
         for (units, activation) in layers {
             built.append(try Dense<Scalar>(inputs, units, activation: activation))
             inputs = units
@@ -123,10 +123,10 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// The shape of one sample's output.
     public let outputShape: [Int]
     /// Features per sample the network takes (the product of ``inputShape``).
-    public var inputSize: Int { inputShape.reduce(1, *) }
+    public var featureCount: Int { inputShape.reduce(1, *) }
     /// Outputs per sample it gives (the product of ``outputShape``), kept so that steps need not
     /// ask a layer for its shape (an array each time).
-    public let outputSize: Int
+    public let outputCount: Int
     /// The number of scalar parameters.
     public var parameterCount: Int { parameters.count }
 
@@ -219,7 +219,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     private mutating func evaluateLoss(_ t: Tensor<Scalar>, gradient wantsGradient: Bool) -> Scalar {
         let y = layers[layers.count - 1].output
         if wantsGradient { lossGradient.resize(to: y.shape) }
-        let probabilities = probabilities, loss = loss, columns = outputSize
+        let probabilities = probabilities, loss = loss, columns = outputCount
         return y.withUnsafeBufferPointer { y in
             t.withUnsafeBufferPointer { t in
                 lossGradient.withUnsafeMutableBufferPointer { g in
@@ -239,7 +239,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 
     /// The batch's loss, forward only (in evaluation mode).
     ///
-    ///     // x: (batch, inputShape…)  targets: (batch, outputSize)
+    ///     // x: (batch, inputShape…)  targets: (batch, outputCount)
     ///
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
     public mutating func loss(_ x: Tensor<Scalar>, targets: Tensor<Scalar>) throws(NetworkError) -> Scalar {
@@ -255,7 +255,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// holds the loss's gradient for every parameter (cleared first, once) and, when
     /// `inputGradient` is set, ``inputGradient`` holds it for every input.
     ///
-    ///     // x: (batch, inputShape…)  targets: (batch, outputSize)
+    ///     // x: (batch, inputShape…)  targets: (batch, outputCount)
     ///
     /// - Returns: the batch's loss before any update.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
@@ -299,7 +299,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// One step of training on one batch: loss and gradients, then the optimizer's update of
     /// the flat parameter buffer.
     ///
-    ///     // x: (batch, inputShape…)  targets: (batch, outputSize)
+    ///     // x: (batch, inputShape…)  targets: (batch, outputCount)
     ///
     /// - Returns: the batch's loss before the update.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
@@ -321,13 +321,15 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     private func checkInput(_ x: Tensor<Scalar>) throws(NetworkError) {
         let shape = inputShape
         guard x.rank == shape.count + 1, x.shape[0] >= 1, x.shape.dropFirst().elementsEqual(shape) else {
-            throw .shapeMismatch("the input batch has shape \(TensorError.format(x.shape)) but \(self) takes (batch ≥ 1\(shape.map { ", \($0)" }.joined()))")
+            throw .shapeMismatch(
+                "the input batch has shape \(TensorError.format(x.shape)) but \(self) takes (batch ≥ 1\(shape.map { ", \($0)" }.joined()))")
         }
     }
 
     private func checkTargets(_ t: Tensor<Scalar>, batch: Int) throws(NetworkError) {
-        guard t.isMatrix(rows: batch, columns: outputSize) else {
-            throw .shapeMismatch("the targets have shape \(TensorError.format(t.shape)) but the outputs have shape \(TensorError.format([batch, outputSize]))")
+        guard t.isMatrix(rows: batch, columns: outputCount) else {
+            throw .shapeMismatch(
+                "the targets have shape \(TensorError.format(t.shape)) but the outputs have shape \(TensorError.format([batch, outputCount]))")
         }
     }
 }

@@ -1,4 +1,4 @@
-// The single tanh neuron of SPEC §1: every quantity a learner would write in the table, forward
+// The single tanh neuron of Docs/Reference.md §1: every quantity a learner would write in the table, forward
 // and backward side by side. It is the 1-output, tanh case of a dense layer, computed here one
 // scalar at a time so that each number can be checked by hand.
 
@@ -15,7 +15,7 @@ public struct Neuron<Scalar: TensorScalar>: Equatable, Sendable, CustomStringCon
         self.bias = bias
     }
 
-    /// A single-input neuron, the reference case of SPEC §1.
+    /// A single-input neuron, the reference case of Docs/Reference.md §1.
     public init(weight: Scalar, bias: Scalar) {
         self.init(weights: [weight], bias: bias)
     }
@@ -93,7 +93,7 @@ public struct Neuron<Scalar: TensorScalar>: Equatable, Sendable, CustomStringCon
 
     // MARK: Local gradients
 
-    /// How each stage moves the next one (SPEC §1's second table).
+    /// How each stage moves the next one (Docs/Reference.md §1's second table).
     public struct LocalGradients: Equatable, Sendable {
         /// ∂net/∂xᵢ = wᵢ.
         public var input: [Scalar]
@@ -118,7 +118,7 @@ public struct Neuron<Scalar: TensorScalar>: Equatable, Sendable, CustomStringCon
 
     // MARK: Backward
 
-    /// The loss's gradient with respect to each quantity (SPEC §1's global gradients).
+    /// The loss's gradient with respect to each quantity (Docs/Reference.md §1's global gradients).
     public struct Gradients: Equatable, Sendable {
         /// ∂L/∂output = error.
         public var output: Scalar

@@ -69,7 +69,7 @@ extension NeuronExplanation: Encodable {
         case input, weight, bias, target, method, tiny
     }
 
-    /// The keys of SPEC §1–2 and the foundation issue: `net`, `output`, `error`, `loss`,
+    /// The keys of Docs/Reference.md §1–2 and of `neuron explain --json`: `net`, `output`, `error`, `loss`,
     /// `local`, `gradients`, `faux` (and `absoluteError`, `relativeError` with the same keys);
     /// after training also `iterations`, `learningRate`, `initial` and `trained`. Weights and
     /// inputs are numbers for a single-input neuron and arrays for n inputs.
@@ -138,7 +138,7 @@ private extension Neuron.Gradients {
         let n = weights.count
         return Neuron.Gradients(
             output: values[0], net: values[1], bias: values[2],
-            weights: Array(values[3 ..< 3 + n]), inputs: Array(values[(3 + n)...]))
+            weights: Array(values[3..<3 + n]), inputs: Array(values[(3 + n)...]))
     }
 }
 
@@ -160,7 +160,8 @@ extension NeuronExplanation {
             ])
             lines.append("")
         }
-        lines.append("\(neuron)   inputs \(Self.list(forward.inputs))   weights \(Self.list(neuron.weights))   bias \(neuron.bias)   target \(forward.target)")
+        lines.append(
+            "\(neuron)   inputs \(Self.list(forward.inputs))   weights \(Self.list(neuron.weights))   bias \(neuron.bias)   target \(forward.target)")
         lines.append("")
         lines.append("Forward")
         lines += Self.rows([
@@ -197,9 +198,10 @@ extension NeuronExplanation {
         let columns = cells.map(\.count).max() ?? 0
         let widths = (0..<columns).map { j in cells.map { $0.count > j ? $0[j].count : 0 }.max() ?? 0 }
         return cells.map { row in
-            "  " + row.enumerated().map { j, cell in
-                j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2)
-            }.joined()
+            "  "
+                + row.enumerated().map { j, cell in
+                    j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2)
+                }.joined()
         }
     }
 }

@@ -1,10 +1,10 @@
-// Gradient descent on one neuron (SPEC §3): each step computes the gradients from the current
+// Gradient descent on one neuron (Docs/Reference.md §3): each step computes the gradients from the current
 // parameters, then subtracts a share (the learning rate) of each from its parameter.
 
 extension Neuron {
     /// One gradient-descent step on one sample: `w -= lr * ∂L/∂w`, `b -= lr * ∂L/∂b`.
     ///
-    /// The order is SPEC §3's: net, output, error, `g = error * (1 - output²)`, `∂L/∂w = g * x`,
+    /// The order is Docs/Reference.md §3's: net, output, error, `g = error * (1 - output²)`, `∂L/∂w = g * x`,
     /// then the two updates; in Double this reproduces the reference trajectory bit for bit.
     /// - Returns: the loss before the update.
     /// - Throws: ``NeuronError/inputCount(expected:actual:)`` when `inputs` and `weights` differ in count.

@@ -83,15 +83,17 @@ public struct Adam<Scalar: TensorScalar>: Optimizer, Equatable {
     ///
     ///     // parameters: (n)  gradients: (n)  m: (n)  v: (n)
     public mutating func update(parameters: inout [Scalar], gradients: [Scalar]) {
-        precondition(parameters.count == gradients.count,
-                     "\(parameters.count) parameters but \(gradients.count) gradients")
+        precondition(
+            parameters.count == gradients.count,
+            "\(parameters.count) parameters but \(gradients.count) gradients")
         if step == 0 {
             // Sized once, on first sight; both averages start at 0 (hence the bias correction).
             m = Array(repeating: 0, count: parameters.count)
             v = Array(repeating: 0, count: parameters.count)
         }
-        precondition(m.count == parameters.count && v.count == parameters.count,
-                     "Adam state holds \(m.count) values but the parameters \(parameters.count): one optimizer serves one network")
+        precondition(
+            m.count == parameters.count && v.count == parameters.count,
+            "Adam state holds \(m.count) values but the parameters \(parameters.count): one optimizer serves one network")
         // The per-step constants, in Double as PyTorch computes them in Python floats.
         let t = Double(step + 1)
         let lr = scheduledLearningRate

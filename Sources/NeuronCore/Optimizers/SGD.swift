@@ -61,8 +61,9 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
     ///
     ///     // parameters: (n)  gradients: (n)  velocity: (n), or empty without momentum
     public mutating func update(parameters: inout [Scalar], gradients: [Scalar]) {
-        precondition(parameters.count == gradients.count,
-                     "\(parameters.count) parameters but \(gradients.count) gradients")
+        precondition(
+            parameters.count == gradients.count,
+            "\(parameters.count) parameters but \(gradients.count) gradients")
         let lr = scheduledLearningRate
         if momentum == 0 {
             parameters.withUnsafeMutableBufferPointer { p in
@@ -75,8 +76,9 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
                 // Sized once, on first sight; the first step overwrites it with the gradient.
                 velocity = Array(repeating: 0, count: parameters.count)
             }
-            precondition(velocity.count == parameters.count,
-                         "SGD velocity holds \(velocity.count) values but the parameters \(parameters.count): one optimizer serves one network")
+            precondition(
+                velocity.count == parameters.count,
+                "SGD velocity holds \(velocity.count) values but the parameters \(parameters.count): one optimizer serves one network")
             let (wd, mu, nesterov, first) = (weightDecay, momentum, nesterov, step == 0)
             parameters.withUnsafeMutableBufferPointer { p in
                 gradients.withUnsafeBufferPointer { g in

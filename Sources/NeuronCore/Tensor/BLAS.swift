@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The C arguments stay aligned with their labels, as in the C manual.)
 // The one seam between Swift and C: every BLAS call in Neuron goes through this file, and no
 // other file imports CBLAS. Each scalar type maps the same requirement of ``TensorScalar`` onto
 // its own single- (s) or double- (d) precision routine.

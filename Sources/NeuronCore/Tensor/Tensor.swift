@@ -76,7 +76,7 @@ public struct Tensor<Scalar: TensorScalar>: Equatable, Sendable {
 
     /// The elements as nested rows (rank 2), for printing and tests.
     public var rowArrays: [[Scalar]] {
-        (0..<rows).map { Array(scalars[$0 * columns ..< ($0 + 1) * columns]) }
+        (0..<rows).map { Array(scalars[$0 * columns..<($0 + 1) * columns]) }
     }
 
     /// The same elements under another shape with the same element count.

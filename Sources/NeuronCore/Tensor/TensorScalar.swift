@@ -106,7 +106,8 @@ where RawSignificand: FixedWidthInteger {
     ///     // y, t, gradient: (batch, outputs)
     static func halfSquaredError(
         output y: UnsafeBufferPointer<Self>, targets t: UnsafeBufferPointer<Self>, batch: Int,
-        gradient: UnsafeMutableBufferPointer<Self>?) -> Self
+        gradient: UnsafeMutableBufferPointer<Self>?
+    ) -> Self
 
     /// `-Σ t · log softmax(z) / batch` from the logits by a shifted log-sum-exp, and, when
     /// `gradient` is given, the fused gradient with respect to the logits, `(p - t) / batch`,
@@ -115,7 +116,8 @@ where RawSignificand: FixedWidthInteger {
     ///     // z, p, t, gradient: (batch, columns)
     static func softmaxCrossEntropy(
         logits z: UnsafeBufferPointer<Self>, probabilities p: UnsafeBufferPointer<Self>,
-        targets t: UnsafeBufferPointer<Self>, columns: Int, gradient: UnsafeMutableBufferPointer<Self>?) -> Self
+        targets t: UnsafeBufferPointer<Self>, columns: Int, gradient: UnsafeMutableBufferPointer<Self>?
+    ) -> Self
 
     // MARK: Updates (Optimizers/SGD.swift, Optimizers/Adam.swift)
 

@@ -1,6 +1,6 @@
 // tanh over whole buffers. glibc's tanhf is a scalar call of ~15 ns; in a tanh layer it was most
 // of a 64-128-10 training step. For Float, a rational approximation with no calls and no branches
-// that the compiler vectorizes; for Double, the C library's tanh, on which SPEC §1–3's exact
+// that the compiler vectorizes; for Double, the C library's tanh, on which Docs/Reference.md §1–3's exact
 // numbers depend. The reference beside both is the C library's scalar tanh.
 
 extension Float {
@@ -38,7 +38,7 @@ extension Float {
 }
 
 extension Double {
-    /// tanh of every element in place, with the C library's tanh (exact SPEC numbers).
+    /// tanh of every element in place, with the C library's tanh (Docs/Reference.md's exact numbers).
     public static func tanh(inPlace values: UnsafeMutableBufferPointer<Double>) {
         for i in values.indices { values[i] = Double.tanh(values[i]) }
     }

@@ -3,6 +3,7 @@
 // makes atomic within a file system. A crash at any point leaves the old file or the new one.
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #else

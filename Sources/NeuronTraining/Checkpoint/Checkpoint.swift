@@ -80,8 +80,10 @@ extension Checkpoint {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.nonConformingFloatEncodingStrategy = Self.nonFiniteEncoding
         let json = Array(try encoder.encode(state))
-        let metadata = ["format": "neuron-\(state.format)", "network": state.network, "step": "\(state.step)",
-                        "epoch": "\(state.epoch)", "precision": state.precision.rawValue]
+        let metadata = [
+            "format": "neuron-\(state.format)", "network": state.network, "step": "\(state.step)",
+            "epoch": "\(state.epoch)", "precision": state.precision.rawValue,
+        ]
         try SafeTensors.write(tensors, metadata: metadata, to: (directory as NSString).appendingPathComponent("checkpoint.safetensors"))
         try AtomicFile.write(json, to: (directory as NSString).appendingPathComponent("checkpoint.json"))
     }

@@ -62,8 +62,9 @@ public enum SafeTensors {
     /// Integers as I64 (e.g. an epoch's sample order).
     /// - Precondition: `values.count` is the product of `shape`.
     public static func entry(_ name: String, int64 values: [Int64], shape: [Int]) -> Entry {
-        precondition(shape.allSatisfy { $0 >= 0 } && shape.reduce(1, *) == values.count,
-                     "\(name): \(values.count) values do not fill shape \(format(shape))")
+        precondition(
+            shape.allSatisfy { $0 >= 0 } && shape.reduce(1, *) == values.count,
+            "\(name): \(values.count) values do not fill shape \(format(shape))")
         return Entry(name: name, dtype: .i64, shape: shape, bytes: littleEndianBytes(values))
     }
 
@@ -91,11 +92,13 @@ public enum SafeTensors {
         for entry in entries {
             precondition(entry.name != metadataKey, "a tensor cannot be named \(metadataKey)")
             precondition(names.insert(entry.name).inserted, "tensor \"\(entry.name)\" appears twice")
-            precondition(entry.shape.allSatisfy { $0 >= 0 } && entry.shape.reduce(1, *) * entry.dtype.size == entry.bytes.count,
-                         "tensor \"\(entry.name)\": \(entry.bytes.count) bytes do not fill shape \(format(entry.shape)) of \(entry.dtype.rawValue)")
+            precondition(
+                entry.shape.allSatisfy { $0 >= 0 } && entry.shape.reduce(1, *) * entry.dtype.size == entry.bytes.count,
+                "tensor \"\(entry.name)\": \(entry.bytes.count) bytes do not fill shape \(format(entry.shape)) of \(entry.dtype.rawValue)")
             let shape = entry.shape.map(String.init).joined(separator: ",")
-            members.append(jsonString(entry.name)
-                + ":{\"dtype\":\"\(entry.dtype.rawValue)\",\"shape\":[\(shape)],\"data_offsets\":[\(offset),\(offset + entry.bytes.count)]}")
+            members.append(
+                jsonString(entry.name)
+                    + ":{\"dtype\":\"\(entry.dtype.rawValue)\",\"shape\":[\(shape)],\"data_offsets\":[\(offset),\(offset + entry.bytes.count)]}")
             offset += entry.bytes.count
         }
         var header = Array(("{" + members.joined(separator: ",") + "}").utf8)
@@ -138,8 +141,9 @@ public enum SafeTensors {
         }
         let headerLength = bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
         guard headerLength <= UInt64(bytes.count - 8) else {
-            throw corrupt("the first 8 bytes say the header is \(count(headerLength)) bytes, but only \(count(bytes.count - 8)) follow"
-                + " (a truncated file, or not a safetensors file)")
+            throw corrupt(
+                "the first 8 bytes say the header is \(count(headerLength)) bytes, but only \(count(bytes.count - 8)) follow"
+                    + " (a truncated file, or not a safetensors file)")
         }
         let headerEnd = 8 + Int(headerLength)
         let headerBytes = bytes[8..<headerEnd]
@@ -185,12 +189,14 @@ public enum SafeTensors {
         }
         if end > dataCount { throw .truncated(path: source, expectedBytes: end, foundBytes: dataCount) }
         if end < dataCount {
-            throw corrupt("the header says the data is \(count(end)) bytes, found \(count(dataCount)) (\(count(dataCount - end)) extra after the last tensor)")
+            throw corrupt(
+                "the header says the data is \(count(end)) bytes, found \(count(dataCount)) (\(count(dataCount - end)) extra after the last tensor)")
         }
         let entries = order.map { i in
             let slot = slots[i]
-            return Entry(name: slot.name, dtype: slot.dtype, shape: slot.shape,
-                         bytes: Array(bytes[headerEnd + slot.begin ..< headerEnd + slot.end]))
+            return Entry(
+                name: slot.name, dtype: slot.dtype, shape: slot.shape,
+                bytes: Array(bytes[headerEnd + slot.begin..<headerEnd + slot.end]))
         }
         return (entries, metadata)
     }
@@ -237,7 +243,9 @@ public enum SafeTensors {
         _ name: String, _ value: HeaderJSON, source: String, corrupt: (String) -> CheckpointError
     ) throws(CheckpointError) -> Slot {
         let tensor = "tensor \"\(name)\""
-        guard case let .object(pairs) = value else { throw corrupt("\(tensor) must be an object with dtype, shape and data_offsets, found \(value.kind)") }
+        guard case let .object(pairs) = value else {
+            throw corrupt("\(tensor) must be an object with dtype, shape and data_offsets, found \(value.kind)")
+        }
         var fields: [String: HeaderJSON] = [:]
         for (key, value) in pairs {
             guard fields.updateValue(value, forKey: key) == nil else { throw corrupt("\(tensor) has \"\(key)\" twice") }
@@ -264,13 +272,16 @@ public enum SafeTensors {
         guard let dtype = DType(rawValue: dtypeName) else { throw .unsupportedDType(path: source, name: name, dtype: dtypeName) }
         let shape = try naturals("shape", "an array of non-negative integers")
         let offsets = try naturals("data_offsets", "two non-negative integers [begin, end]")
-        guard offsets.count == 2 else { throw corrupt("\(tensor): data_offsets must be two non-negative integers [begin, end], found \(offsets.count)") }
+        guard offsets.count == 2 else {
+            throw corrupt("\(tensor): data_offsets must be two non-negative integers [begin, end], found \(offsets.count)")
+        }
         let (begin, end) = (offsets[0], offsets[1])
         guard begin <= end else { throw corrupt("\(tensor): data_offsets [\(begin), \(end)] end before they begin") }
         let needed = byteCount(shape, dtype)
         guard needed == end - begin else {
-            throw corrupt("\(tensor): shape \(format(shape)) of \(dtype.rawValue) needs \(needed.map { count($0) } ?? "more than Int.max") bytes,"
-                + " but data_offsets [\(begin), \(end)] hold \(count(end - begin))")
+            throw corrupt(
+                "\(tensor): shape \(format(shape)) of \(dtype.rawValue) needs \(needed.map { count($0) } ?? "more than Int.max") bytes,"
+                    + " but data_offsets [\(begin), \(end)] hold \(count(end - begin))")
         }
         return Slot(name: name, dtype: dtype, shape: shape, begin: begin, end: end)
     }
@@ -300,7 +311,7 @@ public enum SafeTensors {
     static func words<Word: FixedWidthInteger>(_ bytes: [UInt8], as: Word.Type) -> [Word] {
         let size = MemoryLayout<Word>.size
         return bytes.withUnsafeBytes { raw in
-            (0 ..< raw.count / size).map { Word(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * size, as: Word.self)) }
+            (0..<raw.count / size).map { Word(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * size, as: Word.self)) }
         }
     }
 
@@ -384,8 +395,10 @@ extension SafeTensors.Entry {
 
     private func checkByteCount(source: String) throws(CheckpointError) {
         guard let count = SafeTensors.byteCount(shape, dtype), count == bytes.count else {
-            throw .corrupt(path: source, reason: "tensor \"\(name)\": shape \(SafeTensors.format(shape)) of \(dtype.rawValue)"
-                + " does not fit its \(SafeTensors.count(bytes.count)) bytes")
+            throw .corrupt(
+                path: source,
+                reason: "tensor \"\(name)\": shape \(SafeTensors.format(shape)) of \(dtype.rawValue)"
+                    + " does not fit its \(SafeTensors.count(bytes.count)) bytes")
         }
     }
 }
@@ -509,7 +522,7 @@ private enum HeaderJSON {
         var found: String {
             guard i < bytes.count else { return "the end of the header" }
             let byte = bytes[i]
-            return (0x20 ..< 0x7F).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x" + String(byte, radix: 16)
+            return (0x20..<0x7F).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x" + String(byte, radix: 16)
         }
 
         func error(_ reason: String) -> SyntaxError { SyntaxError(offset: i, reason: reason) }
@@ -530,7 +543,7 @@ private enum HeaderJSON {
             case UInt8(ascii: "{"): return try object(depth: depth)
             case UInt8(ascii: "["): return try array(depth: depth)
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "-"), UInt8(ascii: "0") ... UInt8(ascii: "9"): return try number()
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
             case UInt8(ascii: "t"): try literal("true"); return .bool(true)
             case UInt8(ascii: "f"): try literal("false"); return .bool(false)
             case UInt8(ascii: "n"): try literal("null"); return .null
@@ -588,7 +601,7 @@ private enum HeaderJSON {
         /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
         mutating func number() throws(SyntaxError) -> HeaderJSON {
             let start = i
-            func isDigit(_ j: Int) -> Bool { j < bytes.count && (UInt8(ascii: "0") ... UInt8(ascii: "9")).contains(bytes[j]) }
+            func isDigit(_ j: Int) -> Bool { j < bytes.count && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[j]) }
             func digits() throws(SyntaxError) {
                 guard isDigit(i) else { throw error("expected a digit, found \(found)") }
                 while isDigit(i) { i += 1 }
@@ -632,7 +645,7 @@ private enum HeaderJSON {
                     case UInt8(ascii: "u"): utf8.append(contentsOf: String(try unicodeEscape()).utf8)
                     default: i -= 1; throw error("invalid escape in a string: a backslash followed by \(found)")
                     }
-                case 0x00 ..< 0x20:
+                case 0x00..<0x20:
                     i -= 1
                     throw error("control character \(found) in a string; it must be escaped")
                 default:
@@ -645,13 +658,13 @@ private enum HeaderJSON {
         mutating func unicodeEscape() throws(SyntaxError) -> Character {
             let high = try hex4()
             var value = UInt32(high)
-            if (0xD800 ..< 0xDC00).contains(high) {
+            if (0xD800..<0xDC00).contains(high) {
                 guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else {
                     throw error("unpaired surrogate \\u\(String(high, radix: 16)) in a string")
                 }
                 i += 2
                 let low = try hex4()
-                guard (0xDC00 ..< 0xE000).contains(low) else { throw error("unpaired surrogate \\u\(String(high, radix: 16)) in a string") }
+                guard (0xDC00..<0xE000).contains(low) else { throw error("unpaired surrogate \\u\(String(high, radix: 16)) in a string") }
                 value = 0x10000 + (UInt32(high - 0xD800) << 10) + UInt32(low - 0xDC00)
             }
             guard let scalar = Unicode.Scalar(value) else { throw error("unpaired surrogate \\u\(String(high, radix: 16)) in a string") }
@@ -659,8 +672,8 @@ private enum HeaderJSON {
         }
 
         mutating func hex4() throws(SyntaxError) -> UInt16 {
-            guard i + 4 <= bytes.count, let value = UInt16(String(decoding: bytes[i ..< i + 4], as: UTF8.self), radix: 16),
-                  bytes[i ..< i + 4].allSatisfy({ $0 != UInt8(ascii: "+") && $0 != UInt8(ascii: "-") })
+            guard i + 4 <= bytes.count, let value = UInt16(String(decoding: bytes[i..<i + 4], as: UTF8.self), radix: 16),
+                bytes[i..<i + 4].allSatisfy({ $0 != UInt8(ascii: "+") && $0 != UInt8(ascii: "-") })
             else { throw error("expected four hex digits after \\u") }
             i += 4
             return value

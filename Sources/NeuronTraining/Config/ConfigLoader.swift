@@ -283,8 +283,10 @@ private struct ConfigChecker {
         return error(at: path, "\(path): expected \(expected); found \(found)")
     }
 
-    func require(_ condition: Bool, _ expected: @autoclosure () -> String, at path: String,
-                 found: @autoclosure () -> String) throws(ConfigError) {
+    func require(
+        _ condition: Bool, _ expected: @autoclosure () -> String, at path: String,
+        found: @autoclosure () -> String
+    ) throws(ConfigError) {
         guard condition else { throw self.expected(expected(), at: path, found: found()) }
     }
 
@@ -331,16 +333,20 @@ private struct ConfigChecker {
     func validateModel(_ model: inout ModelConfig) throws(ConfigError) {
         if let neuron = model.neuron {
             guard model.layers.isEmpty else {
-                throw ConfigError(source, at: nodes.keys["model.neuron"]?.mark,
-                                  "model: expected either layers (a network) or neuron (the single neuron), not both")
+                throw ConfigError(
+                    source, at: nodes.keys["model.neuron"]?.mark,
+                    "model: expected either layers (a network) or neuron (the single neuron), not both")
             }
             for (key, value) in [("weight", neuron.weight), ("bias", neuron.bias)] {
                 try require(value.isFinite, "a finite number", at: "model.neuron.\(key)", found: "\(value)")
             }
-            if let inputs = model.inputs { try require(inputs == 1, "1 for the single neuron (it has one input)", at: "model.inputs", found: "\(inputs)") }
+            if let inputs = model.inputs {
+                try require(inputs == 1, "1 for the single neuron (it has one input)", at: "model.inputs", found: "\(inputs)")
+            }
             if nodes.has("model.loss") {
-                throw ConfigError(source, at: nodes.keys["model.loss"]?.mark,
-                                  "model.loss does not apply to the single neuron; its loss is always half the squared error")
+                throw ConfigError(
+                    source, at: nodes.keys["model.loss"]?.mark,
+                    "model.loss does not apply to the single neuron; its loss is always half the squared error")
             }
             return
         }
@@ -351,9 +357,10 @@ private struct ConfigChecker {
         if let inputs = model.inputs { try atLeastOne(inputs, at: "model.inputs") }
         for (i, layer) in model.layers.enumerated() {
             try atLeastOne(layer.units, at: "model.layers[\(i)].units")
-            try require(layer.activation != .softmax || i == model.layers.count - 1,
-                        "\(alternatives(Activation.allCases.filter { $0 != .softmax })) before the last layer (softmax belongs only in the output layer)",
-                        at: "model.layers[\(i)].activation", found: "'softmax'")
+            try require(
+                layer.activation != .softmax || i == model.layers.count - 1,
+                "\(alternatives(Activation.allCases.filter { $0 != .softmax })) before the last layer (softmax belongs only in the output layer)",
+                at: "model.layers[\(i)].activation", found: "'softmax'")
         }
         guard let loss = model.loss else {
             model.loss = model.effectiveLoss
@@ -361,23 +368,27 @@ private struct ConfigChecker {
         }
         let last = model.layers.last!.activation  // at least one layer: checked above
         if last == .softmax {
-            try require(loss == .softmaxCrossEntropy, "softmaxCrossEntropy after a softmax output layer",
-                        at: "model.loss", found: "'\(loss.rawValue)'")
+            try require(
+                loss == .softmaxCrossEntropy, "softmaxCrossEntropy after a softmax output layer",
+                at: "model.loss", found: "'\(loss.rawValue)'")
         } else {
-            try require(loss == .halfSquaredError,
-                        "halfSquaredError: softmaxCrossEntropy needs a softmax output layer, and the last layer's activation is \(last.rawValue)",
-                        at: "model.loss", found: "'\(loss.rawValue)'")
+            try require(
+                loss == .halfSquaredError,
+                "halfSquaredError: softmaxCrossEntropy needs a softmax output layer, and the last layer's activation is \(last.rawValue)",
+                at: "model.loss", found: "'\(loss.rawValue)'")
         }
     }
 
     func validateData(_ data: DataConfig, isNeuron: Bool) throws(ConfigError) {
         if isNeuron {
-            try require(data.kind == .sample, "sample for the single neuron (model.neuron trains on one input and target)",
-                        at: "data.kind", found: "'\(data.kind.rawValue)'")
+            try require(
+                data.kind == .sample, "sample for the single neuron (model.neuron trains on one input and target)",
+                at: "data.kind", found: "'\(data.kind.rawValue)'")
         } else {
-            try require(data.kind != .sample,
-                        "\(alternatives(DataConfig.Kind.allCases.filter { $0 != .sample })) for a network (sample is the single neuron's one input and target)",
-                        at: "data.kind", found: "'sample'")
+            try require(
+                data.kind != .sample,
+                "\(alternatives(DataConfig.Kind.allCases.filter { $0 != .sample })) for a network (sample is the single neuron's one input and target)",
+                at: "data.kind", found: "'sample'")
         }
         try onlyKeys(data.kind.keys, in: "data", for: "a \(data.kind.rawValue) dataset")
         switch data.kind {
@@ -386,8 +397,9 @@ private struct ConfigChecker {
             guard data.path != nil else { throw missing("path", in: "data", because: needs) }
             guard data.labelColumn != nil else { throw missing("labelColumn", in: "data", because: needs) }
             if let columns = data.featureColumns {
-                try require(!columns.isEmpty, "at least one column (or leave featureColumns out for every other column)",
-                            at: "data.featureColumns", found: "an empty list")
+                try require(
+                    !columns.isEmpty, "at least one column (or leave featureColumns out for every other column)",
+                    at: "data.featureColumns", found: "an empty list")
             }
         case .idx:
             let needs = "an idx dataset needs trainImages and trainLabels"
@@ -403,8 +415,9 @@ private struct ConfigChecker {
             }
             if let count = data.count {
                 guard name == .sine else {
-                    throw ConfigError(source, at: nodes.keys["data.count"]?.mark,
-                                      "data.count does not apply to the xor dataset (always its 4 rows); only sine takes a count")
+                    throw ConfigError(
+                        source, at: nodes.keys["data.count"]?.mark,
+                        "data.count does not apply to the xor dataset (always its 4 rows); only sine takes a count")
                 }
                 try atLeastOne(count, at: "data.count")
             }
@@ -423,24 +436,29 @@ private struct ConfigChecker {
 
     func validateOptimizer(_ optimizer: OptimizerConfig, isNeuron: Bool) throws(ConfigError) {
         if isNeuron {
-            try require(optimizer.kind == .sgd, "sgd for the single neuron (it takes plain gradient steps)",
-                        at: "optimizer.kind", found: "'\(optimizer.kind.rawValue)'")
+            try require(
+                optimizer.kind == .sgd, "sgd for the single neuron (it takes plain gradient steps)",
+                at: "optimizer.kind", found: "'\(optimizer.kind.rawValue)'")
             try onlyKeys([OptimizerConfig.CodingKeys.learningRate], in: "optimizer", for: "the single neuron (plain gradient steps)")
         } else {
             try onlyKeys(optimizer.kind.keys, in: "optimizer", for: optimizer.kind.rawValue)
         }
         let rate = optimizer.learningRate
         try require(rate.isFinite && rate > 0, "a finite number greater than 0", at: "optimizer.learningRate", found: "\(rate)")
-        try require(optimizer.momentum >= 0 && optimizer.momentum < 1, "a number in [0, 1)", at: "optimizer.momentum",
-                    found: "\(optimizer.momentum)")
-        try require(!optimizer.nesterov || optimizer.momentum > 0, "false when momentum is 0 (Nesterov momentum needs momentum > 0)",
-                    at: "optimizer.nesterov", found: "true")
+        try require(
+            optimizer.momentum >= 0 && optimizer.momentum < 1, "a number in [0, 1)", at: "optimizer.momentum",
+            found: "\(optimizer.momentum)")
+        try require(
+            !optimizer.nesterov || optimizer.momentum > 0, "false when momentum is 0 (Nesterov momentum needs momentum > 0)",
+            at: "optimizer.nesterov", found: "true")
         try require(optimizer.beta1 >= 0 && optimizer.beta1 < 1, "a number in [0, 1)", at: "optimizer.beta1", found: "\(optimizer.beta1)")
         try require(optimizer.beta2 >= 0 && optimizer.beta2 < 1, "a number in [0, 1)", at: "optimizer.beta2", found: "\(optimizer.beta2)")
-        try require(optimizer.epsilon.isFinite && optimizer.epsilon > 0, "a finite number greater than 0", at: "optimizer.epsilon",
-                    found: "\(optimizer.epsilon)")
-        try require(optimizer.weightDecay.isFinite && optimizer.weightDecay >= 0, "a finite number 0 or greater",
-                    at: "optimizer.weightDecay", found: "\(optimizer.weightDecay)")
+        try require(
+            optimizer.epsilon.isFinite && optimizer.epsilon > 0, "a finite number greater than 0", at: "optimizer.epsilon",
+            found: "\(optimizer.epsilon)")
+        try require(
+            optimizer.weightDecay.isFinite && optimizer.weightDecay >= 0, "a finite number 0 or greater",
+            at: "optimizer.weightDecay", found: "\(optimizer.weightDecay)")
 
         let schedule = optimizer.schedule
         try onlyKeys(schedule.kind.keys, in: "optimizer.schedule", for: "a \(schedule.kind.rawValue) schedule")

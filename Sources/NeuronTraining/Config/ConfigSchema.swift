@@ -94,8 +94,9 @@ protocol ConfigSection: ConfigValue {
 extension ConfigSection {
     static var shape: ConfigShape {
         let keys = Array(CodingKeys.allCases)
-        return .mapping(keys.map { ($0.stringValue, field($0).shape) },
-                        required: Set(keys.filter { field($0).isRequired }.map(\.stringValue)))
+        return .mapping(
+            keys.map { ($0.stringValue, field($0).shape) },
+            required: Set(keys.filter { field($0).isRequired }.map(\.stringValue)))
     }
 
     /// Replaces every property whose key the text gives (and does not leave null) with the value

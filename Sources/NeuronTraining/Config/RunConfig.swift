@@ -13,8 +13,10 @@ public struct RunConfig: Sendable, Equatable, Codable {
     public var training: TrainingConfig = TrainingConfig()
     public var output: OutputConfig = OutputConfig()
 
-    public init(model: ModelConfig, data: DataConfig, optimizer: OptimizerConfig = OptimizerConfig(),
-                training: TrainingConfig = TrainingConfig(), output: OutputConfig = OutputConfig()) {
+    public init(
+        model: ModelConfig, data: DataConfig, optimizer: OptimizerConfig = OptimizerConfig(),
+        training: TrainingConfig = TrainingConfig(), output: OutputConfig = OutputConfig()
+    ) {
         (self.model, self.data, self.optimizer, self.training, self.output) = (model, data, optimizer, training, output)
     }
 }
@@ -27,7 +29,7 @@ public struct ModelConfig: Sendable, Equatable, Codable {
     public var layers: [LayerConfig] = []
     /// The loss; when absent, ``effectiveLoss`` chooses it from the output layer.
     public var loss: Loss?
-    /// The single neuron of SPEC §1–3 instead of layers: its starting weight and bias.
+    /// The single neuron of Docs/Reference.md §1–3 instead of layers: its starting weight and bias.
     public var neuron: NeuronConfig?
 
     public init(inputs: Int? = nil, layers: [LayerConfig] = [], loss: Loss? = nil, neuron: NeuronConfig? = nil) {
@@ -117,9 +119,9 @@ public struct DataConfig: Sendable, Equatable, Codable {
     /// Samples to draw (sine), default 256.
     public var count: Int?
     // sample (the neuron)
-    /// The neuron's one input (SPEC §3: 0.01).
+    /// The neuron's one input (Docs/Reference.md §3: 0.01).
     public var input: Double?
-    /// The output the neuron should learn to give for `input` (SPEC §3: 0.1).
+    /// The output the neuron should learn to give for `input` (Docs/Reference.md §3: 0.1).
     public var target: Double?
     // common
     /// Default: `scale` for idx, `none` for xor, else `standardize`.
@@ -205,7 +207,7 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
 
     /// Passes over the training rows (networks); default 10.
     public var epochs: Int = 10
-    /// Steps for the single neuron (SPEC §3: 100,000).
+    /// Steps for the single neuron (Docs/Reference.md §3: 100,000).
     public var iterations: Int?
     /// Samples per step, at least 1 (a batch larger than the training rows is all of them).
     public var batchSize: Int = 32

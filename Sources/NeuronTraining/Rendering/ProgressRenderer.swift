@@ -28,7 +28,7 @@ public struct ProgressRenderer: Sendable {
     }
 
     /// A multi-line report: title, phase, epoch and step, losses, validation, speed, learning rate,
-    /// seed; a table of the layers; the neuron's row of SPEC §1's table (at full precision, to be
+    /// seed; a table of the layers; the neuron's row of Docs/Reference.md §1's table (at full precision, to be
     /// checked by hand); the gradient check's verdict; the ignored events. Nil fields are left out.
     public func report(_ state: TrainingViewState) -> String {
         var lines: [String] = []
@@ -38,11 +38,15 @@ public struct ProgressRenderer: Sendable {
         if let epochs = Self.progress(state.epoch, of: state.totalEpochs) { summary.append(("epoch", epochs)) }
         if let steps = Self.progress(state.step, of: state.totalSteps) { summary.append(("step", steps)) }
         if let losses = Self.losses(state) { summary.append(("loss", losses)) }
-        let validation = [state.validationLoss.map { "loss \(Self.number($0))" },
-                          state.validationAccuracy.map { "accuracy \(Self.number($0))" }].compactMap { $0 }
+        let validation = [
+            state.validationLoss.map { "loss \(Self.number($0))" },
+            state.validationAccuracy.map { "accuracy \(Self.number($0))" },
+        ].compactMap { $0 }
         if !validation.isEmpty { summary.append(("validation", validation.joined(separator: ", "))) }
-        let speed = [state.samplesPerSecond.map { "\(Self.count($0)) samples/s" },
-                     state.secondsRemaining.map { "\(Self.duration($0)) left" }].compactMap { $0 }
+        let speed = [
+            state.samplesPerSecond.map { "\(Self.count($0)) samples/s" },
+            state.secondsRemaining.map { "\(Self.duration($0)) left" },
+        ].compactMap { $0 }
         if !speed.isEmpty { summary.append(("speed", speed.joined(separator: ", "))) }
         // The learning rate and seed are configured values: shown exactly as a config would spell them.
         summary.append(("learning rate", "\(state.learningRate)"))
@@ -54,28 +58,32 @@ public struct ProgressRenderer: Sendable {
             lines += Self.table(
                 header: ["#", "layer", "weight norm", "gradient norm", "saturation"],
                 rows: state.layers.map { layer in
-                    ["\(layer.index)", layer.title, Self.number(layer.weightNorm), Self.number(layer.gradientNorm),
-                     layer.saturation.map(Self.percent) ?? "-"]
+                    [
+                        "\(layer.index)", layer.title, Self.number(layer.weightNorm), Self.number(layer.gradientNorm),
+                        layer.saturation.map(Self.percent) ?? "-",
+                    ]
                 },
                 rightAligned: [true, false, true, true, true])
         }
 
         if let row = state.neuron {
             lines.append("neuron")
-            lines += Self.keyValues([
-                ("input x", "\(row.input)"), ("weight w", "\(row.weight)"), ("bias b", "\(row.bias)"),
-                ("target t", "\(row.target)"), ("net", "\(row.net)"), ("output", "\(row.output)"),
-                ("error", "\(row.error)"), ("loss", "\(row.loss)"),
-                ("dL/doutput", "\(row.outputGradient)"), ("dL/dnet = dL/db", "\(row.netGradient)"),
-                ("dL/dw", "\(row.weightGradient)"), ("dL/dx", "\(row.inputGradient)"),
-            ], indent: "  ")
+            lines += Self.keyValues(
+                [
+                    ("input x", "\(row.input)"), ("weight w", "\(row.weight)"), ("bias b", "\(row.bias)"),
+                    ("target t", "\(row.target)"), ("net", "\(row.net)"), ("output", "\(row.output)"),
+                    ("error", "\(row.error)"), ("loss", "\(row.loss)"),
+                    ("dL/doutput", "\(row.outputGradient)"), ("dL/dnet = dL/db", "\(row.netGradient)"),
+                    ("dL/dw", "\(row.weightGradient)"), ("dL/dx", "\(row.inputGradient)"),
+                ], indent: "  ")
         }
 
         if let check = state.gradientCheck {
             lines.append("gradient check  \(check.passed ? "PASS" : "FAIL")  max relative error \(Self.number(check.maxRelativeError))")
             for tensor in check.failingTensors {
-                lines.append("  failing \(tensor.name): \(Self.count(tensor.failures)) of \(Self.count(tensor.checked)) entries "
-                             + "out of tolerance, max relative error \(Self.number(tensor.maxRelativeError))")
+                lines.append(
+                    "  failing \(tensor.name): \(Self.count(tensor.failures)) of \(Self.count(tensor.checked)) entries "
+                        + "out of tolerance, max relative error \(Self.number(tensor.maxRelativeError))")
             }
         }
 
@@ -220,9 +228,10 @@ extension ProgressRenderer {
     private static func table(header: [String], rows: [[String]], rightAligned: [Bool]) -> [String] {
         let widths = header.indices.map { c in ([header] + rows).map { $0[c].count }.max() ?? 0 }
         return ([header] + rows).map { cells in
-            "  " + cells.indices.map { c in
-                rightAligned[c] ? padded(cells[c], to: widths[c], left: true) : padded(cells[c], to: widths[c])
-            }.joined(separator: "  ").trimmingTrailingSpaces()
+            "  "
+                + cells.indices.map { c in
+                    rightAligned[c] ? padded(cells[c], to: widths[c], left: true) : padded(cells[c], to: widths[c])
+                }.joined(separator: "  ").trimmingTrailingSpaces()
         }
     }
 

@@ -5,13 +5,13 @@
 import NeuronCore
 
 extension ModelConfig {
-    /// The network this model describes for `inputs` features: its dense layers (the single
+    /// The network this model describes for `features` per sample: its dense layers (the single
     /// neuron's is one tanh unit, as its checkpoints hold it), its ``effectiveLoss``, and
     /// weights drawn from `seed`.
     /// - Throws: ``NetworkError`` for sizes out of range.
-    public func network<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, inputs: Int, seed: UInt64) throws(NetworkError) -> Network<Scalar> {
+    public func network<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int, seed: UInt64) throws(NetworkError) -> Network<Scalar> {
         let layers: [(units: Int, activation: Activation)] = neuron != nil ? [(1, .tanh)] : self.layers.map { ($0.units, $0.activation) }
-        return try Network(inputSize: inputs, layers: layers, loss: effectiveLoss, seed: seed)
+        return try Network(features: features, layers: layers, loss: effectiveLoss, seed: seed)
     }
 }
 
@@ -25,11 +25,13 @@ extension OptimizerConfig {
         let schedule = schedule.learningRateSchedule(stepsPerEpoch: stepsPerEpoch, epochs: epochs)
         switch kind {
         case .sgd:
-            return try SGD(learningRate: Scalar(learningRate), momentum: Scalar(momentum), nesterov: nesterov,
-                           weightDecay: Scalar(weightDecay), schedule: schedule)
+            return try SGD(
+                learningRate: Scalar(learningRate), momentum: Scalar(momentum), nesterov: nesterov,
+                weightDecay: Scalar(weightDecay), schedule: schedule)
         case .adam:
-            return try Adam(learningRate: Scalar(learningRate), beta1: Scalar(beta1), beta2: Scalar(beta2), epsilon: Scalar(epsilon),
-                            weightDecay: Scalar(weightDecay), decoupled: decoupled, schedule: schedule)
+            return try Adam(
+                learningRate: Scalar(learningRate), beta1: Scalar(beta1), beta2: Scalar(beta2), epsilon: Scalar(epsilon),
+                weightDecay: Scalar(weightDecay), decoupled: decoupled, schedule: schedule)
         }
     }
 }

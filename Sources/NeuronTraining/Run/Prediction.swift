@@ -8,7 +8,7 @@ public enum Prediction<Scalar: TensorScalar> {
     /// - Throws: ``CheckpointError`` for a missing tensor or a shape that does not fit.
     public static func network(_ checkpoint: LoadedCheckpoint) throws -> Network<Scalar> {
         // Seed 0: every weight is replaced by the saved one.
-        var network: Network<Scalar> = try checkpoint.state.config.model.network(inputs: checkpoint.state.featureNames.count, seed: 0)
+        var network: Network<Scalar> = try checkpoint.state.config.model.network(features: checkpoint.state.featureNames.count, seed: 0)
         try network.loadParameters(from: checkpoint)
         return network
     }
@@ -23,13 +23,13 @@ public enum Prediction<Scalar: TensorScalar> {
         var lines: [String]
         if let classes = checkpoint.state.classNames {
             lines = ["row,class," + classes.map { "p_\($0)" }.joined(separator: ",")]
-            for n in 0 ..< y.rows {
+            for n in 0..<y.rows {
                 let best = ConfusionMatrix.argmax(y, row: n)
-                lines.append("\(n + 1),\(classes[best])," + (0 ..< y.columns).map { "\(y[n, $0])" }.joined(separator: ","))
+                lines.append("\(n + 1),\(classes[best])," + (0..<y.columns).map { "\(y[n, $0])" }.joined(separator: ","))
             }
         } else {
-            lines = ["row," + (0 ..< y.columns).map { "y\($0)" }.joined(separator: ",")]
-            for n in 0 ..< y.rows { lines.append("\(n + 1)," + (0 ..< y.columns).map { "\(y[n, $0])" }.joined(separator: ",")) }
+            lines = ["row," + (0..<y.columns).map { "y\($0)" }.joined(separator: ",")]
+            for n in 0..<y.rows { lines.append("\(n + 1)," + (0..<y.columns).map { "\(y[n, $0])" }.joined(separator: ",")) }
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -67,20 +67,21 @@ public enum RunBuilder {
 
     private static func network<Scalar: TensorScalar>(_: Scalar.Type, _ config: RunConfig, _ resume: LoadedCheckpoint?) throws -> Run {
         let data = try RunData<Scalar>(config.data, seed: config.training.seed)
-        let inputs = data.training.featureCount
-        if let declared = config.model.inputs, declared != inputs {
-            throw RunError.invalid("model.inputs is \(declared) but the data has \(inputs) features")
+        let features = data.training.featureCount
+        if let declared = config.model.inputs, declared != features {
+            throw RunError.invalid("model.inputs is \(declared) but the data has \(features) features")
         }
-        var network: Network<Scalar> = try config.model.network(inputs: inputs, seed: config.training.seed)
-        guard network.outputSize == data.training.outputCount else {
-            throw RunError.invalid("the last layer has \(network.outputSize) units but the data has \(data.training.outputCount) targets per sample")
+        var network: Network<Scalar> = try config.model.network(features: features, seed: config.training.seed)
+        guard network.outputCount == data.training.outputCount else {
+            throw RunError.invalid("the last layer has \(network.outputCount) units but the data has \(data.training.outputCount) targets per sample")
         }
         if let resume {
             guard resume.state.precision == TrainingConfig.Precision(Scalar.self) else {
                 throw RunError.checkpointMismatch(path: resume.path, reason: "the checkpoint is in \(resume.state.precision) precision")
             }
             guard resume.state.preprocessing == data.preprocessing else {
-                throw RunError.checkpointMismatch(path: resume.path, reason: "the data's statistics differ from the checkpoint's (did the data files change?)")
+                throw RunError.checkpointMismatch(
+                    path: resume.path, reason: "the data's statistics differ from the checkpoint's (did the data files change?)")
             }
             try network.loadParameters(from: resume)
         }

@@ -22,8 +22,9 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
         var defaultNormalization = DataConfig.Normalization.standardize
         switch config.kind {
         case .csv:
-            all = try CSV.load(config.path!, labelColumn: config.labelColumn!, task: config.task ?? .classification,
-                               featureColumns: config.featureColumns)
+            all = try CSV.load(
+                config.path!, labelColumn: config.labelColumn!, task: config.task ?? .classification,
+                featureColumns: config.featureColumns)
         case .idx:
             // Pixels stay raw bytes here; `scale` (the default for images) divides them by 255 below.
             all = try IDX.load(images: config.trainImages!, labels: config.trainLabels!, scale: 1)
@@ -46,7 +47,7 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
         case .sample:
             throw DataError.invalidArgument(name: "data.kind", value: "sample", expected: "csv, idx or synthetic for a network")
         }
-        if let limit = config.limit, limit < all.count { all = all.subset(Array(0 ..< limit)) }
+        if let limit = config.limit, limit < all.count { all = all.subset(Array(0..<limit)) }
         let fraction = config.validationSplit ?? defaultSplit
         if fraction > 0 {
             let (training, validation) = try all.split(validationFraction: fraction, generator: &splitGenerator)

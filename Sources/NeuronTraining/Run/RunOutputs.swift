@@ -28,8 +28,10 @@ public struct RunSummary: Sendable, Equatable, Codable {
     public var samplesPerSecond: Double?
     public var checkpoint: String?
 
-    public init(title: String, phase: String, epochs: Int, steps: Int, seed: UInt64, precision: String, blas: String,
-                trainingSeconds: Double) {
+    public init(
+        title: String, phase: String, epochs: Int, steps: Int, seed: UInt64, precision: String, blas: String,
+        trainingSeconds: Double
+    ) {
         (self.title, self.phase, self.epochs, self.steps, self.seed, self.precision, self.blas, self.trainingSeconds) =
             (title, phase, epochs, steps, seed, precision, blas, trainingSeconds)
     }
@@ -82,14 +84,17 @@ enum Curves {
     static func svg(_ records: [EpochRecord], title: String) -> String {
         let loss = [
             Series(name: "training loss", color: "#1f77b4", dashed: false, points: records.map { (Double($0.epoch), $0.trainingLoss) }),
-            Series(name: "validation loss", color: "#d62728", dashed: true,
-                   points: records.compactMap { r in r.validationLoss.map { (Double(r.epoch), $0) } }),
+            Series(
+                name: "validation loss", color: "#d62728", dashed: true,
+                points: records.compactMap { r in r.validationLoss.map { (Double(r.epoch), $0) } }),
         ].filter { !$0.points.isEmpty }
         let accuracy = [
-            Series(name: "training accuracy", color: "#1f77b4", dashed: false,
-                   points: records.compactMap { r in r.trainingAccuracy.map { (Double(r.epoch), $0) } }),
-            Series(name: "validation accuracy", color: "#d62728", dashed: true,
-                   points: records.compactMap { r in r.validationAccuracy.map { (Double(r.epoch), $0) } }),
+            Series(
+                name: "training accuracy", color: "#1f77b4", dashed: false,
+                points: records.compactMap { r in r.trainingAccuracy.map { (Double(r.epoch), $0) } }),
+            Series(
+                name: "validation accuracy", color: "#d62728", dashed: true,
+                points: records.compactMap { r in r.validationAccuracy.map { (Double(r.epoch), $0) } }),
         ].filter { !$0.points.isEmpty }
         let panels = accuracy.isEmpty ? [("loss", loss)] : [("loss", loss), ("accuracy", accuracy)]
         let width = 720, panelHeight = 300, top = 40
@@ -129,15 +134,21 @@ enum Curves {
             s += "<text x=\"\(f(px(t)))\" y=\"\(y + height + 18)\" text-anchor=\"middle\">\(tickLabel(t))</text>\n"
         }
         s += "<text x=\"\(x + width / 2)\" y=\"\(y + height + 34)\" text-anchor=\"middle\">epoch</text>\n"
-        s += "<text x=\"\(x - 50)\" y=\"\(y + height / 2)\" text-anchor=\"middle\" transform=\"rotate(-90 \(x - 50) \(y + height / 2))\">\(label)</text>\n"
+        s +=
+            "<text x=\"\(x - 50)\" y=\"\(y + height / 2)\" text-anchor=\"middle\" transform=\"rotate(-90 \(x - 50) \(y + height / 2))\">\(label)</text>\n"
         // The legend sits on a white box so that a curve passing under it does not garble it.
-        s += "<rect x=\"\(x + width - 158)\" y=\"\(y + 4)\" width=\"152\" height=\"\(series.count * 16 + 6)\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n"
+        s +=
+            "<rect x=\"\(x + width - 158)\" y=\"\(y + 4)\" width=\"152\" height=\"\(series.count * 16 + 6)\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n"
         for (i, line) in series.enumerated() {
             let points = line.points.map { "\(f(px($0.0))),\(f(py($0.1)))" }.joined(separator: " ")
-            s += "<polyline fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "") points=\"\(points)\"/>\n"
-            if line.points.count == 1 { s += "<circle cx=\"\(f(px(line.points[0].0)))\" cy=\"\(f(py(line.points[0].1)))\" r=\"3\" fill=\"\(line.color)\"/>\n" }
+            s +=
+                "<polyline fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "") points=\"\(points)\"/>\n"
+            if line.points.count == 1 {
+                s += "<circle cx=\"\(f(px(line.points[0].0)))\" cy=\"\(f(py(line.points[0].1)))\" r=\"3\" fill=\"\(line.color)\"/>\n"
+            }
             let ly = y + 16 + i * 16
-            s += "<line x1=\"\(x + width - 150)\" x2=\"\(x + width - 126)\" y1=\"\(ly - 4)\" y2=\"\(ly - 4)\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "")/>"
+            s +=
+                "<line x1=\"\(x + width - 150)\" x2=\"\(x + width - 126)\" y1=\"\(ly - 4)\" y2=\"\(ly - 4)\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "")/>"
             s += "<text x=\"\(x + width - 120)\" y=\"\(ly)\">\(line.name)</text>\n"
         }
         return s + "</g>\n"

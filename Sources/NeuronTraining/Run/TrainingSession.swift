@@ -47,12 +47,13 @@ public final class TrainingSession {
                 self.writeEpochFiles(model.takeEpochEnds(), records: model.viewState.records, of: run)
             }
         }
-        let mode: ProgressView<TrainingViewModel<Engine>>.Mode = switch style {
-        case .live: .live
-        case let .plain(every): .plain(every: every)
-        case .json: .json
-        case .quiet: .quiet
-        }
+        let mode: ProgressView<TrainingViewModel<Engine>>.Mode =
+            switch style {
+            case .live: .live
+            case let .plain(every): .plain(every: every)
+            case .json: .json
+            case .quiet: .quiet
+            }
         let started = ContinuousClock.now
         model.handle(event: .start)
         let final = await ProgressView(model: model, mode: mode, write: write).run()
@@ -126,7 +127,9 @@ public final class TrainingSession {
             write(String(decoding: (try? encoder.encode(summary)) ?? Data(), as: UTF8.self) + "\n")
             return
         }
-        var lines = ["\(summary.title): \(summary.phase) after \(summary.epochs) epoch\(summary.epochs == 1 ? "" : "s"), \(summary.steps) steps in \(String(format: "%.1f", summary.trainingSeconds)) s (seed \(summary.seed))"]
+        var lines = [
+            "\(summary.title): \(summary.phase) after \(summary.epochs) epoch\(summary.epochs == 1 ? "" : "s"), \(summary.steps) steps in \(String(format: "%.1f", summary.trainingSeconds)) s (seed \(summary.seed))"
+        ]
         if let loss = summary.trainingLoss { lines.append("  training loss        \(loss)") }
         if let accuracy = summary.validationAccuracy { lines.append("  validation accuracy  \(accuracy)") }
         if let name = summary.evaluatedOn, let loss = summary.evaluationLoss {

@@ -86,10 +86,14 @@ public struct ResumePoint<Scalar: TensorScalar>: Sendable {
     /// One record per completed epoch.
     public var records: [EpochRecord]
 
-    public init(network: String, tensors: [(name: String, tensor: Tensor<Scalar>)], epoch: Int, step: Int, seed: UInt64,
-                position: TrainingPosition?, optimizerStep: Int, featureNames: [String], classNames: [String]?, records: [EpochRecord]) {
+    public init(
+        network: String, tensors: [(name: String, tensor: Tensor<Scalar>)], epoch: Int, step: Int, seed: UInt64,
+        position: TrainingPosition?, optimizerStep: Int, featureNames: [String], classNames: [String]?, records: [EpochRecord]
+    ) {
         (self.network, self.tensors, self.epoch, self.step, self.seed) = (network, tensors, epoch, step, seed)
-        (self.position, self.optimizerStep, self.featureNames, self.classNames, self.records) = (position, optimizerStep, featureNames, classNames, records)
+        (self.position, self.optimizerStep, self.featureNames, self.classNames, self.records) = (
+            position, optimizerStep, featureNames, classNames, records
+        )
     }
 }
 
@@ -112,8 +116,10 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
 
     /// Training of `network` on `dataset` for `epochs` epochs of `batchSize`, shuffled from `seed`.
     /// - Throws: ``NetworkError`` or ``DataError`` when the data does not fit or a size is out of range.
-    public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>? = nil,
-                test: Dataset<Scalar>? = nil, batchSize: Int, epochs: Int, seed: UInt64) throws {
+    public init(
+        network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>? = nil,
+        test: Dataset<Scalar>? = nil, batchSize: Int, epochs: Int, seed: UInt64
+    ) throws {
         guard epochs >= 1 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
         training = try MiniBatchTraining(network: network, optimizer: optimizer, dataset: dataset, batchSize: batchSize, seed: seed)
         self.validation = validation
@@ -125,8 +131,10 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     /// Training resumed where a checkpoint left it: network and optimizer as saved, the epoch
     /// order, generator and position as saved, and the epochs recorded so far.
     /// - Throws: ``DataError`` or ``NetworkError`` when the saved state does not fit the data.
-    public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>?,
-                test: Dataset<Scalar>?, epochs: Int, seed: UInt64, position: TrainingPosition, records: [EpochRecord]) throws {
+    public init(
+        network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>?,
+        test: Dataset<Scalar>?, epochs: Int, seed: UInt64, position: TrainingPosition, records: [EpochRecord]
+    ) throws {
         guard epochs >= 1 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
         training = try MiniBatchTraining(network: network, optimizer: optimizer, dataset: dataset, position: position)
         self.validation = validation
@@ -164,10 +172,11 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
             lastValidation = try? training.network.evaluate(validation)
         }
         let progress = training.epochProgress
-        records.append(EpochRecord(
-            epoch: training.epoch, step: training.stepsTaken, trainingLoss: progress.meanLoss,
-            trainingAccuracy: training.dataset.isClassification ? progress.accuracy : nil,
-            validationLoss: lastValidation?.loss, validationAccuracy: lastValidation?.accuracy))
+        records.append(
+            EpochRecord(
+                epoch: training.epoch, step: training.stepsTaken, trainingLoss: progress.meanLoss,
+                trainingAccuracy: training.dataset.isClassification ? progress.accuracy : nil,
+                validationLoss: lastValidation?.loss, validationAccuracy: lastValidation?.accuracy))
         return loss
     }
 
@@ -180,7 +189,8 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
 
     public func resumePoint() -> ResumePoint<Scalar> {
         let network = training.network, optimizer = training.optimizer, position = training.position
-        let parameters = network.parameterTensors.map { (name: $0.name, tensor: network.parameter($0)) }
+        let parameters =
+            network.parameterTensors.map { (name: $0.name, tensor: network.parameter($0)) }
             + network.stateTensors.map { (name: $0.name, tensor: network.stateTensor($0)) }
         let buffers = optimizer.state.sorted { $0.key < $1.key }.map { (name: "optimizer.\($0.key)", tensor: Tensor(vector: $0.value)) }
         return ResumePoint(
@@ -198,12 +208,12 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     }
 
     public func gradientCheck(_ check: GradientCheck, batchSize: Int) throws -> GradientCheckReport {
-        let batch = training.dataset.subset(Array(0 ..< min(max(batchSize, 1), training.dataset.count)))
+        let batch = training.dataset.subset(Array(0..<min(max(batchSize, 1), training.dataset.count)))
         return try check.run(on: training.network, inputs: batch.features, targets: batch.targets)
     }
 }
 
-/// The single neuron of SPEC §3 trained by gradient descent on one sample.
+/// The single neuron of Docs/Reference.md §3 trained by gradient descent on one sample.
 public struct NeuronTrainingEngine: TrainingEngine {
     /// The neuron as trained so far.
     public private(set) var neuron: Neuron<Double>
@@ -215,10 +225,12 @@ public struct NeuronTrainingEngine: TrainingEngine {
     /// too many to record each.
     public private(set) var records: [EpochRecord] = []
 
-    /// SPEC §3's run by default: w = b = 0.5, x 0.01, target 0.1, learning rate 0.01, 100,000 steps.
+    /// Docs/Reference.md §3's run by default: w = b = 0.5, x 0.01, target 0.1, learning rate 0.01, 100,000 steps.
     /// - Throws: ``NeuronError`` for a learning rate or iteration count out of range.
-    public init(weight: Double = 0.5, bias: Double = 0.5, input: Double = 0.01, target: Double = 0.1,
-                learningRate: Double = 0.01, iterations: Int = 100_000) throws(NeuronError) {
+    public init(
+        weight: Double = 0.5, bias: Double = 0.5, input: Double = 0.01, target: Double = 0.1,
+        learningRate: Double = 0.01, iterations: Int = 100_000
+    ) throws(NeuronError) {
         guard learningRate.isFinite, learningRate > 0 else {
             throw .invalidHyperparameter(name: "learning rate", value: "\(learningRate)", allowed: "a finite number greater than 0")
         }
@@ -238,8 +250,10 @@ public struct NeuronTrainingEngine: TrainingEngine {
         stepsTaken += 1
         let loss = try! neuron.step(inputs: [input], target: target, learningRate: learningRate)  // one weight, one input
         if stepsTaken % recordEvery == 0 || isFinished {
-            records.append(EpochRecord(epoch: stepsTaken, step: stepsTaken, trainingLoss: loss,
-                                       trainingAccuracy: nil, validationLoss: nil, validationAccuracy: nil))
+            records.append(
+                EpochRecord(
+                    epoch: stepsTaken, step: stepsTaken, trainingLoss: loss,
+                    trainingAccuracy: nil, validationLoss: nil, validationAccuracy: nil))
         }
         return loss
     }
@@ -252,9 +266,11 @@ public struct NeuronTrainingEngine: TrainingEngine {
             input: input, weight: neuron.weights[0], bias: neuron.bias, target: target,
             net: forward.net, output: forward.output, error: forward.error, loss: forward.loss,
             outputGradient: g.output, netGradient: g.net, weightGradient: g.weights[0], inputGradient: g.inputs[0])
-        snapshot.layers = [LayerStatistics(
-            index: 0, title: "Dense(1→1, tanh)", weightNorm: abs(neuron.weights[0]), gradientNorm: abs(g.weights[0]),
-            saturation: abs(forward.output) > 0.99 ? 1 : 0)]
+        snapshot.layers = [
+            LayerStatistics(
+                index: 0, title: "Dense(1→1, tanh)", weightNorm: abs(neuron.weights[0]), gradientNorm: abs(g.weights[0]),
+                saturation: abs(forward.output) > 0.99 ? 1 : 0)
+        ]
         return snapshot
     }
 
@@ -276,7 +292,7 @@ public struct NeuronTrainingEngine: TrainingEngine {
     /// so far (for resuming).
     /// - Throws: ``NeuronError/invalidHyperparameter(name:value:allowed:)`` for a step count out of range.
     public func restored(weight: Double, bias: Double, stepsTaken: Int, records: [EpochRecord] = []) throws(NeuronError) -> NeuronTrainingEngine {
-        guard (0 ... totalSteps).contains(stepsTaken) else {
+        guard (0...totalSteps).contains(stepsTaken) else {
             throw .invalidHyperparameter(name: "steps taken", value: "\(stepsTaken)", allowed: "0...\(totalSteps)")
         }
         var copy = self

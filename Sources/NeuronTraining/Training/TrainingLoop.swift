@@ -160,8 +160,11 @@ func runTrainingLoop<Engine: TrainingEngine>(
         let now = clock.now
         let sinceRead = now - lastClockRead
         lastClockRead = now
-        if sinceRead < .milliseconds(1) { stepsPerClockRead = min(stepsPerClockRead * 2, 1 << 16) }
-        else if sinceRead > .milliseconds(4) { stepsPerClockRead = max(stepsPerClockRead / 2, 1) }
+        if sinceRead < .milliseconds(1) {
+            stepsPerClockRead = min(stepsPerClockRead * 2, 1 << 16)
+        } else if sinceRead > .milliseconds(4) {
+            stepsPerClockRead = max(stepsPerClockRead / 2, 1)
+        }
         countdown = stepsPerClockRead
         if now - lastSnapshot >= policy.interval { snapshot(at: now) }
     }

@@ -6,16 +6,18 @@ import NeuronCore
 /// An engine's report at a step boundary: progress, validation, per-layer statistics, the
 /// neuron's row, the epochs completed.
 public struct TrainingSnapshot: Sendable, Equatable {
-    /// The single neuron's row of SPEC §1's table, at the current parameters.
+    /// The single neuron's row of Docs/Reference.md §1's table, at the current parameters.
     public struct NeuronRow: Sendable, Equatable {
         public var input: Double, weight: Double, bias: Double, target: Double
         public var net: Double, output: Double, error: Double, loss: Double
         /// ∂L/∂output, ∂L/∂net (= ∂L/∂b), ∂L/∂w, ∂L/∂x.
         public var outputGradient: Double, netGradient: Double, weightGradient: Double, inputGradient: Double
 
-        public init(input: Double, weight: Double, bias: Double, target: Double, net: Double, output: Double,
-                    error: Double, loss: Double, outputGradient: Double, netGradient: Double,
-                    weightGradient: Double, inputGradient: Double) {
+        public init(
+            input: Double, weight: Double, bias: Double, target: Double, net: Double, output: Double,
+            error: Double, loss: Double, outputGradient: Double, netGradient: Double,
+            weightGradient: Double, inputGradient: Double
+        ) {
             (self.input, self.weight, self.bias, self.target) = (input, weight, bias, target)
             (self.net, self.output, self.error, self.loss) = (net, output, error, loss)
             (self.outputGradient, self.netGradient, self.weightGradient, self.inputGradient) =

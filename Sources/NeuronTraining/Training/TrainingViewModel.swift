@@ -77,7 +77,7 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         case (.resume, .running) where control.request.load(ordering: .relaxed) == TrainingControl.pause:
             control.request.store(TrainingControl.run, ordering: .relaxed)  // a pause not yet taken is withdrawn
         case (.resume, .paused) where heldEngine?.isFinished == false,
-             (.resume, .stopped) where heldEngine?.isFinished == false:
+            (.resume, .stopped) where heldEngine?.isFinished == false:
             launch(maxSteps: nil)
         case (.stop, .running):
             control.request.store(TrainingControl.stop, ordering: .relaxed)
@@ -92,7 +92,7 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
             epochEnds = []  // they belong to the old run
             show(TrainingViewState(phase: .idle, engine: initial.snapshot(), loop: record))
         case (.step(let count), .idle) where count >= 1 && heldEngine?.isFinished == false,
-             (.step(let count), .paused) where count >= 1 && heldEngine?.isFinished == false:
+            (.step(let count), .paused) where count >= 1 && heldEngine?.isFinished == false:
             launch(maxSteps: count)
         case (.checkGradients, .running):
             control.checkRequested.store(true, ordering: .relaxed)
@@ -117,8 +117,10 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         let control = self.control, policy = self.policy, startRecord = record
         let loop = Task.detached(priority: .userInitiated) {
             var engine = start, record = startRecord
-            let end = runTrainingLoop(&engine, record: &record, control: control, policy: policy, maxSteps: maxSteps,
-                                      epochEnds: kept) { continuation.yield($0) }
+            let end = runTrainingLoop(
+                &engine, record: &record, control: control, policy: policy, maxSteps: maxSteps,
+                epochEnds: kept
+            ) { continuation.yield($0) }
             continuation.finish()
             return (engine, record, end)
         }
@@ -128,13 +130,14 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
             guard let self, id == self.runID else { return }
             self.heldEngine = engine
             self.record = record
-            let phase: TrainingViewState.Phase = switch end {
-            case .finished: .finished
-            case .paused: .paused
-            case .stopped: .stopped
-            case let .diverged(step, location): .diverged(step: step, location: location)
-            case let .failed(message): .failed(message)
-            }
+            let phase: TrainingViewState.Phase =
+                switch end {
+                case .finished: .finished
+                case .paused: .paused
+                case .stopped: .stopped
+                case let .diverged(step, location): .diverged(step: step, location: location)
+                case let .failed(message): .failed(message)
+                }
             self.receive(LoopSnapshot(engine: engine.snapshot(), record: record), phase: phase, kept: kept, run: id)
         }
     }

@@ -38,7 +38,7 @@ public struct TrainingViewState: Sendable, Equatable {
         public var phase: Phase
     }
 
-    /// The single neuron's row of SPEC §1's table, shown as the engine reports it.
+    /// The single neuron's row of Docs/Reference.md §1's table, shown as the engine reports it.
     public typealias NeuronRow = TrainingSnapshot.NeuronRow
 
     public var phase: Phase = .idle
@@ -105,16 +105,19 @@ public struct LayerViewState: Sendable, Equatable {
     /// This layer's rows of the last gradient check.
     public var gradientCheck: [GradientCheckReport.TensorResult] = []
 
-    public init(index: Int, title: String, weightNorm: Double, gradientNorm: Double, saturation: Double?,
-                gradientCheck: [GradientCheckReport.TensorResult] = []) {
+    public init(
+        index: Int, title: String, weightNorm: Double, gradientNorm: Double, saturation: Double?,
+        gradientCheck: [GradientCheckReport.TensorResult] = []
+    ) {
         (self.index, self.title, self.weightNorm, self.gradientNorm, self.saturation, self.gradientCheck) =
             (index, title, weightNorm, gradientNorm, saturation, gradientCheck)
     }
 
     /// The layer as an engine's statistics describe it, with its rows of the last gradient check.
     public init(_ statistics: LayerStatistics, gradientCheck: [GradientCheckReport.TensorResult] = []) {
-        self.init(index: statistics.index, title: statistics.title, weightNorm: statistics.weightNorm,
-                  gradientNorm: statistics.gradientNorm, saturation: statistics.saturation, gradientCheck: gradientCheck)
+        self.init(
+            index: statistics.index, title: statistics.title, weightNorm: statistics.weightNorm,
+            gradientNorm: statistics.gradientNorm, saturation: statistics.saturation, gradientCheck: gradientCheck)
     }
 }
 
@@ -152,7 +155,7 @@ public struct LossHistory: Sendable, Equatable {
         pendingSum = 0
         pendingCount = 0
         if points.count == capacity {
-            for i in 0 ..< capacity / 2 {
+            for i in 0..<capacity / 2 {
                 let a = points[2 * i], b = points[2 * i + 1]
                 points[i] = Point(step: b.step, loss: (a.loss + b.loss) / 2)
             }
