@@ -91,9 +91,12 @@ public enum RunBuilder {
         budget.data = MemoryBudget.data(
             count: data.training.count + (data.validation?.count ?? 0) + (data.test?.count ?? 0), features: features,
             targets: data.training.outputCount, scalarBytes: scalarBytes)
+        // Evaluation forwards the validation and test rows 256 at a time.
+        let evaluationBatch = min(256, max(data.validation?.count ?? 0, data.test?.count ?? 0))
         budget.addNetwork(
-            features: features, layers: config.model.layers, batchSize: min(config.training.batchSize, data.training.count),
-            optimizer: config.optimizer, scalarBytes: scalarBytes)
+            features: features, layers: config.model.layers,
+            batchSize: max(min(config.training.batchSize, data.training.count), evaluationBatch), optimizer: config.optimizer,
+            scalarBytes: scalarBytes)
         if budget.data > budget.parameters.adding(budget.activations) {
             try checkFits(budget, origin: origin, key: "data.limit", change: "use fewer rows (data.limit)")
         } else {
