@@ -99,7 +99,28 @@ struct ReaderFuzzTests {
             tried += 1
         }
 
+        // Whole datasets from files: mutated labels against valid images, mutated test images against the training ones.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-fuzz-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let imagesPath = folder.appendingPathComponent("images").path, mutatedPath = folder.appendingPathComponent("mutated").path
+        try Data(images).write(to: URL(fileURLWithPath: imagesPath))
+        try Data(labels).write(to: folder.appendingPathComponent("labels"))
+        for i in 0..<500 where clock.now < deadline {
+            let isLabels = i % 2 == 0
+            try Data(mutator.mutate(isLabels ? labels : images)).write(to: URL(fileURLWithPath: mutatedPath))
+            let d: Dataset<Float>? =
+                isLabels
+                ? try? IDX.load(images: imagesPath, labels: mutatedPath)
+                : try? IDX.load(images: mutatedPath, labels: folder.appendingPathComponent("labels").path, imageSizeOf: imagesPath)
+            if let d {
+                #expect(d.outputCount >= 10 && d.labels?.allSatisfy { $0 < d.outputCount } == true)
+                loaded += 1
+            }
+            tried += 1
+        }
+
         print("Reader fuzzing: \(tried) inputs tried, \(loaded) loaded, the rest refused with a typed error; no crash, no hang")
-        #expect(tried >= 3_000, "only \(tried) inputs within the time bound")
+        #expect(tried >= 5_000, "only \(tried) inputs within the time bound")
     }
 }
