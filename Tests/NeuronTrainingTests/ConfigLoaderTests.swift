@@ -611,6 +611,17 @@ struct ConfigLoaderTests {
             failure("model:\n  layers:\n    - &layer {units: 4}\n    - *layer\n    - {units: 1}\ndata: {kind: synthetic, name: xor}\n") == "no error")
     }
 
+    @Test("Long values and keys are cut in messages")
+    func longValuesCut() {
+        let long = String(repeating: "x", count: 100_000)
+        #expect(
+            failure(xorNetwork + "optimizer:\n  learningRate: '\(long)'\n")
+                == "run.yaml:9:17: optimizer.learningRate: expected a number; found the string '\(String(repeating: "x", count: 40))… (100000 bytes)'"
+        )
+        #expect(failure(xorNetwork + "\(long): 1\n").count < 300)
+        #expect(failure(xorNetwork + "training:\n  precision: \(long)\n").count < 300)
+    }
+
     @Test("A config file larger than a megabyte is refused unread")
     func hugeFile() throws {
         try withFolder(["big.yaml": xorNetwork + "#" + String(repeating: "x", count: 1 << 20) + "\n"]) { folder in

@@ -158,7 +158,7 @@ private func isNull(_ node: Node) -> Bool { node.null != nil }
 /// The text of a scalar as written, quoted when it is a string: `-1`, `'parquet'`.
 private func written(_ node: Node) -> String {
     guard case let .scalar(scalar) = node else { return describe(node) }
-    return isString(scalar) ? "'\(scalar.string)'" : scalar.string
+    return isString(scalar) ? "'\(cut(scalar.string))'" : cut(scalar.string)
 }
 
 private func isString(_ scalar: Node.Scalar) -> Bool {
@@ -168,6 +168,13 @@ private func isString(_ scalar: Node.Scalar) -> Bool {
 /// The node's tag, resolved from its text when implicit (`1` is an int, `1.5` a float, `on` a bool).
 private func resolvedTag(_ node: Node) -> Tag.Name { Tag.Name(rawValue: node.tag.rawValue) }
 
+/// `text` cut to its first 40 characters and `…`: a message quotes what was written, never a
+/// megabyte of it.
+private func cut(_ text: String) -> String {
+    guard text.unicodeScalars.count > 40 else { return text }
+    return String(String.UnicodeScalarView(text.unicodeScalars.prefix(40))) + "… (\(text.utf8.count) bytes)"
+}
+
 /// What a node is, for "found …": `a list`, `the string '0.1'`, `1.5`, `nothing (null)`.
 private func describe(_ node: Node) -> String {
     switch node {
@@ -176,8 +183,8 @@ private func describe(_ node: Node) -> String {
     case .alias: return "an alias"
     case let .scalar(scalar):
         if isNull(node) { return "nothing (null)" }
-        if isString(scalar) { return "the string '\(scalar.string)'" }
-        return scalar.string
+        if isString(scalar) { return "the string '\(cut(scalar.string))'" }
+        return cut(scalar.string)
     }
 }
 
@@ -222,7 +229,7 @@ private struct ConfigSchemaWalk {
         case let .choice(names):
             guard let scalar = node.scalar, !isNull(node) else { throw typeError(node, shape, path) }
             guard names.contains(scalar.string) else {
-                var message = "\(path): expected one of \(names.joined(separator: ", ")); found '\(scalar.string)'"
+                var message = "\(path): expected one of \(names.joined(separator: ", ")); found '\(cut(scalar.string))'"
                 if let suggestion = ConfigLoader.nearest(to: scalar.string, in: names) { message += "; did you mean '\(suggestion)'?" }
                 throw ConfigError(source, at: node.mark, message)
             }
@@ -233,7 +240,8 @@ private struct ConfigSchemaWalk {
             // `1e400` reads as infinity; say so with the text as written, not "inf".
             if value.isInfinite, !scalar.string.lowercased().contains("inf") {
                 throw ConfigError(
-                    source, at: node.mark, "\(path): expected a number of at most about 1.8e308 in size; found \(scalar.string), which is beyond it")
+                    source, at: node.mark,
+                    "\(path): expected a number of at most about 1.8e308 in size; found \(cut(scalar.string)), which is beyond it")
             }
         case .integer:
             guard let scalar = plainScalar(node, tags: [.int]), Int.construct(from: scalar) != nil else {
@@ -277,9 +285,9 @@ private struct ConfigSchemaWalk {
     private func unknownKey(_ key: String, in path: String, valid: [String]) -> String {
         let place = path.isEmpty ? "at the top level" : "in \(path)"
         if let suggestion = ConfigLoader.nearest(to: key, in: valid) {
-            return "unknown key '\(key)' \(place); did you mean '\(suggestion)'?"
+            return "unknown key '\(cut(key))' \(place); did you mean '\(suggestion)'?"
         }
-        return "unknown key '\(key)' \(place); expected one of \(valid.joined(separator: ", "))"
+        return "unknown key '\(cut(key))' \(place); expected one of \(valid.joined(separator: ", "))"
     }
 }
 
