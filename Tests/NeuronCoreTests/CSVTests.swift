@@ -137,6 +137,47 @@ struct CSVTests {
         #expect(error("x,y\n1,\"a\"b\n").hasPrefix("q.csv:2:2: unexpected text after the closing quote"))
     }
 
+    @Test("A NUL byte inside a number is an error, not the number before it; long bad values are cut")
+    func nulAndLongValues() {
+        func error(_ text: String) -> String {
+            message { () throws(DataError) in try CSV.parse(text, source: "n.csv", labelColumn: "y", task: .regression, as: Double.self) }
+        }
+        #expect(error("x,y\n5.1\u{0}garbage,1\n") == "n.csv:2:1: column \"x\": expected a number, found \"5.1\u{0}garbage\"")
+        #expect(error("x,y\n1,2\u{0}\n") == "n.csv:2:2: column \"y\": expected a number, found \"2\u{0}\"")
+        let long = String(repeating: "z", count: 1_000_000)
+        #expect(
+            error("x,y\n\(long),1\n") == "n.csv:2:1: column \"x\": expected a number, found \"\(String(repeating: "z", count: 40))… (1000000 bytes)\""
+        )
+        #expect(error("\(long),y\n?,1\n").count < 300)
+    }
+
+    @Test("Test rows read against given classes: a label outside them is an error at its place")
+    func givenClasses() throws {
+        let d =
+            try CSV.parse(
+                bytes: Array("x,y\n1,b\n2,b\n".utf8), source: "t.csv", labelColumn: "y", task: .classification,
+                featureColumns: nil, classNames: ["a", "b"]) as Dataset<Float>
+        #expect(d.classNames == ["a", "b"] && d.labels == [1, 1] && d.targets.rowArrays == [[0, 1], [0, 1]])
+        #expect(
+            message { () throws(DataError) in
+                let _: Dataset<Float> = try CSV.parse(
+                    bytes: Array("x,y\n1,b\n2,c\n".utf8), source: "t.csv", labelColumn: "y", task: .classification, featureColumns: nil,
+                    classNames: ["a", "b"])
+            } == "t.csv:3:2: column \"y\": expected one of the training classes (a, b), found \"c\"")
+    }
+
+    @Test("loadFeatures (predict's reader) refuses duplicate header names, as training does")
+    func loadFeaturesDuplicates() throws {
+        try withTemporaryFile("a,b,a\n1,2,3\n") { path in
+            #expect(
+                message { () throws(DataError) in _ = try CSV.loadFeatures(path, columns: ["a", "b"], as: Float.self) }
+                    == "\(path):1: column \"a\" appears twice in the header (columns 1 and 3); names must be unique")
+        }
+        try withTemporaryFile("a,b\n1,5.1\u{0}x\n") { path in
+            #expect(throws: DataError.self) { try CSV.loadFeatures(path, columns: ["a", "b"], as: Float.self) }
+        }
+    }
+
     @Test("Data/iris.csv: 150 rows, 4 features, 3 classes of 50")
     func iris() throws {
         let path = repositoryRoot.appendingPathComponent("Data/iris.csv").path

@@ -64,9 +64,14 @@ struct IDXTests {
         #expect(raw.count == 2 && raw.features.rowArrays == [[0, 51, 102, 255], [255, 0, 0, 0]] && raw.labels == [3, 0])
         let named: Dataset<Float> = try IDX.load(images: imagePath, labels: labelPath, classNames: (0..<8).map { "c\($0)" })
         #expect(named.outputCount == 8 && named.classNames?.last == "c7")
-        // Without names, a label above 9 widens the classes.
-        let wide: Dataset<Float> = try IDX.load(images: imagePath, labels: files.write(IDX.encode(dimensions: [3], bytes: [0, 12, 1]), name: "w"))
+        // Without names, labels above 9 widen the classes when none is missing in between ...
+        let wide: Dataset<Float> = try IDX.load(images: imagePath, labels: files.write(IDX.encode(dimensions: [3], bytes: [10, 12, 11]), name: "w"))
         #expect(wide.outputCount == 13 && wide.classNames?.last == "12")
+        // ... and a stray one is an error rather than empty classes up to it.
+        let stray = try files.write(IDX.encode(dimensions: [3], bytes: [0, 12, 1]), name: "s")
+        #expect(throws: DataError.labelOutOfRange(path: stray, sample: 1, label: 12, classCount: 10)) {
+            let _: Dataset<Float> = try IDX.load(images: imagePath, labels: stray)
+        }
         #expect(throws: DataError.invalidArgument(name: "limit", value: "0", expected: "at least 1 sample")) {
             let _: Dataset<Float> = try IDX.load(images: imagePath, labels: labelPath, limit: 0)
         }
@@ -157,6 +162,41 @@ struct IDXTests {
             message { () throws(DataError) in
                 let _: Dataset<Float> = try IDX.load(images: imagePath, labels: labelPath, classNames: ["a", "b", "c", "d", "e"])
             } == "\(labelPath): sample 2 has label 7; expected 0..<5")
+    }
+
+    @Test("Labels past 10 must leave no gap: a stray 200 among 0…9 is refused naming the file and sample")
+    func labelGaps() throws {
+        let files = TemporaryFiles()
+        defer { files.removeAll() }
+        let imagePath = try files.write(images, name: "images")
+        let stray = try files.write(IDX.encode(dimensions: [3], bytes: [3, 200, 7]), name: "stray")
+        #expect(
+            message { () throws(DataError) in let _: Dataset<Float> = try IDX.load(images: imagePath, labels: stray) }
+                == "\(stray): sample 1 has label 200; expected 0..<10")
+        // 0…11 with every label present: twelve classes.
+        let twelve = try files.write(IDX.encode(dimensions: [12, 1, 1], bytes: Array(repeating: 0, count: 12)), name: "twelve")
+        let dense = try files.write(IDX.encode(dimensions: [12], bytes: (0..<12).map(UInt8.init)), name: "dense")
+        let d: Dataset<Float> = try IDX.load(images: twelve, labels: dense)
+        #expect(d.outputCount == 12)
+    }
+
+    @Test("A gzip bomb is refused after inflating what its header declares plus one byte")
+    func gzipBomb() throws {
+        let files = TemporaryFiles()
+        defer { files.removeAll() }
+        // The header declares one 2×2 image (20 bytes in all); 64 MB of zeros follow.
+        let bomb = Gzip.compress(IDX.encode(dimensions: [1, 2, 2], bytes: []) + [UInt8](repeating: 0, count: 64 << 20))
+        #expect(bomb.count < 100_000)
+        let path = try files.write(bomb, name: "bomb.gz")
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(
+            message { () throws(DataError) in _ = try IDX.read(path) }
+                == "\(path): the gzip stream inflates to more than the 20 bytes its IDX header declares; refused after 21")
+        #expect(clock.now - start < .seconds(2))
+        // A header that declares more than the machine's memory is refused before its body is inflated.
+        let huge = try files.write(Gzip.compress(IDX.encode(dimensions: [0xFFFF_FFFF, 0xFFFF], bytes: [])), name: "huge.gz")
+        #expect(message { () throws(DataError) in _ = try IDX.read(huge) }.contains("more than this machine's"))
     }
 
     @Test("Fashion-MNIST t10k: 10,000 images of 28×28 in [0, 1], 1,000 of each class")

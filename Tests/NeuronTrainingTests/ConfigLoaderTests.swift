@@ -153,7 +153,7 @@ struct ConfigLoaderTests {
     func savedConfigText() throws {
         let saved =
             #"{"data":{"count":5,"featureColumns":["x"],"input":0.5,"kind":"csv","labelColumn":"y","limit":3,"name":"sine","#
-            + #""normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","testLabels":"d","#
+            + #""normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","testLabels":"d","testPath":"t.csv","#
             + #""trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
             + #""model":{"inputs":3,"layers":[{"activation":"tanh","units":2}],"loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
             + #""optimizer":{"beta1":0.9,"beta2":0.999,"decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"momentum":0.5,"#
@@ -187,7 +187,7 @@ struct ConfigLoaderTests {
     /// A config with every optional key set, so that encoding writes every key.
     static func everyKeySet() -> RunConfig {
         var data = DataConfig(kind: .csv)
-        (data.path, data.labelColumn, data.task, data.featureColumns) = ("a.csv", "y", .regression, ["x"])
+        (data.path, data.labelColumn, data.task, data.featureColumns, data.testPath) = ("a.csv", "y", .regression, ["x"], "t.csv")
         (data.trainImages, data.trainLabels, data.testImages, data.testLabels) = ("a", "b", "c", "d")
         (data.name, data.count, data.input, data.target) = (.sine, 5, 0.5, 0.25)
         (data.normalization, data.validationSplit, data.limit) = (DataConfig.Normalization.none, 0.5, 3)
@@ -443,12 +443,12 @@ struct ConfigLoaderTests {
                 == "run.yaml:2:54: data.task: expected one of classification, regression; found 'regresion'; did you mean 'regression'?")
         #expect(
             failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, name: xor}\n")
-                == "run.yaml:2:48: data.name does not apply to a csv dataset; it takes path, labelColumn, task, featureColumns, normalization, validationSplit, limit"
+                == "run.yaml:2:48: data.name does not apply to a csv dataset; it takes path, labelColumn, task, featureColumns, testPath, normalization, validationSplit, limit"
         )
         // The first such key in the file is the one reported.
         #expect(
             failure(model + "data: {kind: csv, path: a.csv, labelColumn: y, target: 1, name: xor}\n")
-                == "run.yaml:2:48: data.target does not apply to a csv dataset; it takes path, labelColumn, task, featureColumns, normalization, validationSplit, limit"
+                == "run.yaml:2:48: data.target does not apply to a csv dataset; it takes path, labelColumn, task, featureColumns, testPath, normalization, validationSplit, limit"
         )
         #expect(
             failure("model: {neuron: {}}\ndata: {kind: sample, input: 1, target: 1, normalization: none}\n")
@@ -566,8 +566,80 @@ struct ConfigLoaderTests {
         check("training:\n  iterations: 0\n", "run.yaml:9:15: training.iterations: expected a whole number 1 or more; found 0")
         check("training:\n  batchSize: -4\n", "run.yaml:9:14: training.batchSize: expected a whole number 1 or more; found -4")
         check("training:\n  precision: half\n", "run.yaml:9:14: training.precision: expected one of float, double; found 'half'")
-        check("training:\n  blasThreads: 0\n", "run.yaml:9:16: training.blasThreads: expected a whole number 1 or more; found 0")
+        check("training:\n  blasThreads: 0\n", "run.yaml:9:16: training.blasThreads: expected a whole number from 1 to 1024; found 0")
+        // OpenBLAS takes a C int: three billion threads are refused here, not trapped on conversion.
+        check(
+            "training:\n  blasThreads: 3000000000\n", "run.yaml:9:16: training.blasThreads: expected a whole number from 1 to 1024; found 3000000000")
         check("output:\n  checkpointEvery: 0\n", "run.yaml:9:20: output.checkpointEvery: expected a whole number 1 or more; found 0")
+    }
+
+    @Test("Booleans are true and false only: YAML 1.1's yes, on, y are refused")
+    func booleans() {
+        let sgd = "optimizer:\n  momentum: 0.9\n  nesterov: "
+        #expect(failure(xorNetwork + sgd + "true\n") == "no error")
+        for word in ["yes", "on", "True", "no", "off"] {
+            #expect(failure(xorNetwork + sgd + word + "\n") == "run.yaml:10:13: optimizer.nesterov: expected true or false; found \(word)")
+        }
+        #expect(failure(xorNetwork + sgd + "y\n") == "run.yaml:10:13: optimizer.nesterov: expected true or false; found the string 'y'")
+    }
+
+    @Test("A number past Double's range is echoed as written, not as inf; 1e308 is a number")
+    func hugeNumbers() {
+        #expect(failure(xorNetwork + "optimizer:\n  learningRate: 1e308\n") == "no error")
+        #expect(
+            failure(xorNetwork + "optimizer:\n  learningRate: 1e400\n")
+                == "run.yaml:9:17: optimizer.learningRate: expected a number of at most about 1.8e308 in size; found 1e400, which is beyond it")
+        #expect(
+            failure(xorNetwork + "optimizer:\n  learningRate: .inf\n")
+                == "run.yaml:9:17: optimizer.learningRate: expected a finite number greater than 0; found .inf")
+    }
+
+    @Test("An alias bomb is refused in milliseconds, before Yams composes (and hashes) it")
+    func aliasBomb() {
+        var text = "lol0: &l0 [a, a, a, a, a, a, a, a, a, a]\n"
+        for level in 1...8 { text += "lol\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ") + "]\n" }
+        text += "? *l8\n: 1\n"
+        let clock = ContinuousClock()
+        let start = clock.now
+        let message = failure(text)
+        #expect(clock.now - start < .seconds(1))
+        #expect(message.hasPrefix("run.yaml:5:"), "\(message)")
+        #expect(message.contains("more than 100000 values once its aliases are expanded"), "\(message)")
+        // An alias or two, as people use them, is fine.
+        #expect(failure("shared: &units 4\n" + xorNetwork).hasPrefix("run.yaml:1:1: unknown key 'shared'"))
+        #expect(
+            failure("model:\n  layers:\n    - &layer {units: 4}\n    - *layer\n    - {units: 1}\ndata: {kind: synthetic, name: xor}\n") == "no error")
+    }
+
+    @Test("Long values and keys are cut in messages")
+    func longValuesCut() {
+        let long = String(repeating: "x", count: 100_000)
+        #expect(
+            failure(xorNetwork + "optimizer:\n  learningRate: '\(long)'\n")
+                == "run.yaml:9:17: optimizer.learningRate: expected a number; found the string '\(String(repeating: "x", count: 40))… (100000 bytes)'"
+        )
+        #expect(failure(xorNetwork + "\(long): 1\n").count < 300)
+        #expect(failure(xorNetwork + "training:\n  precision: \(long)\n").count < 300)
+    }
+
+    @Test("A config file larger than a megabyte is refused unread")
+    func hugeFile() throws {
+        try withFolder(["big.yaml": xorNetwork + "#" + String(repeating: "x", count: 1 << 20) + "\n"]) { folder in
+            let error = #expect(throws: ConfigError.self) { try ConfigLoader.load(folder + "/big.yaml") }
+            #expect(error?.message.contains("a config is at most 1048576 bytes") == true)
+        }
+    }
+
+    @Test("A loaded config knows where each key was written, for checks made after loading")
+    func origin() throws {
+        let config = try ConfigLoader.parse(xorNetwork + "training:\n  epochs: 5\n", source: "run.yaml", baseDirectory: nil)
+        #expect(config.origin.error(at: "training.epochs", "too many").description == "run.yaml:9:11: too many")
+        #expect(config.origin.error(at: "model.layers[1].units", "x").description == "run.yaml:4:14: x")
+        #expect(config.origin.error(at: "data.validationSplit", "x").description == "run.yaml: x")
+        // Where a config was written is not part of what it says.
+        var moved = config
+        moved.origin = ConfigOrigin(file: "elsewhere.yaml")
+        #expect(moved == config)
     }
 
     // MARK: Suggestions

@@ -20,7 +20,8 @@ struct ConfigSchemaTests {
     @Test("Each section's keys are exactly its stored properties, in declaration order")
     func keysAreProperties() {
         let data = DataConfig(kind: .csv)
-        #expect(properties(RunConfig(model: ModelConfig(), data: data)) == keys(RunConfig.CodingKeys.self))
+        // `origin` records where the keys were written; it is no key itself.
+        #expect(properties(RunConfig(model: ModelConfig(), data: data)) == keys(RunConfig.CodingKeys.self) + ["origin"])
         #expect(properties(ModelConfig()) == keys(ModelConfig.CodingKeys.self))
         #expect(properties(LayerConfig(units: 1)) == keys(LayerConfig.CodingKeys.self))
         #expect(properties(NeuronConfig()) == keys(NeuronConfig.CodingKeys.self))
@@ -65,7 +66,7 @@ struct ConfigSchemaTests {
     func kindKeys() {
         #expect(
             DataConfig.Kind.csv.keys.map(\.stringValue) == [
-                "path", "labelColumn", "task", "featureColumns", "normalization", "validationSplit", "limit",
+                "path", "labelColumn", "task", "featureColumns", "testPath", "normalization", "validationSplit", "limit",
             ])
         #expect(DataConfig.Kind.sample.keys.map(\.stringValue) == ["input", "target"])
         #expect(OptimizerConfig.Kind.sgd.keys.map(\.stringValue) == ["learningRate", "momentum", "nesterov", "weightDecay", "schedule"])

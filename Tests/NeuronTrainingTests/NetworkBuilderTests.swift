@@ -51,18 +51,27 @@ struct NetworkBuilderTests {
     }
 
     @Test("Schedules count epochs in the config and steps in the optimizer: 2 epochs of 5 steps are 10 steps")
-    func schedules() {
+    func schedules() throws {
         var schedule = ScheduleConfig()
-        #expect(schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .constant)
+        #expect(try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .constant)
         (schedule.kind, schedule.every) = (.step, 2)
-        #expect(schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .step(every: 10, factor: 0.1))
+        #expect(try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .step(every: 10, factor: 0.1))
         schedule.factor = 0.5
-        #expect(schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .step(every: 10, factor: 0.5))
+        #expect(try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .step(every: 10, factor: 0.5))
         schedule = ScheduleConfig()
         schedule.kind = .cosine
-        #expect(schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .cosine(totalSteps: 15, minimumFactor: 0))
+        #expect(try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .cosine(totalSteps: 15, minimumFactor: 0))
         schedule.minimumFactor = 0.1
-        #expect(schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .cosine(totalSteps: 15, minimumFactor: 0.1))
+        #expect(try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .cosine(totalSteps: 15, minimumFactor: 0.1))
+    }
+
+    @Test("Steps past Int.max are an error, not a trap: a cosine over huge epochs, a step every Int.max epochs")
+    func scheduleOverflow() {
+        var schedule = ScheduleConfig()
+        schedule.kind = .cosine
+        #expect(throws: OptimizerError.self) { try schedule.learningRateSchedule(stepsPerEpoch: 9, epochs: 4_611_686_018_427_387_904) }
+        (schedule.kind, schedule.every) = (.step, Int.max)
+        #expect(throws: OptimizerError.self) { try schedule.learningRateSchedule(stepsPerEpoch: 2, epochs: 1) }
     }
 
     @Test("A precision names its scalar type")

@@ -124,13 +124,102 @@ struct RunBuilderTests {
         }
     }
 
-    @Test("A model that does not fit the data is refused, saying why")
+    @Test("A model that does not fit the data is refused at the key at fault, with the data file")
     func modelAgainstData() throws {
-        var declared = try irisConfig()
-        declared.model.inputs = 5
-        #expect(throws: RunError.invalid("model.inputs is 5 but the data has 4 features")) { try RunBuilder.build(declared) }
-        var narrow = try irisConfig()
-        narrow.model.layers[1].units = 2
-        #expect(throws: RunError.invalid("the last layer has 2 units but the data has 3 targets per sample")) { try RunBuilder.build(narrow) }
+        let iris = dataDirectory + "/iris.csv"
+        let declared = try config(
+            """
+            model: {inputs: 5, layers: [{units: 8}, {units: 3, activation: softmax}]}
+            data: {kind: csv, path: iris.csv, labelColumn: species}
+            """)
+        #expect(failure { try RunBuilder.build(declared) } == "test.yaml:1:17: model.inputs is 5 but the data has 4 features (data: \(iris))")
+        let narrow = try config(
+            """
+            model:
+              layers:
+                - {units: 8}
+                - {units: 2, activation: softmax}
+            data: {kind: csv, path: iris.csv, labelColumn: species}
+            """)
+        #expect(
+            failure { try RunBuilder.build(narrow) }
+                == "test.yaml:4:15: model.layers[1].units: the last layer has 2 units but the data has 3 targets per sample (data: \(iris))")
+        // A config built in code has no file to point at.
+        var built = try irisConfig()
+        built.origin = ConfigOrigin()
+        built.model.inputs = 5
+        #expect(failure { try RunBuilder.build(built) } == "the config: model.inputs is 5 but the data has 4 features (data: \(iris))")
+    }
+
+    @Test("Sizes past Int.max are config errors at their key, not traps: units, epochs, a step schedule's every")
+    func overflowingSizes() throws {
+        let units = try config("model: {layers: [{units: 9223372036854775807}, {units: 1}]}\ndata: {kind: synthetic, name: xor}")
+        #expect(
+            failure { try RunBuilder.build(units) }.hasPrefix("test.yaml:1:26: model.layers[0].units: the run needs more memory than can be counted"))
+        #expect(throws: NetworkError.self) {
+            _ = try Network<Float>(features: 2, layers: [(Int.max, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)
+        }
+        // 4611686018427387904 epochs of 8 iris steps are 2^65 steps.
+        for schedule in ["{kind: constant}", "{kind: cosine}"] {
+            let epochs = try config(
+                """
+                model: {layers: [{units: 8}, {units: 3, activation: softmax}]}
+                data: {kind: csv, path: iris.csv, labelColumn: species}
+                optimizer: {schedule: \(schedule)}
+                training: {epochs: 4611686018427387904, batchSize: 16}
+                """)
+            #expect(
+                failure { try RunBuilder.build(epochs) }
+                    == "test.yaml:4:20: training.epochs: 4611686018427387904 epochs of 9 steps are more steps than can be counted; expected at most 1024819115206086200"
+            )
+        }
+        let every = try config(
+            """
+            model: {layers: [{units: 8}, {units: 3, activation: softmax}]}
+            data: {kind: csv, path: iris.csv, labelColumn: species}
+            optimizer: {schedule: {kind: step, every: 9223372036854775807}}
+            """)
+        #expect(
+            failure { try RunBuilder.build(every) }.hasPrefix("test.yaml:3:43: optimizer.schedule.every: every 9223372036854775807 epochs of 5 steps")
+        )
+    }
+
+    @Test("A run larger than the machine's memory is refused before allocating, with both figures and the key")
+    func memoryBudget() throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let wide = try config("model: {layers: [{units: 1000000000}, {units: 1}]}\ndata: {kind: synthetic, name: xor}")
+        let message = failure { try RunBuilder.build(wide) }
+        #expect(message.hasPrefix("test.yaml:1:26: model.layers[0].units: the run needs about "), "\(message)")
+        #expect(
+            message.contains("but this machine has \(MemoryBudget.text(PhysicalMemory.bytes)); use fewer units or a smaller training.batchSize"),
+            "\(message)")
+        let many = try config(
+            "model: {layers: [{units: 4}, {units: 1}]}\ndata: {kind: synthetic, name: sine, count: 1000000000000}")
+        let manyMessage = failure { try RunBuilder.build(many) }
+        // Per row: x and y, 4 bytes each, twice, and three 8-byte indices: 40 bytes.
+        #expect(manyMessage.hasPrefix("test.yaml:2:44: data.count: the run needs about 40.0 TB of memory (data 40.0 TB)"), "\(manyMessage)")
+        if PhysicalMemory.bytes < 40_000_000_000 {
+            let billion = try config("model: {layers: [{units: 4}, {units: 1}]}\ndata: {kind: synthetic, name: sine, count: 1000000000}")
+            #expect(failure { try RunBuilder.build(billion) }.contains("data.count: the run needs about 40.0 GB of memory"))
+        }
+        #expect(clock.now - start < .seconds(5))
+        // What a small run needs is far below any machine's memory.
+        var budget = MemoryBudget()
+        budget.addNetwork(
+            features: 2, layers: [LayerConfig(units: 4), LayerConfig(units: 1)], batchSize: 4, optimizer: OptimizerConfig(), scalarBytes: 8)
+        // (2+1)·4 + (4+1)·1 = 17 parameters, twice (gradients), 8 bytes each; 4 rows × 7 units × 4 buffers × 8 bytes.
+        #expect(budget.parameters == 17 * 2 * 8 && budget.activations == 4 * 7 * 4 * 8)
+        #expect(MemoryBudget.text(999) == "999 bytes" && MemoryBudget.text(40_000_000_000_000) == "40.0 TB")
+    }
+}
+
+/// The description of the error `body` throws, or "no error".
+private func failure(_ body: () throws -> Run) -> String {
+    do {
+        _ = try body()
+        return "no error"
+    } catch {
+        return "\(error)"
     }
 }

@@ -94,6 +94,84 @@ struct RunDataTests {
         #expect(test.classNames == data.training.classNames)
     }
 
+    @Test("IDX: test images of another size are refused at load time, naming both files and sizes")
+    func idxTestImagesOfAnotherSize() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        _ = try directory.write(idx([3, 2, 2], Array(repeating: 0, count: 12)), "train-images")
+        _ = try directory.write(idx([3], [0, 1, 2]), "train-labels")
+        _ = try directory.write(idx([2, 1, 3], Array(repeating: 0, count: 6)), "test-images")
+        _ = try directory.write(idx([2], [2, 0]), "test-labels")
+        let run = try config(
+            """
+            model: {layers: [{units: 10, activation: softmax}]}
+            data: {kind: idx, trainImages: train-images, trainLabels: train-labels, testImages: test-images, testLabels: test-labels}
+            """, in: directory.path)
+        #expect(
+            throws: DataError.imageSizeMismatch(
+                trainPath: directory.file("train-images"), trainSize: [2, 2], testPath: directory.file("test-images"), testSize: [1, 3])
+        ) { try RunData<Float>(run.data, seed: 1) }
+    }
+
+    @Test("CSV: data.testPath reads test rows with the training file's columns and classes, preprocessed alike")
+    func csvTestPath() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try numberTable(in: directory)
+        // Columns in another order, and only one class: the training file's order and classes hold.
+        _ = try directory.write(Array("parity,square,n\nodd,0.1,1\nodd,0.9,3\n".utf8), "test.csv")
+        let run = try config(
+            """
+            model: {layers: [{units: 2, activation: softmax}]}
+            data: {kind: csv, path: table.csv, labelColumn: parity, testPath: test.csv, normalization: none, validationSplit: 0}
+            """, in: directory.path)
+        #expect(run.data.testPath == directory.file("test.csv"))
+        let data = try RunData<Double>(run.data, seed: 1)
+        let test = try #require(data.test)
+        #expect(test.featureNames == ["n", "square"] && test.features.rowArrays == [[1, 0.1], [3, 0.9]])
+        #expect(test.classNames == ["even", "odd"] && test.labels == [1, 1])
+        // The engine evaluates on it after training, as on idx test images.
+        let engine = try RunBuilder.build(run).engine
+        #expect((engine as? NetworkTrainingEngine<Float, SGD<Float>>)?.test?.count == 2)
+        // A class the training rows never had is an error at its place.
+        _ = try directory.write(Array("n,square,parity\n1,0.1,prime\n".utf8), "test.csv")
+        #expect(throws: DataError.self) { try RunData<Double>(run.data, seed: 1) }
+    }
+
+    @Test("A validation split that leaves no training rows says which key, and whether it was the default")
+    func splitLeavesNothing() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        _ = try directory.write(Array("x,y\n1,a\n".utf8), "one.csv")
+        let run = try config(
+            """
+            model: {layers: [{units: 1, activation: softmax}]}
+            data: {kind: csv, path: one.csv, labelColumn: y}
+            """, in: directory.path)
+        #expect(
+            throws: ConfigError(
+                file: "test.yaml",
+                message:
+                    "data.validationSplit 0.1 (the default) holds out 1 of the 1 training rows for validation and leaves none to train on (data: \(directory.file("one.csv"))); set data.validationSplit: 0 or use more rows"
+            )
+        ) { try RunData<Float>(run.data, seed: 1, origin: run.origin) }
+    }
+
+    @Test("Standardizing a column whose statistics overflow names the data file and the column")
+    func standardizeOverflow() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        _ = try directory.write(Array("x,big,y\n1,1e308,a\n2,-1e308,b\n3,1e308,a\n".utf8), "big.csv")
+        let run = try config(
+            """
+            model: {layers: [{units: 2, activation: softmax}]}
+            data: {kind: csv, path: big.csv, labelColumn: y, validationSplit: 0}
+            """, in: directory.path)
+        let message = "\(failure { try RunData<Double>(run.data, seed: 1) })"
+        #expect(message.hasPrefix("\(directory.file("big.csv")): column \"big\": its mean"), "\(message)")
+        #expect(message.contains("set data.normalization: none"))
+    }
+
     @Test("Synthetic: XOR's four rows as they are; sine standardized with 10% held out")
     func synthetic() throws {
         let xor = try RunData<Double>(try xorConfig().data, seed: 7)
@@ -113,5 +191,15 @@ struct RunDataTests {
         }
         #expect(mean.count == 1)
         expectClose(meanAndDeviation(column(0, of: sine.training)).mean, 0, tolerance: 1e-12)
+    }
+}
+
+/// The error `body` throws, described, or "no error".
+private func failure<T>(_ body: () throws -> T) -> String {
+    do {
+        _ = try body()
+        return "no error"
+    } catch {
+        return "\(error)"
     }
 }

@@ -5,6 +5,21 @@ import Testing
 
 @Suite("Training engines: a network on its data, and the single neuron")
 struct TrainingEngineTests {
+    @Test("Epochs whose steps cannot be counted are an error, not a trap in totalSteps")
+    func countableSteps() throws {
+        let network = try Network<Double>(features: 2, layers: [(1, .tanh)], loss: .halfSquaredError, seed: 1)
+        // XOR's 4 rows in batches of 1: 4 steps an epoch, so Int.max / 2 epochs overflow.
+        #expect(throws: DataError.self) {
+            try NetworkTrainingEngine(
+                network: network, optimizer: try SGD<Double>(learningRate: 0.1), dataset: Synthetic.xor(as: Double.self), batchSize: 1,
+                epochs: Int.max / 2, seed: 1)
+        }
+        let engine = try NetworkTrainingEngine(
+            network: network, optimizer: try SGD<Double>(learningRate: 0.1), dataset: Synthetic.xor(as: Double.self), batchSize: 1,
+            epochs: Int.max / 4, seed: 1)
+        #expect(engine.totalSteps == Int.max / 4 * 4)
+    }
+
     @Test("A network's snapshot: validation after the last epoch, one statistics entry per layer")
     func networkSnapshot() throws {
         let engine = try #require(try RunBuilder.build(try irisConfig(epochs: 2)).engine as? NetworkTrainingEngine<Float, SGD<Float>>)

@@ -19,11 +19,15 @@ public enum CSV {
     /// - Throws: ``DataError`` naming the file, and the line and column (1-based) where it applies:
     ///   a missing or empty file, no data rows, an unknown column (with the closest header name),
     ///   a row with the wrong number of fields, an empty, non-numeric or non-finite value.
+    /// - Parameter classNames: for classification, the classes (in order) the labels must be
+    ///   among, as a test file must use the training file's; nil: the labels found, sorted.
     public static func load<Scalar: TensorScalar>(
-        _ path: String, labelColumn: String, task: Task, featureColumns: [String]? = nil, as: Scalar.Type = Scalar.self
+        _ path: String, labelColumn: String, task: Task, featureColumns: [String]? = nil, classNames: [String]? = nil,
+        as: Scalar.Type = Scalar.self
     ) throws(DataError) -> Dataset<Scalar> {
         let bytes = try DataFile.bytes(at: path)
-        return try parse(bytes: bytes, source: path, labelColumn: labelColumn, task: task, featureColumns: featureColumns)
+        return try parse(
+            bytes: bytes, source: path, labelColumn: labelColumn, task: task, featureColumns: featureColumns, classNames: classNames)
     }
 
     /// The same as ``load(_:labelColumn:task:featureColumns:as:)`` from text already in memory;
@@ -38,20 +42,14 @@ public enum CSV {
     /// The reader behind ``load(_:labelColumn:task:featureColumns:as:)`` and
     /// ``parse(_:source:labelColumn:task:featureColumns:as:)``, over UTF-8 bytes.
     static func parse<Scalar: TensorScalar>(
-        bytes: [UInt8], source: String, labelColumn: String, task: Task, featureColumns: [String]?
+        bytes: [UInt8], source: String, labelColumn: String, task: Task, featureColumns: [String]?, classNames given: [String]? = nil
     ) throws(DataError) -> Dataset<Scalar> {
         var records = Records(bytes: bytes, source: source)
         var fields = [String](), lines = [Int]()
         guard try records.next(fields: &fields, lines: &lines) else { throw .emptyFile(path: source, expected: "a header row and data rows") }
         let header = fields, headerLine = lines.first ?? 1
 
-        var columnIndex = [String: Int]()
-        for (i, name) in header.enumerated() {
-            if let first = columnIndex[name] {
-                throw .duplicateColumn(path: source, line: headerLine, column: name, first: first + 1, second: i + 1)
-            }
-            columnIndex[name] = i
-        }
+        let columnIndex = try columnIndices(header, source: source, line: headerLine)
         func column(_ name: String, role: String) throws(DataError) -> Int {
             guard let index = columnIndex[name] else {
                 throw .unknownColumn(path: source, column: name, role: role, available: header, suggestion: closest(to: name, in: header))
@@ -81,11 +79,11 @@ public enum CSV {
         // features: (samples, featureIndices.count), filled row by row
         var features = [Scalar]()
         var regressionTargets = [Scalar]()
-        var labelNames = [String]()
+        var labelNames = [String](), labelLines = [Int]()
         var rows = 0
         func number(_ column: Int) throws(DataError) -> Scalar {
             let text = fields[column]
-            guard let value = Scalar(text) else {
+            guard let value: Scalar = Self.number(text) else {
                 throw .invalidValue(
                     path: source, line: lines[column], column: column + 1, columnName: header[column], value: text, expected: "a number")
             }
@@ -110,6 +108,7 @@ public enum CSV {
                         path: source, line: lines[label], column: label + 1, columnName: header[label], value: "", expected: "a class label")
                 }
                 labelNames.append(fields[label])
+                labelLines.append(lines[label])
             }
             rows += 1
         }
@@ -123,13 +122,42 @@ public enum CSV {
                 unchecked: featureTensor, targets: Tensor(matrix: regressionTargets, rows: rows, columns: 1),
                 labels: nil, classNames: nil, featureNames: featureNames)
         case .classification:
-            let classNames = sortedClassNames(Set(labelNames))
+            let classNames = given ?? sortedClassNames(Set(labelNames))
             var index = [String: Int]()
             for (i, name) in classNames.enumerated() { index[name] = i }
-            // Every label name is a key: the class names were built from the same strings.
-            let labels = labelNames.map { index[$0] ?? 0 }
+            var labels = [Int]()
+            labels.reserveCapacity(labelNames.count)
+            for (row, name) in labelNames.enumerated() {
+                // Without given names every label is a key: the class names were built from the same strings.
+                guard let classIndex = index[name] else {
+                    throw .invalidValue(
+                        path: source, line: labelLines[row], column: label + 1, columnName: header[label], value: name,
+                        expected: "one of the training classes (\(classNames.prefix(20).joined(separator: ", ")))")
+                }
+                labels.append(classIndex)
+            }
             return try Dataset.classification(features: featureTensor, labels: labels, classNames: classNames, featureNames: featureNames)
         }
+    }
+
+    /// The column of each header name.
+    /// - Throws: ``DataError/duplicateColumn(path:line:column:first:second:)`` for a name given twice.
+    static func columnIndices(_ header: [String], source: String, line: Int) throws(DataError) -> [String: Int] {
+        var columnIndex = [String: Int]()
+        for (i, name) in header.enumerated() {
+            if let first = columnIndex[name] {
+                throw .duplicateColumn(path: source, line: line, column: name, first: first + 1, second: i + 1)
+            }
+            columnIndex[name] = i
+        }
+        return columnIndex
+    }
+
+    /// The number `text` spells, or nil. A NUL byte is refused outright: the C parser underneath
+    /// would stop there and read `5.1<NUL>garbage` as 5.1.
+    static func number<Scalar: TensorScalar>(_ text: String) -> Scalar? {
+        guard !text.utf8.contains(0) else { return nil }
+        return Scalar(text)
     }
 
     /// Numerically when every name is a finite number ("2" before "10"), else lexicographically.
@@ -273,9 +301,10 @@ extension CSV {
         var fields = [String](), lines = [Int]()
         guard try records.next(fields: &fields, lines: &lines) else { throw .emptyFile(path: path, expected: "a header row and data rows") }
         let header = fields
+        let columnIndex = try columnIndices(header, source: path, line: lines.first ?? 1)
         var indices = [Int]()
         for name in columns {
-            guard let index = header.firstIndex(of: name) else {
+            guard let index = columnIndex[name] else {
                 throw .unknownColumn(path: path, column: name, role: "feature column", available: header, suggestion: closest(to: name, in: header))
             }
             indices.append(index)
@@ -286,7 +315,7 @@ extension CSV {
                 throw .wrongFieldCount(path: path, line: lines[0], expected: header.count, found: fields.count)
             }
             for column in indices {
-                guard let value = Scalar(fields[column]), value.isFinite else {
+                guard let value: Scalar = number(fields[column]), value.isFinite else {
                     throw .invalidValue(
                         path: path, line: lines[column], column: column + 1, columnName: header[column],
                         value: fields[column], expected: "a finite number (as \(Scalar.self))")

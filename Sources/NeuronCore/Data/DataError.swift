@@ -44,12 +44,21 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
     case truncated(path: String, expectedBytes: Int, foundBytes: Int)
     /// A file longer than its header says.
     case trailingBytes(path: String, expectedBytes: Int, foundBytes: Int)
+    /// A gzip stream that inflates to more than its IDX header declares (stopped one byte past it).
+    case inflatesPastHeader(path: String, expectedBytes: Int)
+    /// A file that would need more memory than the machine has; `what` says what it holds.
+    case exceedsMemory(path: String, what: String, bytes: Int, memory: Int)
     /// A gzip stream zlib cannot inflate.
     case corruptGzip(path: String, reason: String)
     /// Image and label files that hold different numbers of samples.
     case sampleCountMismatch(imagesPath: String, images: Int, labelsPath: String, labels: Int)
     /// A class label outside `0..<classCount`; `sample` is 0-based.
     case labelOutOfRange(path: String, sample: Int, label: Int, classCount: Int)
+
+    /// A column whose values cannot be used as they are (statistics that overflow, say).
+    case unusableColumn(path: String, column: String, reason: String)
+    /// Test images of another size than the training images.
+    case imageSizeMismatch(trainPath: String, trainSize: [Int], testPath: String, testSize: [Int])
 
     // MARK: Datasets and arguments
 
@@ -74,18 +83,20 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .noDataRows(path):
             return "\(path): the file has a header row but no data rows"
         case let .unknownColumn(path, column, role, available, suggestion):
-            let hint = suggestion.map { "; did you mean \"\($0)\"?" } ?? ""
-            let list = available.map { "\"\($0)\"" }.joined(separator: ", ")
-            return "\(path): \(role) \"\(column)\" is not in the header; the columns are \(list)\(hint)"
+            let hint = suggestion.map { "; did you mean \"\(Self.cut($0))\"?" } ?? ""
+            var list = available.prefix(20).map { "\"\(Self.cut($0))\"" }.joined(separator: ", ")
+            if available.count > 20 { list += " and \(available.count - 20) more" }
+            return "\(path): \(role) \"\(Self.cut(column))\" is not in the header; the columns are \(list)\(hint)"
         case let .duplicateColumn(path, line, column, first, second):
-            return "\(path):\(line): column \"\(column)\" appears twice in the header (columns \(first) and \(second)); names must be unique"
+            return
+                "\(path):\(line): column \"\(Self.cut(column))\" appears twice in the header (columns \(first) and \(second)); names must be unique"
         case let .noFeatureColumns(path, labelColumn):
             return "\(path): no feature columns: the only column is the label column \"\(labelColumn)\""
         case let .wrongFieldCount(path, line, expected, found):
             return "\(path):\(line): expected \(expected) fields like the header, found \(found)"
         case let .invalidValue(path, line, column, columnName, value, expected):
-            let found = value.isEmpty ? "an empty field" : "\"\(value)\""
-            return "\(path):\(line):\(column): column \"\(columnName)\": expected \(expected), found \(found)"
+            let found = value.isEmpty ? "an empty field" : "\"\(Self.cut(value))\""
+            return "\(path):\(line):\(column): column \"\(Self.cut(columnName))\": expected \(expected), found \(found)"
         case let .malformedQuote(path, line, column, reason):
             return "\(path):\(line):\(column): \(reason)"
         case let .notIDX(path, reason):
@@ -98,12 +109,23 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(path): truncated: the header says \(expectedBytes) bytes, found \(foundBytes)"
         case let .trailingBytes(path, expectedBytes, foundBytes):
             return "\(path): the header says \(expectedBytes) bytes, found \(foundBytes) (\(foundBytes - expectedBytes) extra)"
+        case let .inflatesPastHeader(path, expectedBytes):
+            return
+                "\(path): the gzip stream inflates to more than the \(expectedBytes) bytes its IDX header declares; refused after \(expectedBytes + 1)"
+        case let .exceedsMemory(path, what, bytes, memory):
+            return
+                "\(path): \(what): \(bytes == .max ? "more bytes than can be counted" : "\(bytes) bytes"), more than this machine's \(memory) bytes of memory"
         case let .corruptGzip(path, reason):
             return "\(path): corrupt gzip stream: \(reason)"
         case let .sampleCountMismatch(imagesPath, images, labelsPath, labels):
             return "\(imagesPath) holds \(images) images but \(labelsPath) holds \(labels) labels; expected the same count"
         case let .labelOutOfRange(path, sample, label, classCount):
             return "\(path): sample \(sample) has label \(label); expected 0..<\(classCount)"
+        case let .unusableColumn(path, column, reason):
+            return "\(path): column \"\(column)\": \(reason)"
+        case let .imageSizeMismatch(trainPath, trainSize, testPath, testSize):
+            let size = { (extents: [Int]) in extents.map(String.init).joined(separator: "×") }
+            return "\(testPath) holds \(size(testSize)) images but the training images \(trainPath) are \(size(trainSize)); expected the same size"
         case let .inconsistentDataset(reason):
             return "inconsistent dataset: \(reason)"
         case let .invalidArgument(name, value, expected):
@@ -111,6 +133,13 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .featureCountMismatch(expected, found):
             return "features have \(found) columns; expected \(expected)"
         }
+    }
+
+    /// `text` cut to its first 40 characters and `…`: a message quotes a bad value, never a 20 MB line.
+    static func cut(_ text: String) -> String {
+        guard text.utf8.count > 40 else { return text }
+        let head = text.unicodeScalars.prefix(40)
+        return String(String.UnicodeScalarView(head)) + "… (\(text.utf8.count) bytes)"
     }
 
     private static func hex(_ byte: UInt8) -> String {

@@ -32,67 +32,95 @@ enum Gzip {
     /// - Throws: ``DataError/corruptGzip(path:reason:)`` naming `path` when zlib rejects the stream,
     ///   including a stream that ends early.
     static func decompress(_ compressed: [UInt8], path: String) throws(DataError) -> [UInt8] {
-        var stream = z_stream()  // zero-initialised: zalloc/zfree/opaque nil select zlib's own allocator
-        var status = inflateInit2_(
-            &stream,
-            15 + 16,  // windowBits: the largest window (32 KiB); +16 expects a gzip header and trailer, not zlib's
-            zlibVersion(),  // the linked library's version, which inflateInit2_ checks against its own
-            Int32(MemoryLayout<z_stream>.size))  // the struct size we compiled against, checked likewise
-        guard status == Z_OK else { throw .corruptGzip(path: path, reason: "zlib could not start inflating (status \(status))") }
-        defer { inflateEnd(&stream) }
+        let inflater = try Inflater(compressed, path: path)
+        try inflater.fill(upTo: .max)
+        return inflater.bytes
+    }
 
-        var output = [UInt8](repeating: 0, count: sizeHint(compressed))
-        var produced = 0
-        var consumed = 0
-        let chunkLimit = Int(UInt32.max)  // avail_in / avail_out are 32-bit
-        while true {
-            if produced == output.count {
-                output.append(contentsOf: repeatElement(0, count: output.count))
-            }
-            let inputLeft = compressed.count - consumed
-            status = compressed.withUnsafeBufferPointer { input in
-                output.withUnsafeMutableBufferPointer { out in
-                    // zlib reads next_in but declares it non-const (pre-C89 heritage); it never writes there.
-                    stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress.map { $0 + consumed })
-                    stream.avail_in = UInt32(min(inputLeft, chunkLimit))
-                    stream.next_out = out.baseAddress.map { $0 + produced }
-                    stream.avail_out = UInt32(min(out.count - produced, chunkLimit))
-                    let availableIn = Int(stream.avail_in), availableOut = Int(stream.avail_out)
-                    let result = inflate(&stream, Z_NO_FLUSH)  // flush: no forced flushing; we loop until the end
-                    consumed += availableIn - Int(stream.avail_in)
-                    produced += availableOut - Int(stream.avail_out)
-                    return result
+    /// A gzip stream inflated as far as asked and no further, so that a reader can check a header
+    /// before inflating a body whose size the header bounds: a 1 KB bomb of a gigabyte of zeros
+    /// costs only what its header admits.
+    final class Inflater {
+        private var stream = z_stream()  // zero-initialised: zalloc/zfree/opaque nil select zlib's own allocator
+        private let compressed: [UInt8]
+        private let path: String
+        private var output: [UInt8] = []
+        private var produced = 0, consumed = 0
+        /// Whether the last member's trailer has been read.
+        private(set) var isFinished = false
+
+        /// The bytes inflated so far.
+        var bytes: [UInt8] { Array(output[..<produced]) }
+        /// How many bytes are inflated so far.
+        var count: Int { produced }
+
+        init(_ compressed: [UInt8], path: String) throws(DataError) {
+            (self.compressed, self.path) = (compressed, path)
+            let status = inflateInit2_(
+                &stream,
+                15 + 16,  // windowBits: the largest window (32 KiB); +16 expects a gzip header and trailer, not zlib's
+                zlibVersion(),  // the linked library's version, which inflateInit2_ checks against its own
+                Int32(MemoryLayout<z_stream>.size))  // the struct size we compiled against, checked likewise
+            guard status == Z_OK else { throw .corruptGzip(path: path, reason: "zlib could not start inflating (status \(status))") }
+        }
+
+        deinit { inflateEnd(&stream) }
+
+        /// Inflates until at least `target` bytes are out or the stream ends, whichever is first.
+        /// - Throws: ``DataError/corruptGzip(path:reason:)`` when zlib rejects the stream or it ends early.
+        func fill(upTo target: Int) throws(DataError) {
+            let chunkLimit = Int(UInt32.max)  // avail_in / avail_out are 32-bit
+            while produced < target, !isFinished {
+                if produced == output.count {
+                    // Double, but never past the target by more than what one step may overshoot.
+                    output.append(contentsOf: repeatElement(0, count: min(max(output.count, 1 << 16), target - produced)))
                 }
-            }
-            switch status {
-            case Z_STREAM_END:
-                let rest = compressed.count - consumed
-                if rest == 0 {
-                    output.removeLast(output.count - produced)
-                    return output
+                let inputLeft = compressed.count - consumed
+                let status: Int32 = compressed.withUnsafeBufferPointer { input in
+                    output.withUnsafeMutableBufferPointer { out in
+                        // zlib reads next_in but declares it non-const (pre-C89 heritage); it never writes there.
+                        stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress.map { $0 + consumed })
+                        stream.avail_in = UInt32(min(inputLeft, chunkLimit))
+                        stream.next_out = out.baseAddress.map { $0 + produced }
+                        stream.avail_out = UInt32(min(out.count - produced, chunkLimit))
+                        let availableIn = Int(stream.avail_in), availableOut = Int(stream.avail_out)
+                        let result = inflate(&stream, Z_NO_FLUSH)  // flush: no forced flushing; we loop until the end
+                        consumed += availableIn - Int(stream.avail_in)
+                        produced += availableOut - Int(stream.avail_out)
+                        return result
+                    }
                 }
-                // Concatenated members are valid gzip; anything else after the trailer is not.
-                guard rest >= 2, compressed[consumed] == 0x1F, compressed[consumed + 1] == 0x8B else {
-                    throw .corruptGzip(path: path, reason: "\(rest) unexpected bytes after the end of the gzip stream")
+                switch status {
+                case Z_STREAM_END:
+                    let rest = compressed.count - consumed
+                    if rest == 0 {
+                        isFinished = true
+                        continue
+                    }
+                    // Concatenated members are valid gzip; anything else after the trailer is not.
+                    guard rest >= 2, compressed[consumed] == 0x1F, compressed[consumed + 1] == 0x8B else {
+                        throw .corruptGzip(path: path, reason: "\(rest) unexpected bytes after the end of the gzip stream")
+                    }
+                    inflateReset(&stream)
+                case Z_OK:
+                    continue
+                case Z_BUF_ERROR where produced < output.count:
+                    // No progress with output space left: the input ran out before the stream's end.
+                    throw .corruptGzip(
+                        path: path,
+                        reason: "the stream ends early (truncated after \(compressed.count) compressed bytes, \(produced) bytes inflated)")
+                case Z_BUF_ERROR:
+                    continue  // output full: grow and go on
+                case Z_DATA_ERROR:
+                    let detail = stream.msg.map { String(cString: $0) } ?? "invalid data"
+                    throw .corruptGzip(path: path, reason: "\(detail) (after \(consumed) compressed bytes)")
+                case Z_MEM_ERROR:
+                    throw .corruptGzip(path: path, reason: "zlib ran out of memory")
+                case Z_NEED_DICT:
+                    throw .corruptGzip(path: path, reason: "the stream needs a preset dictionary, which gzip files never use")
+                default:
+                    throw .corruptGzip(path: path, reason: "zlib status \(status)")
                 }
-                inflateReset(&stream)
-            case Z_OK:
-                continue
-            case Z_BUF_ERROR where produced < output.count:
-                // No progress with output space left: the input ran out before the stream's end.
-                throw .corruptGzip(
-                    path: path, reason: "the stream ends early (truncated after \(compressed.count) compressed bytes, \(produced) bytes inflated)")
-            case Z_BUF_ERROR:
-                continue  // output full: grow and go on
-            case Z_DATA_ERROR:
-                let detail = stream.msg.map { String(cString: $0) } ?? "invalid data"
-                throw .corruptGzip(path: path, reason: "\(detail) (after \(consumed) compressed bytes)")
-            case Z_MEM_ERROR:
-                throw .corruptGzip(path: path, reason: "zlib ran out of memory")
-            case Z_NEED_DICT:
-                throw .corruptGzip(path: path, reason: "the stream needs a preset dictionary, which gzip files never use")
-            default:
-                throw .corruptGzip(path: path, reason: "zlib status \(status)")
             }
         }
     }
@@ -126,14 +154,5 @@ enum Gzip {
         precondition(status == Z_STREAM_END, "deflate did not finish within deflateBound (status \(status))")
         output.removeLast(output.count - written)
         return output
-    }
-
-    /// The decompressed size from the gzip trailer (ISIZE, the length mod 2³²), bounded by deflate's
-    /// best ratio (about 1032:1) so that a corrupt trailer cannot ask for gigabytes.
-    private static func sizeHint(_ compressed: [UInt8]) -> Int {
-        guard compressed.count >= 18 else { return 1024 }
-        let n = compressed.count
-        let isize = Int(compressed[n - 4]) | Int(compressed[n - 3]) << 8 | Int(compressed[n - 2]) << 16 | Int(compressed[n - 1]) << 24
-        return max(1024, min(isize, 1032 * n))
     }
 }

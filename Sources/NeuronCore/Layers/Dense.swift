@@ -27,10 +27,15 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     public private(set) var cache = Cache()
 
     /// A dense layer from `inputs` to `outputs` features.
-    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` unless both sizes are at least 1.
+    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` unless both sizes are at least 1 and
+    ///   its `(inputs + 1) · outputs` parameters can be counted in an `Int`.
     public init(_ inputs: Int, _ outputs: Int, activation: Activation = .tanh) throws(NetworkError) {
         guard inputs >= 1, outputs >= 1 else {
             throw .invalidLayer("Dense(\(inputs)→\(outputs))", reason: "inputs and outputs must be at least 1")
+        }
+        let (weights, overflow) = inputs.multipliedReportingOverflow(by: outputs)
+        guard !overflow, !weights.addingReportingOverflow(outputs).overflow else {
+            throw .invalidLayer("Dense(\(inputs)→\(outputs))", reason: "\(inputs) × \(outputs) weights are more than can be counted")
         }
         self.inputs = inputs
         self.outputs = outputs

@@ -72,14 +72,26 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         case (.halfSquaredError, .softmax?):
             throw .lossMismatch("a softmax output needs the softmaxCrossEntropy loss, got halfSquaredError")
         }
-        func lay(_ shapes: (any Layer<Scalar>) -> [(name: String, shape: [Int])]) -> ([ParameterTensor], [Range<Int>]) {
+        // Counted with overflow checks: layer sizes come from configs, and a total past Int.max must
+        // be an error rather than a trap.
+        func lay(_ shapes: (any Layer<Scalar>) -> [(name: String, shape: [Int])]) throws(NetworkError) -> ([ParameterTensor], [Range<Int>]) {
             var tensors: [ParameterTensor] = [], ranges: [Range<Int>] = []
             var offset = 0
             for (i, layer) in layers.enumerated() {
                 let start = offset
                 for (name, shape) in shapes(layer) {
                     tensors.append(ParameterTensor(layer: i, tensor: name, shape: shape, offset: offset))
-                    offset += shape.reduce(1, *)
+                    var count = 1
+                    for extent in shape {
+                        let (product, overflow) = count.multipliedReportingOverflow(by: extent)
+                        guard !overflow else {
+                            throw .invalidLayer("layer \(i) \(layer)", reason: "its \(name) has more elements than can be counted")
+                        }
+                        count = product
+                    }
+                    let (end, overflow) = offset.addingReportingOverflow(count)
+                    guard !overflow else { throw .invalidLayer("layer \(i) \(layer)", reason: "the network has more parameters than can be counted") }
+                    offset = end
                 }
                 ranges.append(start..<offset)
             }
@@ -90,8 +102,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         inputShape = layers[0].inputShape
         outputShape = last.outputShape
         outputCount = outputShape.reduce(1, *)
-        (parameterTensors, layerRanges) = lay(\.parameterShapes)
-        (stateTensors, stateRanges) = lay(\.stateShapes)
+        (parameterTensors, layerRanges) = try lay(\.parameterShapes)
+        (stateTensors, stateRanges) = try lay(\.stateShapes)
         parameters = Array(repeating: 0, count: layerRanges.last!.upperBound)
         gradients = parameters
         state = Array(repeating: 0, count: stateRanges.last!.upperBound)

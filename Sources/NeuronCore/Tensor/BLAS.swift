@@ -82,7 +82,7 @@ public enum BLAS {
     /// The number of threads OpenBLAS uses for each call. Setting it clamps to at least 1.
     public static var threadCount: Int {
         get { Int(openblas_get_num_threads()) }
-        set { openblas_set_num_threads(Int32(max(1, newValue))) }
+        set { openblas_set_num_threads(Int32(clamping: max(1, newValue))) }  // clamped: a C int, not a trap
     }
 
     /// The number of processors OpenBLAS sees.

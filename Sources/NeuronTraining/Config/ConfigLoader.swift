@@ -56,6 +56,9 @@ public enum ConfigLoader {
         }
         guard !isDirectory.boolValue else { throw ConfigError(path, at: nil, "is a directory; expected a YAML or JSON config file") }
         guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError(path, at: nil, "cannot be read") }
+        guard data.count <= ConfigLimits.textBytes else {
+            throw ConfigError(path, at: nil, "is \(data.count) bytes; a config is at most \(ConfigLimits.textBytes) bytes (is this the config file?)")
+        }
         guard let text = String(data: data, encoding: .utf8) else { throw ConfigError(path, at: nil, "is not UTF-8 text; expected YAML or JSON") }
         return try parse(text, source: path, baseDirectory: folder(of: path))
     }
@@ -66,6 +69,7 @@ public enum ConfigLoader {
     ///   are and does not look for the files.
     /// - Throws: ``ConfigError``, as ``load(_:)``.
     public static func parse(_ text: String, source: String, baseDirectory: String?) throws(ConfigError) -> RunConfig {
+        try checkExpandedSize(text, source: source)
         let composed: Node?
         do {
             composed = try Yams.compose(yaml: text)
@@ -91,6 +95,7 @@ public enum ConfigLoader {
 
         let checker = ConfigChecker(source: source, nodes: walk.nodes)
         try checker.validate(&config)
+        config.origin = walk.nodes.origin(file: source)
         if let baseDirectory { try checker.resolveDataPaths(in: &config, against: baseDirectory) }
         return config
     }
@@ -138,6 +143,14 @@ private struct ConfigNodes {
 
     /// Whether the file gives `path` a value (null counts as absent: the default).
     func has(_ path: String) -> Bool { values[path].map { !isNull($0) } ?? false }
+
+    /// Each path's place (its value's, else its key's), for checks made after loading.
+    func origin(file: String) -> ConfigOrigin {
+        var places: [String: (line: Int, column: Int)] = [:]
+        for (path, node) in keys { if let mark = node.mark { places[path] = (mark.line, mark.column) } }
+        for (path, node) in values { if let mark = node.mark { places[path] = (mark.line, mark.column) } }
+        return ConfigOrigin(file: file, places: places)
+    }
 }
 
 private func isNull(_ node: Node) -> Bool { node.null != nil }
@@ -145,7 +158,7 @@ private func isNull(_ node: Node) -> Bool { node.null != nil }
 /// The text of a scalar as written, quoted when it is a string: `-1`, `'parquet'`.
 private func written(_ node: Node) -> String {
     guard case let .scalar(scalar) = node else { return describe(node) }
-    return isString(scalar) ? "'\(scalar.string)'" : scalar.string
+    return isString(scalar) ? "'\(cut(scalar.string))'" : cut(scalar.string)
 }
 
 private func isString(_ scalar: Node.Scalar) -> Bool {
@@ -155,6 +168,13 @@ private func isString(_ scalar: Node.Scalar) -> Bool {
 /// The node's tag, resolved from its text when implicit (`1` is an int, `1.5` a float, `on` a bool).
 private func resolvedTag(_ node: Node) -> Tag.Name { Tag.Name(rawValue: node.tag.rawValue) }
 
+/// `text` cut to its first 40 characters and `…`: a message quotes what was written, never a
+/// megabyte of it.
+private func cut(_ text: String) -> String {
+    guard text.unicodeScalars.count > 40 else { return text }
+    return String(String.UnicodeScalarView(text.unicodeScalars.prefix(40))) + "… (\(text.utf8.count) bytes)"
+}
+
 /// What a node is, for "found …": `a list`, `the string '0.1'`, `1.5`, `nothing (null)`.
 private func describe(_ node: Node) -> String {
     switch node {
@@ -163,8 +183,8 @@ private func describe(_ node: Node) -> String {
     case .alias: return "an alias"
     case let .scalar(scalar):
         if isNull(node) { return "nothing (null)" }
-        if isString(scalar) { return "the string '\(scalar.string)'" }
-        return scalar.string
+        if isString(scalar) { return "the string '\(cut(scalar.string))'" }
+        return cut(scalar.string)
     }
 }
 
@@ -209,13 +229,19 @@ private struct ConfigSchemaWalk {
         case let .choice(names):
             guard let scalar = node.scalar, !isNull(node) else { throw typeError(node, shape, path) }
             guard names.contains(scalar.string) else {
-                var message = "\(path): expected one of \(names.joined(separator: ", ")); found '\(scalar.string)'"
+                var message = "\(path): expected one of \(names.joined(separator: ", ")); found '\(cut(scalar.string))'"
                 if let suggestion = ConfigLoader.nearest(to: scalar.string, in: names) { message += "; did you mean '\(suggestion)'?" }
                 throw ConfigError(source, at: node.mark, message)
             }
         case .number:
-            guard let scalar = plainScalar(node, tags: [.int, .float]), Double.construct(from: scalar) != nil else {
+            guard let scalar = plainScalar(node, tags: [.int, .float]), let value = Double.construct(from: scalar) else {
                 throw typeError(node, shape, path)
+            }
+            // `1e400` reads as infinity; say so with the text as written, not "inf".
+            if value.isInfinite, !scalar.string.lowercased().contains("inf") {
+                throw ConfigError(
+                    source, at: node.mark,
+                    "\(path): expected a number of at most about 1.8e308 in size; found \(cut(scalar.string)), which is beyond it")
             }
         case .integer:
             guard let scalar = plainScalar(node, tags: [.int]), Int.construct(from: scalar) != nil else {
@@ -226,7 +252,10 @@ private struct ConfigSchemaWalk {
                 throw typeError(node, shape, path)
             }
         case .boolean:
-            guard plainScalar(node, tags: [.bool]) != nil else { throw typeError(node, shape, path) }
+            // YAML 1.1 also reads yes, no, on, off, y and n as booleans; a config takes only true and false.
+            guard let scalar = plainScalar(node, tags: [.bool]), ["true", "false"].contains(scalar.string) else {
+                throw typeError(node, shape, path)
+            }
         }
     }
 
@@ -256,9 +285,9 @@ private struct ConfigSchemaWalk {
     private func unknownKey(_ key: String, in path: String, valid: [String]) -> String {
         let place = path.isEmpty ? "at the top level" : "in \(path)"
         if let suggestion = ConfigLoader.nearest(to: key, in: valid) {
-            return "unknown key '\(key)' \(place); did you mean '\(suggestion)'?"
+            return "unknown key '\(cut(key))' \(place); did you mean '\(suggestion)'?"
         }
-        return "unknown key '\(key)' \(place); expected one of \(valid.joined(separator: ", "))"
+        return "unknown key '\(cut(key))' \(place); expected one of \(valid.joined(separator: ", "))"
     }
 }
 
@@ -484,7 +513,9 @@ private struct ConfigChecker {
         try atLeastOne(training.epochs, at: "training.epochs")
         if let iterations = training.iterations { try atLeastOne(iterations, at: "training.iterations") }
         try atLeastOne(training.batchSize, at: "training.batchSize")
-        try atLeastOne(training.blasThreads, at: "training.blasThreads")
+        try require(
+            (1...ConfigLimits.blasThreads).contains(training.blasThreads), "a whole number from 1 to \(ConfigLimits.blasThreads)",
+            at: "training.blasThreads", found: "\(training.blasThreads)")
     }
 
     // MARK: Data files
@@ -503,6 +534,7 @@ private struct ConfigChecker {
             return full
         }
         config.data.path = try resolved(config.data.path, key: "path")
+        config.data.testPath = try resolved(config.data.testPath, key: "testPath")
         config.data.trainImages = try resolved(config.data.trainImages, key: "trainImages")
         config.data.trainLabels = try resolved(config.data.trainLabels, key: "trainLabels")
         config.data.testImages = try resolved(config.data.testImages, key: "testImages")

@@ -12,6 +12,9 @@ public struct RunConfig: Sendable, Equatable, Codable {
     public var optimizer: OptimizerConfig = OptimizerConfig()
     public var training: TrainingConfig = TrainingConfig()
     public var output: OutputConfig = OutputConfig()
+    /// Where each key was written, when the config was loaded from a file; not part of what the
+    /// config says (neither encoded nor compared).
+    public var origin = ConfigOrigin()
 
     public init(
         model: ModelConfig, data: DataConfig, optimizer: OptimizerConfig = OptimizerConfig(),
@@ -19,6 +22,33 @@ public struct RunConfig: Sendable, Equatable, Codable {
     ) {
         (self.model, self.data, self.optimizer, self.training, self.output) = (model, data, optimizer, training, output)
     }
+
+    /// Two configs are equal when they say the same, wherever they were written.
+    public static func == (a: RunConfig, b: RunConfig) -> Bool {
+        a.model == b.model && a.data == b.data && a.optimizer == b.optimizer && a.training == b.training && a.output == b.output
+    }
+}
+
+/// Where a loaded config's keys were written, so that checks made after loading (against the
+/// data, the machine) point at the key at fault: `Data/iris.yaml:3:13: model.inputs is 3 but …`.
+public struct ConfigOrigin: Sendable {
+    /// The config file as given to the loader; nil for a config built in code or read from a checkpoint.
+    public var file: String?
+    /// Line and column (from 1) of each key path's value (`model.layers[1].units`), or of its key.
+    var places: [String: (line: Int, column: Int)] = [:]
+
+    public init(file: String? = nil) { self.file = file }
+
+    init(file: String, places: [String: (line: Int, column: Int)]) { (self.file, self.places) = (file, places) }
+
+    /// A ``ConfigError`` at `path` (at the file alone when the key is not written there).
+    public func error(at path: String, _ message: String) -> ConfigError {
+        let place = places[path]
+        return ConfigError(file: file ?? "the config", line: place?.line, column: place?.column, message: message)
+    }
+
+    /// Whether the file gives `path` a place (a value or a key).
+    public func isWritten(_ path: String) -> Bool { places[path] != nil }
 }
 
 /// The network, or the single neuron.
@@ -104,6 +134,8 @@ public struct DataConfig: Sendable, Equatable, Codable {
     public var task: CSV.Task?
     /// The CSV feature columns; default: every other column.
     public var featureColumns: [String]?
+    /// A CSV file of test rows with the same columns as `path`, evaluated after training.
+    public var testPath: String?
     // idx
     /// The IDX training images (gzip or raw; relative paths as for `path`).
     public var trainImages: String?
@@ -310,7 +342,7 @@ extension NeuronConfig: DefaultedConfigSection {
 extension DataConfig: ConfigSection {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case kind
-        case path, labelColumn, task, featureColumns  // csv
+        case path, labelColumn, task, featureColumns, testPath  // csv
         case trainImages, trainLabels, testImages, testLabels  // idx
         case name, count  // synthetic
         case input, target  // sample
@@ -324,6 +356,7 @@ extension DataConfig: ConfigSection {
         case .labelColumn: ConfigField(\.labelColumn)
         case .task: ConfigField(\.task)
         case .featureColumns: ConfigField(\.featureColumns)
+        case .testPath: ConfigField(\.testPath)
         case .trainImages: ConfigField(\.trainImages)
         case .trainLabels: ConfigField(\.trainLabels)
         case .testImages: ConfigField(\.testImages)
@@ -343,7 +376,7 @@ extension DataConfig.Kind {
     /// The data keys a dataset of this kind takes besides `kind`, in the README's order.
     var keys: [DataConfig.CodingKeys] {
         switch self {
-        case .csv: [.path, .labelColumn, .task, .featureColumns, .normalization, .validationSplit, .limit]
+        case .csv: [.path, .labelColumn, .task, .featureColumns, .testPath, .normalization, .validationSplit, .limit]
         case .idx: [.trainImages, .trainLabels, .testImages, .testLabels, .normalization, .validationSplit, .limit]
         case .synthetic: [.name, .count, .normalization, .validationSplit, .limit]
         case .sample: [.input, .target]

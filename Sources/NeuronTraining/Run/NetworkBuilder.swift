@@ -22,7 +22,7 @@ extension OptimizerConfig {
     public func optimizer<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, stepsPerEpoch: Int, epochs: Int) throws(OptimizerError)
         -> any Optimizer<Scalar>
     {
-        let schedule = schedule.learningRateSchedule(stepsPerEpoch: stepsPerEpoch, epochs: epochs)
+        let schedule = try schedule.learningRateSchedule(stepsPerEpoch: stepsPerEpoch, epochs: epochs)
         switch kind {
         case .sgd:
             return try SGD(
@@ -38,12 +38,21 @@ extension OptimizerConfig {
 
 extension ScheduleConfig {
     /// The schedule in steps, for `epochs` epochs of `stepsPerEpoch` steps (the config counts epochs).
-    public func learningRateSchedule(stepsPerEpoch: Int, epochs: Int) -> LearningRateSchedule {
+    /// - Throws: ``OptimizerError`` when the steps are more than an `Int` counts.
+    public func learningRateSchedule(stepsPerEpoch: Int, epochs: Int) throws(OptimizerError) -> LearningRateSchedule {
+        func steps(_ epochs: Int, _ name: String) throws(OptimizerError) -> Int {
+            let (product, overflow) = epochs.multipliedReportingOverflow(by: stepsPerEpoch)
+            guard !overflow else {
+                throw .invalidHyperparameter(
+                    name: name, value: "\(epochs) epochs", allowed: "at most \(Int.max / stepsPerEpoch) epochs of \(stepsPerEpoch) steps")
+            }
+            return product
+        }
         switch kind {
-        case .constant: .constant
+        case .constant: return .constant
         // The loader requires `every` for a step schedule.
-        case .step: .step(every: (every ?? 1) * stepsPerEpoch, factor: factor ?? 0.1)
-        case .cosine: .cosine(totalSteps: epochs * stepsPerEpoch, minimumFactor: minimumFactor ?? 0)
+        case .step: return .step(every: try steps(every ?? 1, "step schedule's every"), factor: factor ?? 0.1)
+        case .cosine: return .cosine(totalSteps: try steps(epochs, "cosine schedule's epochs"), minimumFactor: minimumFactor ?? 0)
         }
     }
 }

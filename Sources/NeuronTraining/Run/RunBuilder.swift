@@ -66,15 +66,44 @@ public enum RunBuilder {
     }
 
     private static func network<Scalar: TensorScalar>(_: Scalar.Type, _ config: RunConfig, _ resume: LoadedCheckpoint?) throws -> Run {
-        let data = try RunData<Scalar>(config.data, seed: config.training.seed)
+        let origin = config.origin
+        let scalarBytes = MemoryLayout<Scalar>.size
+        if config.data.kind == .synthetic, config.data.name == .sine {
+            // The one dataset whose size the config alone sets: check it before drawing it.
+            let count = config.data.count ?? 256
+            var budget = MemoryBudget()
+            budget.data = MemoryBudget.data(count: count, features: 1, targets: 1, scalarBytes: scalarBytes)
+            try checkFits(budget, origin: origin, key: "data.count", change: "lower data.count")
+        }
+        let data = try RunData<Scalar>(config.data, seed: config.training.seed, origin: origin)
         let features = data.training.featureCount
         if let declared = config.model.inputs, declared != features {
-            throw RunError.invalid("model.inputs is \(declared) but the data has \(features) features")
+            throw origin.error(at: "model.inputs", "model.inputs is \(declared) but the data has \(features) features\(data.source)")
+        }
+        let last = config.model.layers.count - 1
+        if last >= 0, config.model.layers[last].units != data.training.outputCount {
+            throw origin.error(
+                at: "model.layers[\(last)].units",
+                "model.layers[\(last)].units: the last layer has \(config.model.layers[last].units) units but the data has \(data.training.outputCount) targets per sample\(data.source)"
+            )
+        }
+        var budget = MemoryBudget()
+        budget.data = MemoryBudget.data(
+            count: data.training.count + (data.validation?.count ?? 0) + (data.test?.count ?? 0), features: features,
+            targets: data.training.outputCount, scalarBytes: scalarBytes)
+        // Evaluation forwards the validation and test rows 256 at a time.
+        let evaluationBatch = min(256, max(data.validation?.count ?? 0, data.test?.count ?? 0))
+        budget.addNetwork(
+            features: features, layers: config.model.layers,
+            batchSize: max(min(config.training.batchSize, data.training.count), evaluationBatch), optimizer: config.optimizer,
+            scalarBytes: scalarBytes)
+        if budget.data > budget.parameters.adding(budget.activations) {
+            try checkFits(budget, origin: origin, key: "data.limit", change: "use fewer rows (data.limit)")
+        } else {
+            let widest = config.model.layers.indices.max { config.model.layers[$0].units < config.model.layers[$1].units } ?? 0
+            try checkFits(budget, origin: origin, key: "model.layers[\(widest)].units", change: "use fewer units or a smaller training.batchSize")
         }
         var network: Network<Scalar> = try config.model.network(features: features, seed: config.training.seed)
-        guard network.outputCount == data.training.outputCount else {
-            throw RunError.invalid("the last layer has \(network.outputCount) units but the data has \(data.training.outputCount) targets per sample")
-        }
         if let resume {
             guard resume.state.precision == TrainingConfig.Precision(Scalar.self) else {
                 throw RunError.checkpointMismatch(path: resume.path, reason: "the checkpoint is in \(resume.state.precision) precision")
@@ -88,6 +117,21 @@ public enum RunBuilder {
 
         let batchSize = min(config.training.batchSize, data.training.count)
         let stepsPerEpoch = (data.training.count + batchSize - 1) / batchSize
+        let epochs = config.training.epochs
+        guard !epochs.multipliedReportingOverflow(by: stepsPerEpoch).overflow else {
+            throw origin.error(
+                at: "training.epochs",
+                "training.epochs: \(epochs) epochs of \(stepsPerEpoch) steps are more steps than can be counted; expected at most \(Int.max / stepsPerEpoch)"
+            )
+        }
+        if config.optimizer.schedule.kind == .step, let every = config.optimizer.schedule.every,
+            every.multipliedReportingOverflow(by: stepsPerEpoch).overflow
+        {
+            throw origin.error(
+                at: "optimizer.schedule.every",
+                "optimizer.schedule.every: every \(every) epochs of \(stepsPerEpoch) steps is more steps than can be counted; expected at most \(Int.max / stepsPerEpoch)"
+            )
+        }
 
         // The config's optimizer arrives as `any Optimizer<Scalar>` and is opened here, so that the
         // engine is built for its concrete type (`NetworkTrainingEngine<Scalar, SGD<Scalar>>`).
@@ -111,6 +155,16 @@ public enum RunBuilder {
             return Run(engine: engine, config: config, preprocessing: data.preprocessing)
         }
         return try run(config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: config.training.epochs))
+    }
+
+    /// Throws at `key` when `budget` exceeds the machine's physical memory, giving both figures.
+    private static func checkFits(_ budget: MemoryBudget, origin: ConfigOrigin, key: String, change: String) throws(ConfigError) {
+        let memory = MemoryBudget.physicalMemory
+        guard budget.total > memory else { return }
+        let parts = [("parameters, gradients and optimizer state", budget.parameters), ("activations", budget.activations), ("data", budget.data)]
+            .filter { $0.1 > 0 }.map { "\($0.0) \(MemoryBudget.text($0.1))" }.joined(separator: ", ")
+        let needed = budget.total == .max ? "more memory than can be counted" : "about \(MemoryBudget.text(budget.total)) of memory"
+        throw origin.error(at: key, "\(key): the run needs \(needed) (\(parts)) but this machine has \(MemoryBudget.text(memory)); \(change)")
     }
 
 }

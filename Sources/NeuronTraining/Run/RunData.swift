@@ -10,11 +10,16 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     public var test: Dataset<Scalar>?
     public var preprocessing: Preprocessing
 
+    /// ` (data: Data/iris.csv)`: the training data's files, for messages about what they hold.
+    public var source: String
+
     /// Reads the data a config names. Validation rows are split off the training rows with a
     /// generator seeded from the run's seed (`seed + 1`, so that it is independent of the epoch
     /// order drawn from `seed`), before any statistics are fitted.
-    /// - Throws: ``DataError`` naming the file and place for anything unreadable or inconsistent.
-    public init(_ config: DataConfig, seed: UInt64) throws {
+    /// - Parameter origin: where the config's keys were written, for errors about their values.
+    /// - Throws: ``DataError`` naming the file and place for anything unreadable or inconsistent;
+    ///   ``ConfigError`` at `data.validationSplit` for a split that leaves no training rows.
+    public init(_ config: DataConfig, seed: UInt64, origin: ConfigOrigin = ConfigOrigin()) throws {
         var splitGenerator = SeededGenerator(seed: seed &+ 1)
         var all: Dataset<Scalar>
         var test: Dataset<Scalar>?
@@ -22,17 +27,28 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
         var defaultNormalization = DataConfig.Normalization.standardize
         switch config.kind {
         case .csv:
+            source = " (data: \(config.path!))"
             all = try CSV.load(
                 config.path!, labelColumn: config.labelColumn!, task: config.task ?? .classification,
                 featureColumns: config.featureColumns)
+            if let path = config.testPath {
+                // The training file's columns and classes, so that the test rows mean the same.
+                test = try CSV.load(
+                    path, labelColumn: config.labelColumn!, task: config.task ?? .classification,
+                    featureColumns: all.featureNames, classNames: all.classNames)
+            }
         case .idx:
+            source = " (data: \(config.trainImages!))"
             // Pixels stay raw bytes here; `scale` (the default for images) divides them by 255 below.
             all = try IDX.load(images: config.trainImages!, labels: config.trainLabels!, scale: 1)
             if let images = config.testImages, let labels = config.testLabels {
-                test = try IDX.load(images: images, labels: labels, scale: 1, classNames: all.classNames)
+                test = try IDX.load(
+                    images: images, labels: labels, scale: 1, classNames: all.classNames,
+                    imageSizeOf: config.trainImages!)
             }
             defaultNormalization = .scale
         case .synthetic:
+            source = " (data: synthetic \(config.name?.rawValue ?? ""))"
             switch config.name {
             case .xor:
                 all = Synthetic.xor()
@@ -49,6 +65,14 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
         }
         if let limit = config.limit, limit < all.count { all = all.subset(Array(0..<limit)) }
         let fraction = config.validationSplit ?? defaultSplit
+        let held = fraction == 0 ? 0 : max(1, Int((Double(all.count) * fraction).rounded()))
+        if held >= all.count {
+            let given = config.validationSplit == nil ? "data.validationSplit \(fraction) (the default)" : "data.validationSplit \(fraction)"
+            throw origin.error(
+                at: "data.validationSplit",
+                "\(given) holds out \(held) of the \(all.count) training rows for validation and leaves none to train on\(source); set data.validationSplit: 0 or use more rows"
+            )
+        }
         if fraction > 0 {
             let (training, validation) = try all.split(validationFraction: fraction, generator: &splitGenerator)
             self.training = training
@@ -61,6 +85,15 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
         switch config.normalization ?? defaultNormalization {
         case .standardize:
             let fitted = Standardizer(fitting: training.features)
+            for (column, (mean, deviation)) in zip(fitted.mean, fitted.standardDeviation).enumerated()
+            where !mean.isFinite || !deviation.isFinite {
+                let file = config.path ?? config.trainImages ?? "the data"
+                throw DataError.unusableColumn(
+                    path: file, column: training.featureNames[column],
+                    reason:
+                        "its mean (\(mean)) or standard deviation (\(deviation)) is beyond \(Scalar.self)'s range, so it cannot be standardized; rescale the column or set data.normalization: none"
+                )
+            }
             preprocessing = .standardize(mean: fitted.mean.map(Double.init), standardDeviation: fitted.standardDeviation.map(Double.init))
         case .scale:
             preprocessing = .scale(1.0 / 255)

@@ -122,6 +122,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     ) throws {
         guard epochs >= 1 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
         training = try MiniBatchTraining(network: network, optimizer: optimizer, dataset: dataset, batchSize: batchSize, seed: seed)
+        try Self.checkStepCount(epochs: epochs, batchesPerEpoch: training.batchesPerEpoch)
         self.validation = validation
         self.test = test
         totalEpochs = epochs
@@ -137,6 +138,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     ) throws {
         guard epochs >= 1 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
         training = try MiniBatchTraining(network: network, optimizer: optimizer, dataset: dataset, position: position)
+        try Self.checkStepCount(epochs: epochs, batchesPerEpoch: training.batchesPerEpoch)
         self.validation = validation
         self.test = test
         totalEpochs = epochs
@@ -145,6 +147,14 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         if let last = records.last, last.validationLoss != nil {
             lastValidation = Evaluation(loss: last.validationLoss!, accuracy: last.validationAccuracy, confusion: nil, count: validation?.count ?? 0)
         }
+    }
+
+    /// `epochs × batchesPerEpoch` steps must be countable: ``totalSteps`` is their product.
+    private static func checkStepCount(epochs: Int, batchesPerEpoch: Int) throws(DataError) {
+        guard epochs.multipliedReportingOverflow(by: batchesPerEpoch).overflow else { return }
+        throw .invalidArgument(
+            name: "epochs", value: "\(epochs)",
+            expected: "at most \(Int.max / batchesPerEpoch) (epochs × \(batchesPerEpoch) batches per epoch must be countable)")
     }
 
     /// The evaluation a run ends with: on the test rows when there are any, else on the validation rows.
