@@ -208,6 +208,17 @@ extension RunConfig {
         if let every = o.schedule.every { try check(every >= 1, "optimizer.schedule.every", every, "1 or more") }
         if let factor = o.schedule.factor { try check(factor > 0 && factor <= 1, "optimizer.schedule.factor", factor, "in (0, 1]") }
         if let floor = o.schedule.minimumFactor { try check(floor >= 0 && floor <= 1, "optimizer.schedule.minimumFactor", floor, "in [0, 1]") }
+        // The keys each data kind requires (the data reader relies on the loader having checked them).
+        let required: [(String, Bool)] =
+            switch data.kind {
+            case .csv: [("path", data.path != nil), ("labelColumn", data.labelColumn != nil)]
+            case .idx: [("trainImages", data.trainImages != nil), ("trainLabels", data.trainLabels != nil)]
+            case .synthetic: [("name", data.name != nil)]
+            case .sample: [("input", data.input != nil), ("target", data.target != nil)]
+            }
+        for (key, given) in required { try check(given, "data.\(key)", "nothing", "a value for a \(data.kind.rawValue) dataset") }
+        try check((data.testImages == nil) == (data.testLabels == nil), "data.testImages", "one of testImages and testLabels", "both or neither")
+        try check((model.neuron != nil) == (data.kind == .sample), "data.kind", data.kind.rawValue, "sample for the neuron, and only for it")
         if let split = data.validationSplit { try check(split >= 0 && split < 1, "data.validationSplit", split, "in [0, 1)") }
         if let limit = data.limit { try check(limit >= 1, "data.limit", limit, "1 or more") }
         if let count = data.count { try check(count >= 1, "data.count", count, "1 or more") }
