@@ -181,6 +181,7 @@ struct CheckpointTests {
         ),
         ("the generator as a string", "position.generator.state", #""1,2,3,4""#, "position.generator.state"),
         ("no position", "position", "null", "position"),
+        ("a precision other than the config's", "precision", #""double""#, "precision"),
     ]
 
     @Test("Every edited field is refused with a typed error naming the file and the field", arguments: stateEdits.indices)

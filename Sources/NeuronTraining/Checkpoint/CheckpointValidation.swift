@@ -25,6 +25,11 @@ extension CheckpointState {
             throw invalid("optimizerKind", "\(optimizerKind.rawValue) but config.optimizer.kind is \(config.optimizer.kind.rawValue)")
         }
 
+        // The neuron always trains in Double; a network in the precision its config names.
+        if config.model.neuron == nil, precision != config.training.precision {
+            throw invalid("precision", "\(precision.rawValue) but config.training.precision is \(config.training.precision.rawValue)")
+        }
+
         // The network: each layer's tensors, of the shapes the config's units and the features make.
         guard !featureNames.isEmpty else { throw invalid("featureNames", "empty; a network takes at least one feature") }
         if let inputs = config.model.inputs, inputs != featureNames.count {
