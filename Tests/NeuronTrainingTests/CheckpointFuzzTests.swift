@@ -26,7 +26,8 @@ private enum Step {
 private func paths(_ value: Any, _ prefix: [Step] = []) -> [[Step]] {
     var found: [[Step]] = prefix.isEmpty ? [] : [prefix]
     if let object = value as? [String: Any] {
-        for (key, inner) in object { found += paths(inner, prefix + [.key(key)]) }
+        // In key order: a dictionary's own order changes from process to process, and the loop must not.
+        for (key, inner) in object.sorted(by: { $0.key < $1.key }) { found += paths(inner, prefix + [.key(key)]) }
     } else if let array = value as? [Any] {
         // A few elements of a long array are enough.
         for i in Set([0, array.count / 2, array.count - 1]) where i >= 0 && i < array.count { found += paths(array[i], prefix + [.index(i)]) }
