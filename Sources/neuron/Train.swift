@@ -8,7 +8,7 @@ struct Train: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Train a network (or the single neuron) from a YAML or JSON config.",
         discussion: """
-            Writes checkpoint.safetensors + checkpoint.json, metrics.csv, curves.svg and summary.json
+            Writes checkpoint.safetensors (tensors and run state in one file), metrics.csv, curves.svg and summary.json
             to the run directory. Ctrl-C finishes the current step, writes a checkpoint and exits 130;
             --resume goes on from it with exactly the numbers of an uninterrupted run.
             """)

@@ -88,6 +88,30 @@ struct MiniBatchTrainingTests {
         #expect(resumed.epoch == straight.epoch && resumed.epoch == 10)  // 4 batches per epoch
     }
 
+    @Test("A saved position or optimizer state that does not fit is refused, not left to trap in a later step")
+    func badPosition() throws {
+        let network = try Network<Double>(features: 2, layers: [(3, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)
+        let data = Synthetic.xor(as: Double.self)
+        var training = try MiniBatchTraining(
+            network: network, optimizer: try SGD<Double>(learningRate: 0.1, momentum: 0.9), dataset: data, batchSize: 2, seed: 1)
+        for _ in 0..<3 { training.step() }  // epoch 1, batch 1
+        func resumed(_ position: TrainingPosition, optimizer: SGD<Double>? = nil) throws {
+            _ = try MiniBatchTraining(network: training.network, optimizer: optimizer ?? training.optimizer, dataset: data, position: position)
+        }
+        try resumed(training.position)
+        for edit in [\TrainingPosition.batchIndex, \.epoch, \.stepsTaken] {
+            for value in [-1, 7, Int.max] {
+                var position = training.position
+                position[keyPath: edit] = value
+                #expect(throws: DataError.self, "\(edit) = \(value)") { try resumed(position) }
+            }
+        }
+        // A velocity one value short: SGD's update would stop on its precondition.
+        var short = try SGD<Double>(learningRate: 0.1, momentum: 0.9)
+        try short.restore(state: ["velocity": [0, 0, 0]], step: 3)
+        #expect(throws: OptimizerError.stateCount(name: "velocity", expected: 13, actual: 3)) { try resumed(training.position, optimizer: short) }
+    }
+
     @Test("A dataset that does not fit the network is refused")
     func mismatch() throws {
         let network = try Network<Double>(features: 3, layers: [(1, .tanh)], loss: .halfSquaredError, seed: 0)

@@ -114,5 +114,8 @@ struct MiniBatchesTests {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(MiniBatches.self, from: broken) }
         let zeroBatch = Data(#"{"order":[0],"count":1,"batchSize":0}"#.utf8)
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(MiniBatches.self, from: zeroBatch) }
+        // A count the order does not hold is refused before `count` indices are allocated.
+        let hugeCount = Data(#"{"order":[0,1],"count":1152921504606846976,"batchSize":2}"#.utf8)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(MiniBatches.self, from: hugeCount) }
     }
 }

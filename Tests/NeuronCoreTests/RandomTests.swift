@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import NeuronCore
@@ -13,6 +14,13 @@ struct RandomTests {
         var resumed = try SeededGenerator(state: a.state)
         #expect((0..<5).map { _ in a.next() } == (0..<5).map { _ in resumed.next() })
         #expect(throws: DataError.self) { try SeededGenerator(state: [0, 0, 0, 0]) }
+        // Decoding checks the state as init(state:) does: all zero never leaves zero, so a shuffle would spin forever.
+        #expect(try JSONDecoder().decode(SeededGenerator.self, from: try JSONEncoder().encode(a)) == a)
+        for bad in ["[]", "[1]", "[0,0,0,0]", "[1,2,3,4,5]"] {
+            #expect(throws: DecodingError.self, "\(bad)") {
+                try JSONDecoder().decode(SeededGenerator.self, from: Data(#"{"state":\#(bad)}"#.utf8))
+            }
+        }
     }
 
     @Test("SplitMix64 seeding gives the published first output")

@@ -149,7 +149,7 @@ struct ConfigLoaderTests {
         #expect(try JSONDecoder().decode(RunConfig.self, from: JSONEncoder().encode(full)) == full)
     }
 
-    @Test("A saved config (checkpoint.json embeds one) decodes and encodes to the same text, every choice by its name")
+    @Test("A saved config (a checkpoint's run state embeds one) decodes and encodes to the same text, every choice by its name")
     func savedConfigText() throws {
         let saved =
             #"{"data":{"count":5,"featureColumns":["x"],"input":0.5,"kind":"csv","labelColumn":"y","limit":3,"name":"sine","#

@@ -89,7 +89,7 @@ struct NetworkBuilderTests {
         let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
         let checkpoint = Checkpoint(engine, config: run.config, preprocessing: run.preprocessing)
         let loaded = LoadedCheckpoint(
-            path: "run", state: checkpoint.state,
+            path: "run", file: "run/checkpoint.safetensors", state: checkpoint.state,
             tensors: Dictionary(uniqueKeysWithValues: checkpoint.tensors.map { ($0.name, $0) }))
         #expect(loaded.state.precision == .double)
         let rebuilt = try Prediction<Double>.network(loaded)

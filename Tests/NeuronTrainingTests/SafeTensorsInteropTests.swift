@@ -167,4 +167,58 @@ struct SafeTensorsInteropTests {
         #expect(loss.shape == [] && loss.scalars == [0.25])
         #expect(try entry("empty").tensor(as: Float.self, source: path).shape == [0, 3])
     }
+
+    @Test("A NumPy forward pass, x @ W.T + b per layer on our checkpoint's tensors, reproduces Prediction's probabilities")
+    func numpyForwardPass() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try requireSafetensors(in: directory)
+
+        // Iris, 4-8-3 tanh/softmax in Float, trained two epochs so that the probabilities are the network's, not the seed's.
+        let config = try irisConfig(epochs: 2)
+        let run = try RunBuilder.build(config)
+        func trained<E: TrainingEngine>(_ engine: E) -> Checkpoint {
+            Checkpoint(straightRun(engine), config: config, preprocessing: run.preprocessing)
+        }
+        try trained(run.engine).write(to: directory.path)
+        let input = dataDirectory + "/iris.csv"
+        let predicted = try Prediction<Float>.csv(try Checkpoint.read(directory.path), input: input)
+        let swift = predicted.split(separator: "\n").dropFirst().map { $0.split(separator: ",").dropFirst(2).map { Double($0)! } }
+
+        // Everything Python needs is in the one file: the tensors, and in the header the layers'
+        // activations, the feature names and the fitted standardization.
+        let script = """
+            import csv, json, sys
+            import numpy as np
+            from safetensors import safe_open
+            from safetensors.numpy import load_file
+            path, data = sys.argv[1], sys.argv[2]
+            tensors = load_file(path)
+            with safe_open(path, framework="np") as f:
+                state = json.loads(f.metadata()["neuron.state"])
+            with open(data) as f:
+                x = np.array([[float(row[name]) for name in state["featureNames"]] for row in csv.DictReader(f)], dtype=np.float32)
+            s = state["preprocessing"]["standardize"]
+            x = (x - np.array(s["mean"], dtype=np.float32)) / np.array(s["standardDeviation"], dtype=np.float32)
+            activations = {"tanh": np.tanh, "identity": lambda z: z, "relu": lambda z: np.maximum(z, 0),
+                           "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
+                           "softmax": lambda z: np.exp(z - z.max(axis=1, keepdims=True)) / np.exp(z - z.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True)}
+            for i, layer in enumerate(state["config"]["model"]["layers"]):
+                w, b = tensors[f"layers.{i}.weight"], tensors[f"layers.{i}.bias"]
+                assert w.shape == (layer["units"], x.shape[1]), w.shape  # nn.Linear's (out_features, in_features)
+                x = activations[layer["activation"]](x @ w.T + b)
+            print(json.dumps(x.astype(np.float64).tolist()))
+            """
+        let python = try JSONDecoder().decode(
+            [[Double]].self, from: Data(try python(script, [directory.file("checkpoint.safetensors"), input], in: directory).utf8))
+        #expect(python.count == 150 && swift.count == 150)
+        // Both compute in Float, but BLAS and NumPy sum the 4 and 8 products of each row in
+        // different orders: a few units in the last place of values near 1, so 1e-5 absolute.
+        var worst = 0.0
+        for (p, q) in zip(python, swift) {
+            #expect(p.count == 3 && q.count == 3)
+            for (a, b) in zip(p, q) { worst = max(worst, abs(a - b)) }
+        }
+        #expect(worst < 1e-5, "largest difference \(worst)")
+    }
 }

@@ -34,7 +34,7 @@ struct TrainingSessionTests {
         let transcript = Transcript()
         let session = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "xor.yaml", write: transcript.write)
         #expect(try await session.train(run) == 0)
-        #expect(try directory.names() == ["checkpoint.json", "checkpoint.safetensors", "curves.svg", "metrics.csv", "summary.json"])
+        #expect(try directory.names() == ["checkpoint.safetensors", "curves.svg", "metrics.csv", "summary.json"])
         let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
         let straight = straightRun(engine)
         let saved = try Checkpoint.read(directory.path)

@@ -28,12 +28,17 @@ public struct MiniBatches: Sendable, Equatable, Codable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let count = try container.decode(Int.self, forKey: .count)
         let batchSize = try container.decode(Int.self, forKey: .batchSize)
+        let order = try container.decode([Int].self, forKey: .order)
+        // Checked before `init(count:batchSize:)` allocates `count` indices: a hostile count is refused, not allocated.
+        guard order.count == count else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .order, in: container, debugDescription: "the order holds \(order.count) indices but count is \(count)")
+        }
         do {
             try self.init(count: count, batchSize: batchSize)
         } catch {
             throw DecodingError.dataCorruptedError(forKey: .count, in: container, debugDescription: error.description)
         }
-        let order = try container.decode([Int].self, forKey: .order)
         guard order.sorted() == self.order else {
             throw DecodingError.dataCorruptedError(
                 forKey: .order, in: container, debugDescription: "the order must be a permutation of 0..<\(count)")

@@ -24,6 +24,20 @@ public struct SeededGenerator: RandomNumberGenerator, Equatable, Sendable, Codab
         self.state = state
     }
 
+    /// A saved generator, checked as ``init(state:)`` checks it: xoshiro's all-zero state never
+    /// leaves zero, and a generator stuck there would make every shuffle spin forever.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let state = try container.decode([UInt64].self, forKey: .state)
+        do {
+            try self.init(state: state)
+        } catch {
+            throw DecodingError.dataCorruptedError(forKey: .state, in: container, debugDescription: error.description)
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case state }
+
     /// The next 64 random bits.
     public mutating func next() -> UInt64 {
         let result = rotateLeft(state[1] &* 5, 7) &* 9

@@ -47,14 +47,27 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     }
 
     /// Training resumed from a saved ``position`` (network and optimizer as saved with it).
-    /// - Throws: what ``init(network:optimizer:dataset:batchSize:seed:)`` throws, and
-    ///   ``DataError/invalidArgument(name:value:expected:)`` when the position does not fit the dataset.
+    /// - Throws: what ``init(network:optimizer:dataset:batchSize:seed:)`` throws,
+    ///   ``DataError/invalidArgument(name:value:expected:)`` when the position does not fit the
+    ///   dataset or itself, ``OptimizerError/stateCount(name:expected:actual:)`` when an optimizer
+    ///   buffer does not hold one value per parameter.
     public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, position: Position) throws {
         try self.init(network: network, optimizer: optimizer, dataset: dataset, batchSize: position.batches.batchSize, seed: 0)
-        guard position.batches.count == dataset.count, position.batchIndex < position.batches.batchesPerEpoch else {
+        guard position.batches.count == dataset.count, (0..<position.batches.batchesPerEpoch).contains(position.batchIndex) else {
             throw DataError.invalidArgument(
                 name: "saved position", value: "\(position.batches.count) samples, batch \(position.batchIndex)",
-                expected: "\(dataset.count) samples and a batch below \(position.batches.batchesPerEpoch)")
+                expected: "\(dataset.count) samples and a batch from 0 to \(position.batches.batchesPerEpoch - 1)")
+        }
+        let (done, overflow) = position.epoch.multipliedReportingOverflow(by: position.batches.batchesPerEpoch)
+        guard position.epoch >= 0, !overflow, done + position.batchIndex == position.stepsTaken else {
+            throw DataError.invalidArgument(
+                name: "saved position", value: "epoch \(position.epoch), batch \(position.batchIndex), \(position.stepsTaken) steps",
+                expected: "steps equal to epochs × \(position.batches.batchesPerEpoch) batches + the batch")
+        }
+        // The optimizer's buffers were restored before it was handed over; `update` requires one
+        // value per parameter once it has stepped, so a saved buffer of another length is refused here.
+        for (name, buffer) in optimizer.state where buffer.count != (optimizer.step == 0 ? 0 : network.parameters.count) {
+            throw OptimizerError.stateCount(name: name, expected: optimizer.step == 0 ? 0 : network.parameters.count, actual: buffer.count)
         }
         batches = position.batches
         generator = position.generator

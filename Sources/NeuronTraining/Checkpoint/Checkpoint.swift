@@ -1,15 +1,24 @@
-// A checkpoint: an engine at a step boundary, saved with what its run was built from, as two files
-// in the run directory. `checkpoint.safetensors` holds the tensors (readable by Python's
-// safetensors), `checkpoint.json` what tensors cannot say: config, position, records. Each file is
-// written atomically; the safetensors header repeats the step, so a pair torn by a crash between
-// the two writes is caught when read.
+// A checkpoint: an engine at a step boundary, saved with what its run was built from, as one file,
+// `checkpoint.safetensors`, written in one atomic rename. The tensors are the file's tensors; the
+// run state (config, position, records: `CheckpointState`) is JSON in the header's `__metadata__`
+// under `neuron.state`. One file cannot tear, and weights cannot be paired with another run's
+// state. Python's safetensors reads the file as it reads any other.
+//
+// Dense weights are stored in PyTorch's `nn.Linear` layout, (outputs, inputs), and transposed at
+// this boundary: the engine keeps (inputs, outputs), its numbers unchanged bit for bit.
 import Foundation
 import NeuronCore
 
-/// A checkpoint's contents: tensors for `checkpoint.safetensors`, state for `checkpoint.json`.
+/// A checkpoint's contents: its tensors, in the file's layout, and its run state.
 public struct Checkpoint: Sendable {
+    /// The file's tensors: `layers.<i>.weight` as (outputs, inputs), `layers.<i>.bias`, `optimizer.<name>`.
     public var tensors: [SafeTensors.Entry]
     public var state: CheckpointState
+
+    /// The checkpoint's file name in a run directory.
+    public static let fileName = "checkpoint.safetensors"
+    /// The `__metadata__` key holding the run state as JSON.
+    public static let stateKey = "neuron.state"
 
     public init(tensors: [SafeTensors.Entry], state: CheckpointState) {
         (self.tensors, self.state) = (tensors, state)
@@ -19,19 +28,40 @@ public struct Checkpoint: Sendable {
     /// on its training rows.
     public init<Engine: TrainingEngine>(_ engine: Engine, config: RunConfig, preprocessing: Preprocessing) {
         let point = engine.resumePoint()
-        tensors = point.tensors.map { SafeTensors.entry($0.name, $0.tensor) }
+        tensors = point.tensors.map { SafeTensors.entry($0.name, Self.fileLayout($0.name, $0.tensor)) }
         state = CheckpointState(
             config: config, network: point.network, precision: Engine.Scalar.self == Float.self ? .float : .double,
             epoch: point.epoch, step: point.step, seed: point.seed, position: point.position,
             optimizerKind: config.optimizer.kind, optimizerStep: point.optimizerStep, preprocessing: preprocessing,
             classNames: point.classNames, featureNames: point.featureNames, records: point.records)
     }
+
+    /// Whether the file stores `name` transposed: a dense layer's weight, which the engine keeps
+    /// as (inputs, outputs) and PyTorch's `nn.Linear` as (outputs, inputs).
+    static func isTransposed(_ name: String, rank: Int) -> Bool {
+        rank == 2 && name.hasPrefix("layers.") && name.hasSuffix(".weight")
+    }
+
+    /// The tensor as the file stores it: dense weights transposed, everything else as is.
+    static func fileLayout<Scalar: TensorScalar>(_ name: String, _ tensor: Tensor<Scalar>) -> Tensor<Scalar> {
+        isTransposed(name, rank: tensor.shape.count) ? transposed(tensor) : tensor
+    }
+
+    // t: (rows, columns) → (columns, rows)
+    static func transposed<Scalar>(_ t: Tensor<Scalar>) -> Tensor<Scalar> {
+        let (rows, columns) = (t.shape[0], t.shape[1])
+        var scalars = [Scalar](repeating: 0, count: rows * columns)
+        for r in 0..<rows { for c in 0..<columns { scalars[c * rows + r] = t[r, c] } }
+        return try! Tensor(shape: [columns, rows], scalars: scalars)  // the same count, the shape swapped
+    }
 }
 
-/// The JSON half of a checkpoint: what the tensors alone cannot say.
+/// A checkpoint's run state: what the tensors alone cannot say.
 public struct CheckpointState: Sendable, Equatable, Codable {
-    /// Bumped when the layout changes.
-    public var format = 1
+    /// Bumped when the layout changes: 2 is one file, the state in the header, dense weights (outputs, inputs).
+    public var format = CheckpointState.currentFormat
+    /// The format this engine writes and reads.
+    public static let currentFormat = 2
     /// The run's config, with its data paths resolved.
     public var config: RunConfig
     /// `Network[Dense(784→256, tanh), …]`.
@@ -52,40 +82,59 @@ public struct CheckpointState: Sendable, Equatable, Codable {
     public var records: [EpochRecord]
 }
 
-/// A checkpoint read back: its state and its tensors by name.
+/// A checkpoint read back and checked: its state and its tensors by name, in the file's layout.
 public struct LoadedCheckpoint: Sendable {
     /// The run directory it was read from.
     public var path: String
+    /// The checkpoint file.
+    public var file: String
     public var state: CheckpointState
     public var tensors: [String: SafeTensors.Entry]
 
-    /// The tensor `name`, in `Scalar`, of the expected shape.
+    public init(path: String, file: String, state: CheckpointState, tensors: [String: SafeTensors.Entry]) {
+        (self.path, self.file, self.state, self.tensors) = (path, file, state, tensors)
+    }
+
+    /// The tensor `name` as stored, in `Scalar`, of the expected shape.
     /// - Throws: ``CheckpointError`` when it is missing, of another dtype or of another shape.
     public func tensor<Scalar: TensorScalar>(_ name: String, as: Scalar.Type, shape: [Int]) throws(CheckpointError) -> [Scalar] {
-        guard let entry = tensors[name] else { throw .missingTensor(path: path, name: name) }
-        let tensor = try entry.tensor(as: Scalar.self, source: path)
-        guard tensor.shape == shape else { throw .shapeMismatch(path: path, name: name, found: tensor.shape, expected: shape) }
+        guard let entry = tensors[name] else { throw .missingTensor(path: file, name: name) }
+        let tensor = try entry.tensor(as: Scalar.self, source: file)
+        guard tensor.shape == shape else { throw .shapeMismatch(path: file, name: name, found: tensor.shape, expected: shape) }
         return tensor.scalars
+    }
+
+    /// The parameter `name` in the engine's layout, `shape`: a dense weight, stored (outputs,
+    /// inputs), is transposed back to (inputs, outputs).
+    /// - Throws: ``CheckpointError`` when it is missing, of another dtype or of another shape.
+    public func parameter<Scalar: TensorScalar>(_ name: String, as: Scalar.Type, shape: [Int]) throws(CheckpointError) -> [Scalar] {
+        guard Checkpoint.isTransposed(name, rank: shape.count) else { return try tensor(name, as: Scalar.self, shape: shape) }
+        let stored = try tensor(name, as: Scalar.self, shape: [shape[1], shape[0]])
+        return Checkpoint.transposed(try! Tensor(shape: [shape[1], shape[0]], scalars: stored)).scalars
     }
 }
 
 extension Checkpoint {
-    /// `checkpoint.safetensors` and `checkpoint.json` in `directory`, each written atomically
-    /// (tensors first: a crash between the two leaves a pair that ``read(_:)`` rejects). The state
-    /// is encoded before either file is touched, so a state that cannot be encoded leaves the
-    /// previous pair whole.
-    /// - Throws: ``CheckpointError/writeFailed(path:reason:)``, or an encoding error.
-    public func write(to directory: String) throws {
+    /// The file's bytes: the tensors, and the state as JSON in the header.
+    /// - Throws: an `EncodingError` for a state that cannot be encoded.
+    public func encoded() throws -> [UInt8] {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.nonConformingFloatEncodingStrategy = Self.nonFiniteEncoding
-        let json = Array(try encoder.encode(state))
+        let json = String(decoding: try encoder.encode(state), as: UTF8.self)
+        // The short keys let a reader see what the file holds without parsing the state.
         let metadata = [
             "format": "neuron-\(state.format)", "network": state.network, "step": "\(state.step)",
-            "epoch": "\(state.epoch)", "precision": state.precision.rawValue,
+            "epoch": "\(state.epoch)", "precision": state.precision.rawValue, Self.stateKey: json,
         ]
-        try SafeTensors.write(tensors, metadata: metadata, to: (directory as NSString).appendingPathComponent("checkpoint.safetensors"))
-        try AtomicFile.write(json, to: (directory as NSString).appendingPathComponent("checkpoint.json"))
+        return SafeTensors.encode(tensors, metadata: metadata)
+    }
+
+    /// Writes `checkpoint.safetensors` in `directory` atomically: one file, one rename, so a crash
+    /// leaves the previous checkpoint or this one. The state is encoded before the file is touched.
+    /// - Throws: ``CheckpointError/writeFailed(path:reason:)``, or an encoding error.
+    public func write(to directory: String) throws {
+        try AtomicFile.write(try encoded(), to: (directory as NSString).appendingPathComponent(Self.fileName))
     }
 
     /// A validation loss can be infinite while training goes on (a record, not a divergence); JSON
@@ -93,28 +142,80 @@ extension Checkpoint {
     static let nonFiniteEncoding = JSONEncoder.NonConformingFloatEncodingStrategy.convertToString(
         positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
 
-    /// Reads a checkpoint from its directory or either of its two files.
-    /// - Throws: ``CheckpointError`` for a missing, truncated or corrupt file, or two files that
-    ///   do not belong together.
-    public static func read(_ path: String) throws -> LoadedCheckpoint {
+    /// Reads and checks a checkpoint: a run directory's `checkpoint.safetensors`, or a checkpoint file.
+    /// - Throws: ``CheckpointError`` for a missing, truncated or corrupt file, or a state or tensor
+    ///   that does not fit the rest (naming the file and the field).
+    public static func read(_ path: String) throws(CheckpointError) -> LoadedCheckpoint {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-        let directory = exists && isDirectory.boolValue ? path : (path as NSString).deletingLastPathComponent
-        let tensorsPath = (directory as NSString).appendingPathComponent("checkpoint.safetensors")
-        let statePath = (directory as NSString).appendingPathComponent("checkpoint.json")
-        let (entries, metadata) = try SafeTensors.read(tensorsPath)
-        guard let data = FileManager.default.contents(atPath: statePath) else { throw CheckpointError.fileNotFound(path: statePath) }
+        let file = exists && isDirectory.boolValue ? (path as NSString).appendingPathComponent(fileName) : path
+        let (entries, metadata) = try SafeTensors.read(file)
+        return try decode(entries: entries, metadata: metadata, file: file)
+    }
+
+    /// Decodes and checks a checkpoint from a safetensors file's bytes; `file` names it.
+    /// - Throws: ``CheckpointError``, as ``read(_:)``.
+    public static func decode(_ bytes: [UInt8], file: String) throws(CheckpointError) -> LoadedCheckpoint {
+        let (entries, metadata) = try SafeTensors.decode(bytes, source: file)
+        return try decode(entries: entries, metadata: metadata, file: file)
+    }
+
+    private static func decode(entries: [SafeTensors.Entry], metadata: [String: String], file: String) throws(CheckpointError)
+        -> LoadedCheckpoint
+    {
+        guard let json = metadata[stateKey] else {
+            throw .invalidState(
+                path: file, field: "__metadata__.\(stateKey)",
+                reason: "missing: not a Neuron checkpoint, or one of format 1 (with checkpoint.json beside it), which this version does not read")
+        }
         let state: CheckpointState
         do {
             let decoder = JSONDecoder()
             decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
-            state = try decoder.decode(CheckpointState.self, from: data)
+            state = try decoder.decode(CheckpointState.self, from: Data(json.utf8))
+        } catch let error as DecodingError {
+            let (field, reason) = describe(error)
+            throw .invalidState(path: file, field: field, reason: reason)
         } catch {
-            throw CheckpointError.corrupt(path: statePath, reason: "not a checkpoint state: \(error)")
+            throw .invalidState(path: file, field: stateKey, reason: "\(error)")
         }
-        guard metadata["step"] == "\(state.step)" else {
-            throw CheckpointError.tornPair(directory: directory, stateStep: state.step, tensorsStep: metadata["step"] ?? "?")
+        let tensors = Dictionary(entries.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        try state.validate(tensors: tensors, file: file)
+        // The folder by hand: Foundation's `deletingLastPathComponent` traps on some bare names.
+        let directory = file.lastIndex(of: "/").map { $0 == file.startIndex ? "/" : String(file[..<$0]) } ?? "."
+        return LoadedCheckpoint(path: directory, file: file, state: state, tensors: tensors)
+    }
+
+    /// The field a decoding error is about, as a key path (`position.batches.order`), and what is wrong.
+    static func describe(_ error: DecodingError) -> (field: String, reason: String) {
+        func path(_ keys: [any CodingKey]) -> String {
+            var text = ""
+            for key in keys {
+                if let index = key.intValue { text += "[\(index)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
+            }
+            return text.isEmpty ? stateKey : text
         }
-        return LoadedCheckpoint(path: directory, state: state, tensors: Dictionary(entries.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a }))
+        switch error {
+        case let .typeMismatch(type, context):
+            return (path(context.codingPath), "expected \(typeName(type)): \(context.debugDescription)")
+        case let .valueNotFound(type, context):
+            return (path(context.codingPath), "expected \(typeName(type)), found null")
+        case let .keyNotFound(key, context):
+            return (path(context.codingPath + [key]), "missing")
+        case let .dataCorrupted(context):
+            return (path(context.codingPath), context.debugDescription)
+        @unknown default:
+            return (stateKey, "\(error)")
+        }
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is UInt64.Type: "an integer"
+        case is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        default: "\(type)"
+        }
     }
 }

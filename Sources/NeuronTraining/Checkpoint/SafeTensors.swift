@@ -426,8 +426,10 @@ public enum CheckpointError: Error, Equatable, Sendable, CustomStringConvertible
     case missingTensor(path: String, name: String)
     /// A tensor of another shape than the one the reader needs.
     case shapeMismatch(path: String, name: String, found: [Int], expected: [Int])
-    /// A checkpoint whose two files are from different steps: a crash came between their writes.
-    case tornPair(directory: String, stateStep: Int, tensorsStep: String)
+    /// A checkpoint whose run state (the header's `neuron.state`) is missing, malformed, out of
+    /// range or does not fit its tensors: `field` is the key path (`position.batchIndex`) or the
+    /// tensor's name.
+    case invalidState(path: String, field: String, reason: String)
 
     /// The message: the file first, then what was found and what was expected.
     public var description: String {
@@ -451,9 +453,8 @@ public enum CheckpointError: Error, Equatable, Sendable, CustomStringConvertible
             return "\(path): no tensor named \"\(name)\""
         case let .shapeMismatch(path, name, found, expected):
             return "\(path): tensor \"\(name)\" has shape \(SafeTensors.format(found)); expected \(SafeTensors.format(expected))"
-        case let .tornPair(directory, stateStep, tensorsStep):
-            return "\(directory): checkpoint.json is from step \(stateStep) but checkpoint.safetensors from step \(tensorsStep)"
-                + " (the run stopped between writing the two)"
+        case let .invalidState(path, field, reason):
+            return "\(path): \(field): \(reason)"
         }
     }
 }

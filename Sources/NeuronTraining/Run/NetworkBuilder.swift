@@ -59,14 +59,14 @@ extension ScheduleConfig {
 
 extension Network {
     /// Replaces every parameter, and every non-trainable state tensor, with the checkpoint's
-    /// tensor of the same name.
+    /// tensor of the same name (dense weights transposed back from the file's (outputs, inputs)).
     /// - Throws: ``CheckpointError`` for a tensor that is missing or of another shape.
     mutating func loadParameters(from checkpoint: LoadedCheckpoint) throws {
         for t in parameterTensors {
-            parameters.replaceSubrange(t.range, with: try checkpoint.tensor(t.name, as: Scalar.self, shape: t.shape))
+            parameters.replaceSubrange(t.range, with: try checkpoint.parameter(t.name, as: Scalar.self, shape: t.shape))
         }
         for t in stateTensors {
-            state.replaceSubrange(t.range, with: try checkpoint.tensor(t.name, as: Scalar.self, shape: t.shape))
+            state.replaceSubrange(t.range, with: try checkpoint.parameter(t.name, as: Scalar.self, shape: t.shape))
         }
     }
 }

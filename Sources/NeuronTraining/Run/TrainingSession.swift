@@ -141,7 +141,7 @@ public final class TrainingSession {
         if let output = summary.trainedOutput, let w = summary.trainedWeight, let b = summary.trainedBias {
             lines.append("  trained output       \(output)  (w \(w), b \(b))")
         }
-        lines.append("  run directory        \(outputs.directory)  (checkpoint.safetensors, checkpoint.json, metrics.csv, curves.svg, summary.json)")
+        lines.append("  run directory        \(outputs.directory)  (checkpoint.safetensors, metrics.csv, curves.svg, summary.json)")
         if stopped {
             lines.append("  stopped: checkpoint written to \(outputs.path("checkpoint.safetensors"))")
             lines.append("  resume with: neuron train \(configPath) --resume \(outputs.directory)")

@@ -1,0 +1,231 @@
+// A checkpoint is input like a config: anyone can edit its header. Every field of the run state is
+// checked on load, against its range and against the others and the tensors, before anything is
+// built from it, so that what would crash, hang or overflow later (an all-zero generator, a batch
+// index of -1, an epoch of Int.max, an optimizer buffer of the wrong length) is refused here with
+// the file and the field named.
+import Foundation
+import NeuronCore
+
+extension CheckpointState {
+    /// More steps than any run takes; the bound keeps every later count (`stepsTaken + 1`, epochs
+    /// × batches) clear of overflow.
+    static let maximumSteps = 1 << 53
+    /// OpenBLAS's thread count is a C `int`; far more threads than any machine has is an error.
+    static let maximumBLASThreads = 1024
+
+    /// Checks every field against its range, the others and `tensors`.
+    /// - Throws: ``CheckpointError/invalidState(path:field:reason:)`` naming `file` and the field.
+    func validate(tensors: [String: SafeTensors.Entry], file: String) throws(CheckpointError) {
+        func invalid(_ field: String, _ reason: String) -> CheckpointError { .invalidState(path: file, field: field, reason: reason) }
+
+        guard format == Self.currentFormat else { throw invalid("format", "\(format); this version reads format \(Self.currentFormat)") }
+
+        try config.validate(file: file)
+        guard optimizerKind == config.optimizer.kind else {
+            throw invalid("optimizerKind", "\(optimizerKind.rawValue) but config.optimizer.kind is \(config.optimizer.kind.rawValue)")
+        }
+
+        // The neuron always trains in Double; a network in the precision its config names.
+        if config.model.neuron == nil, precision != config.training.precision {
+            throw invalid("precision", "\(precision.rawValue) but config.training.precision is \(config.training.precision.rawValue)")
+        }
+
+        // The network: each layer's tensors, of the shapes the config's units and the features make.
+        guard !featureNames.isEmpty else { throw invalid("featureNames", "empty; a network takes at least one feature") }
+        if let inputs = config.model.inputs, inputs != featureNames.count {
+            throw invalid("config.model.inputs", "\(inputs) but featureNames names \(featureNames.count) features")
+        }
+        let isNeuron = config.model.neuron != nil
+        if isNeuron, featureNames.count != 1 { throw invalid("featureNames", "\(featureNames.count) names; the neuron takes 1 input") }
+        let units = isNeuron ? [1] : config.model.layers.map(\.units)
+        let dtype: SafeTensors.DType = precision == .float ? .f32 : .f64
+        var expected: [(name: String, shape: [Int])] = []
+        var fanIn = featureNames.count
+        for (i, out) in units.enumerated() {
+            expected += [("layers.\(i).weight", [out, fanIn]), ("layers.\(i).bias", [out])]
+            fanIn = out
+        }
+        var parameterCount = 0
+        for (name, shape) in expected {
+            guard let entry = tensors[name] else {
+                throw invalid(name, "missing; the config's model needs it, of shape \(SafeTensors.format(shape))")
+            }
+            guard entry.shape == shape else {
+                throw invalid(
+                    name, "shape \(SafeTensors.format(entry.shape)); the config's model and featureNames make it \(SafeTensors.format(shape))")
+            }
+            try checkFinite(entry, dtype: dtype, file: file)
+            parameterCount += entry.bytes.count / dtype.size  // bounded by the file's size
+        }
+        let outputs = units.last!
+        if let classNames, classNames.count != outputs {
+            throw invalid("classNames", "\(classNames.count) names for \(outputs) outputs")
+        }
+
+        // The optimizer's buffers: the ones its kind keeps, one value per parameter (none before the first step).
+        let bufferNames: [String] =
+            isNeuron ? [] : config.optimizer.kind == .adam ? ["m", "v"] : config.optimizer.momentum != 0 ? ["velocity"] : []
+        for name in bufferNames {
+            let key = "optimizer.\(name)"
+            let length = optimizerStep == 0 ? 0 : parameterCount
+            guard let entry = tensors[key] else { throw invalid(key, "missing; a \(config.optimizer.kind.rawValue) optimizer keeps it") }
+            guard entry.shape == [length] else {
+                throw invalid(
+                    key, "shape \(SafeTensors.format(entry.shape)); expected (\(length)), one value per parameter (none before the first step)")
+            }
+            try checkFinite(entry, dtype: dtype, file: file)
+        }
+        let known = Set(expected.map(\.name) + bufferNames.map { "optimizer.\($0)" })
+        if let stray = tensors.keys.sorted().first(where: { !known.contains($0) }) {
+            throw invalid(stray, "a tensor this run's model and optimizer do not have")
+        }
+
+        // Counts: the neuron's steps, or the network's position in its epochs.
+        guard step >= 0, step <= Self.maximumSteps else { throw invalid("step", "\(step); expected 0 to \(Self.maximumSteps)") }
+        guard optimizerStep == step else { throw invalid("optimizerStep", "\(optimizerStep) but step is \(step)") }
+        guard epoch >= 0, epoch <= step else { throw invalid("epoch", "\(epoch); expected 0 to step (\(step))") }
+        guard records.count <= epoch else { throw invalid("records", "\(records.count) records for \(epoch) epochs") }
+        for (i, record) in records.enumerated() where !(1...epoch).contains(record.epoch) || !(0...step).contains(record.step) {
+            throw invalid("records[\(i)]", "epoch \(record.epoch), step \(record.step); the checkpoint is at epoch \(epoch), step \(step)")
+        }
+        if isNeuron {
+            guard position == nil else { throw invalid("position", "the neuron has no epoch order; expected none") }
+            guard epoch == step else { throw invalid("epoch", "\(epoch); the neuron's epochs are its steps (\(step))") }
+            let iterations = config.training.iterations ?? config.training.epochs
+            guard step <= iterations else { throw invalid("step", "\(step) steps, more than the run's \(iterations)") }
+        } else {
+            guard let position else { throw invalid("position", "missing; a network's checkpoint saves its epoch order and generator") }
+            try position.validate(step: step, epoch: epoch, file: file)
+            // The schedule and the progress count in steps: epochs (and a step schedule's interval) × batches.
+            let perEpoch = position.batches.batchesPerEpoch
+            for (key, epochs) in [
+                ("config.training.epochs", config.training.epochs), ("config.optimizer.schedule.every", config.optimizer.schedule.every ?? 1),
+            ] {
+                let (steps, overflow) = epochs.multipliedReportingOverflow(by: perEpoch)
+                guard !overflow, steps <= Self.maximumSteps else {
+                    throw invalid(key, "\(epochs) epochs of \(perEpoch) steps are more than \(Self.maximumSteps) steps")
+                }
+            }
+        }
+
+        try preprocessing.validate(features: featureNames.count, file: file)
+    }
+
+    /// Every element of a float tensor finite, in the run's precision.
+    private func checkFinite(_ entry: SafeTensors.Entry, dtype: SafeTensors.DType, file: String) throws(CheckpointError) {
+        guard entry.dtype == dtype else {
+            throw .invalidState(
+                path: file, field: entry.name, reason: "\(entry.dtype.rawValue) but the run's precision is \(precision) (\(dtype.rawValue))")
+        }
+        let index: Int?
+        switch dtype {
+        case .f32: index = SafeTensors.words(entry.bytes, as: UInt32.self).firstIndex { !Float(bitPattern: $0).isFinite }
+        default: index = SafeTensors.words(entry.bytes, as: UInt64.self).firstIndex { !Double(bitPattern: $0).isFinite }
+        }
+        if let index {
+            throw .invalidState(
+                path: file, field: entry.name,
+                reason: "element \(index) is not finite (NaN or infinity): these weights cannot be evaluated, predicted with or trained on")
+        }
+    }
+}
+
+extension TrainingPosition {
+    /// The position against itself and the checkpoint's `step` and `epoch`.
+    func validate(step: Int, epoch: Int, file: String) throws(CheckpointError) {
+        func invalid(_ field: String, _ reason: String) -> CheckpointError { .invalidState(path: file, field: "position.\(field)", reason: reason) }
+        let perEpoch = batches.batchesPerEpoch
+        guard (0..<perEpoch).contains(batchIndex) else {
+            throw invalid("batchIndex", "\(batchIndex); expected 0 to \(perEpoch - 1) (\(perEpoch) batches per epoch)")
+        }
+        guard self.epoch == epoch else { throw invalid("epoch", "\(self.epoch) but epoch is \(epoch)") }
+        guard stepsTaken == step else { throw invalid("stepsTaken", "\(stepsTaken) but step is \(step)") }
+        // Every epoch has the same batches, so the steps follow from the epoch and the batch.
+        let (done, overflow) = self.epoch.multipliedReportingOverflow(by: perEpoch)
+        guard !overflow, done + batchIndex == stepsTaken else {
+            throw invalid(
+                "stepsTaken",
+                "\(stepsTaken) but \(self.epoch) epochs of \(perEpoch) batches and \(batchIndex) more make \(overflow ? "more than Int.max" : "\(done + batchIndex)")"
+            )
+        }
+        // The sums are cleared when the next epoch's first step starts: at an epoch's end they still hold the whole epoch.
+        let progress = epochProgress
+        let batchesSummed = batchIndex == 0 && stepsTaken > 0 ? perEpoch : batchIndex
+        let samples = Swift.min(batchesSummed * batches.batchSize, batches.count)
+        guard progress.batches == batchesSummed else {
+            throw invalid(
+                "epochProgress.batches", "\(progress.batches); at batch \(batchIndex) of an epoch of \(perEpoch) the sums hold \(batchesSummed)")
+        }
+        guard progress.samples == samples else {
+            throw invalid("epochProgress.samples", "\(progress.samples); \(batchIndex) batches hold \(samples)")
+        }
+        guard (0...samples).contains(progress.correct) else {
+            throw invalid("epochProgress.correct", "\(progress.correct); expected 0 to \(samples)")
+        }
+        guard progress.lossSum.isFinite else { throw invalid("epochProgress.lossSum", "\(progress.lossSum); expected a finite number") }
+    }
+}
+
+extension Preprocessing {
+    /// Statistics for `features` columns, every number finite (a deviation positive).
+    func validate(features: Int, file: String) throws(CheckpointError) {
+        func invalid(_ reason: String) -> CheckpointError { .invalidState(path: file, field: "preprocessing", reason: reason) }
+        switch self {
+        case .none: break
+        case let .scale(factor):
+            guard factor.isFinite, factor != 0 else { throw invalid("scale factor \(factor); expected a finite number other than 0") }
+        case let .standardize(mean, deviation):
+            guard mean.count == features, deviation.count == features else {
+                throw invalid("\(mean.count) means and \(deviation.count) standard deviations for \(features) features")
+            }
+            guard mean.allSatisfy(\.isFinite) else { throw invalid("a mean is not finite") }
+            guard deviation.allSatisfy({ $0.isFinite && $0 > 0 }) else { throw invalid("a standard deviation is not a finite number above 0") }
+        }
+    }
+}
+
+extension RunConfig {
+    /// The ranges the config loader checks, for the keys a checkpoint's config is used by (the
+    /// loader itself also refuses keys of another kind, which a saved config holds with their defaults).
+    func validate(file: String) throws(CheckpointError) {
+        func check(_ ok: Bool, _ key: String, _ value: Any, _ expected: String) throws(CheckpointError) {
+            guard ok else { throw .invalidState(path: file, field: "config.\(key)", reason: "\(value); expected \(expected)") }
+        }
+        let o = optimizer, t = training
+        if model.neuron == nil { try check(!model.layers.isEmpty, "model.layers", "no layers", "at least one layer") }
+        for (i, layer) in model.layers.enumerated() { try check(layer.units >= 1, "model.layers[\(i)].units", layer.units, "1 or more") }
+        if let inputs = model.inputs { try check(inputs >= 1, "model.inputs", inputs, "1 or more") }
+        try check(t.epochs >= 1 && t.epochs <= CheckpointState.maximumSteps, "training.epochs", t.epochs, "1 to \(CheckpointState.maximumSteps)")
+        if let n = t.iterations {
+            try check(n >= 1 && n <= CheckpointState.maximumSteps, "training.iterations", n, "1 to \(CheckpointState.maximumSteps)")
+        }
+        try check(t.batchSize >= 1, "training.batchSize", t.batchSize, "1 or more")
+        try check(
+            (1...CheckpointState.maximumBLASThreads).contains(t.blasThreads), "training.blasThreads", t.blasThreads,
+            "1 to \(CheckpointState.maximumBLASThreads)")
+        try check(output.checkpointEvery >= 1, "output.checkpointEvery", output.checkpointEvery, "1 or more")
+        try check(o.learningRate.isFinite && o.learningRate > 0, "optimizer.learningRate", o.learningRate, "a finite number above 0")
+        try check(o.momentum >= 0 && o.momentum < 1, "optimizer.momentum", o.momentum, "in [0, 1)")
+        try check(o.beta1 >= 0 && o.beta1 < 1, "optimizer.beta1", o.beta1, "in [0, 1)")
+        try check(o.beta2 >= 0 && o.beta2 < 1, "optimizer.beta2", o.beta2, "in [0, 1)")
+        try check(o.epsilon.isFinite && o.epsilon > 0, "optimizer.epsilon", o.epsilon, "a finite number above 0")
+        try check(o.weightDecay.isFinite && o.weightDecay >= 0, "optimizer.weightDecay", o.weightDecay, "a finite number 0 or more")
+        if let every = o.schedule.every { try check(every >= 1, "optimizer.schedule.every", every, "1 or more") }
+        if let factor = o.schedule.factor { try check(factor > 0 && factor <= 1, "optimizer.schedule.factor", factor, "in (0, 1]") }
+        if let floor = o.schedule.minimumFactor { try check(floor >= 0 && floor <= 1, "optimizer.schedule.minimumFactor", floor, "in [0, 1]") }
+        // The keys each data kind requires (the data reader relies on the loader having checked them).
+        let required: [(String, Bool)] =
+            switch data.kind {
+            case .csv: [("path", data.path != nil), ("labelColumn", data.labelColumn != nil)]
+            case .idx: [("trainImages", data.trainImages != nil), ("trainLabels", data.trainLabels != nil)]
+            case .synthetic: [("name", data.name != nil)]
+            case .sample: [("input", data.input != nil), ("target", data.target != nil)]
+            }
+        for (key, given) in required { try check(given, "data.\(key)", "nothing", "a value for a \(data.kind.rawValue) dataset") }
+        try check((data.testImages == nil) == (data.testLabels == nil), "data.testImages", "one of testImages and testLabels", "both or neither")
+        try check((model.neuron != nil) == (data.kind == .sample), "data.kind", data.kind.rawValue, "sample for the neuron, and only for it")
+        if let split = data.validationSplit { try check(split >= 0 && split < 1, "data.validationSplit", split, "in [0, 1)") }
+        if let limit = data.limit { try check(limit >= 1, "data.limit", limit, "1 or more") }
+        if let count = data.count { try check(count >= 1, "data.count", count, "1 or more") }
+    }
+}
