@@ -133,6 +133,20 @@ struct TrainCommandTests {
         let rows = predicted.stdout.split(separator: "\n")
         #expect(rows.count == 151 && rows[0] == "row,class,p_setosa,p_versicolor,p_virginica")
         #expect(rows[1].hasPrefix("1,setosa,"))
+        // Held-out rows in a file of their own, of another count and other statistics: evaluated
+        // with the checkpoint's preprocessing, from another directory than the training's.
+        let base = try scratchDirectory("held-out")
+        let lines = try String(contentsOfFile: dataDirectory + "/iris.csv", encoding: .utf8).split(separator: "\n")
+        try ([lines[0]] + lines.dropFirst().enumerated().filter { $0.offset % 5 == 0 }.map(\.element)).joined(separator: "\n")
+            .appending("\n").write(toFile: base + "/held-out.csv", atomically: true, encoding: .utf8)
+        try (try String(contentsOfFile: dataDirectory + "/iris.yaml", encoding: .utf8)).replacingOccurrences(of: "iris.csv", with: "held-out.csv")
+            .write(toFile: base + "/held-out.yaml", atomically: true, encoding: .utf8)
+        let heldOut = try runNeuron(["evaluate", out, "--data", base + "/held-out.yaml"])
+        #expect(heldOut.status == 0, "\(heldOut.stderr)")
+        #expect(heldOut.stdout.contains("on 30 data rows") && heldOut.stdout.contains("confusion matrix"), "\(heldOut.stdout)")
+        // The saved config names its data by absolute path.
+        let saved = try String(contentsOfFile: out + "/checkpoint.json", encoding: .utf8)
+        #expect(saved.contains("\"path\" : \"\(dataDirectory)/iris.csv\""), "\(saved.prefix(2000))")
     }
 
     @Test("gradcheck passes on a configured network and fails with zero tolerance")

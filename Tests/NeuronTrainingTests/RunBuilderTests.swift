@@ -133,4 +133,13 @@ struct RunBuilderTests {
         narrow.model.layers[1].units = 2
         #expect(throws: RunError.invalid("the last layer has 2 units but the data has 3 targets per sample")) { try RunBuilder.build(narrow) }
     }
+
+    @Test("Data paths saved with a checkpoint are absolute, resolved against the working directory")
+    func absoluteDataPaths() {
+        var data = DataConfig(kind: .idx)
+        (data.path, data.trainImages, data.trainLabels, data.testImages, data.testLabels) = ("a.csv", "/abs/b", "../c", "./d", nil)
+        let resolved = data.withAbsolutePaths(relativeTo: "/work/run")
+        #expect(resolved.path == "/work/run/a.csv" && resolved.trainImages == "/abs/b" && resolved.trainLabels == "/work/c")
+        #expect(resolved.testImages == "/work/run/d" && resolved.testLabels == nil)
+    }
 }
