@@ -11,19 +11,29 @@ struct Evaluate: ParsableCommand {
     @Argument(help: "The run directory or its checkpoint file.")
     var checkpoint: String
 
-    @Option(help: "Evaluate on the data of this config instead of the checkpoint's own.")
+    @Option(help: "Evaluate on the data of this config (its test rows, else all its rows), preprocessed as in training.")
     var data: String?
 
     func run() throws {
         let saved = try Checkpoint.read(checkpoint)
-        var config = saved.state.config
-        if let data { config.data = try ConfigLoader.load(data).data }
-        BLAS.threadCount = config.training.blasThreads
-        let run = try RunBuilder.build(config, resume: saved)
-        guard let (name, evaluation) = try run.engine.finalEvaluation() else {
-            throw RunError.invalid("\(saved.path): this run has no test or validation rows to evaluate on")
+        BLAS.threadCount = saved.state.config.training.blasThreads
+        let name: String, evaluation: Evaluation
+        if let data {
+            // Other rows: the model as trained, their features preprocessed with its statistics.
+            (name, evaluation) = try RunBuilder.evaluation(of: saved, on: try ConfigLoader.load(data).data)
+        } else {
+            let run: Run
+            do {
+                run = try RunBuilder.build(saved.state.config, resume: saved)
+            } catch let RunError.checkpointMismatch(path, reason) {
+                throw RunError.invalid("\(path): cannot evaluate: \(reason)")
+            }
+            guard let found = try run.engine.finalEvaluation() else {
+                throw RunError.invalid("\(saved.path): this run has no test or validation rows to evaluate on")
+            }
+            (name, evaluation) = found
         }
-        print("\(run.engine.title) at epoch \(saved.state.epoch), step \(saved.state.step), on \(evaluation.count) \(name) rows")
+        print("\(saved.state.network) at epoch \(saved.state.epoch), step \(saved.state.step), on \(evaluation.count) \(name) rows")
         print("  loss      \(evaluation.loss)")
         if let accuracy = evaluation.accuracy { print("  accuracy  \(accuracy)") }
         if let confusion = evaluation.confusion {

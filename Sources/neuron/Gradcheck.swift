@@ -64,10 +64,23 @@ struct Gradcheck: ParsableCommand {
             // A zero tolerance makes severities infinite, and a broken network's gradients may be
             // NaN: written as strings, as the progress JSON does, since JSON has no such numbers.
             encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
-            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+            print(String(decoding: try encoder.encode(Verdict(report: report)), as: UTF8.self))
         } else {
             print(report)
         }
         if !report.passed { throw ExitCode(1) }
+    }
+}
+
+/// `gradcheck --json`'s object: the report's keys with the verdict, `passed`, beside them.
+private struct Verdict: Encodable {
+    let report: GradientCheckReport
+
+    private enum Key: String, CodingKey { case passed }
+
+    func encode(to encoder: any Encoder) throws {
+        try report.encode(to: encoder)
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(report.passed, forKey: .passed)
     }
 }

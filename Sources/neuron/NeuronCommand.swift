@@ -15,6 +15,7 @@ struct NeuronCommand: AsyncParsableCommand {
     /// Parses and runs a command. A bad argument, config, data file or checkpoint exits with
     /// status 2 and a message naming what is wrong (ArgumentParser's own usage status is 64).
     static func main() async {
+        StopSignals.install()
         do {
             var command = try parseAsRoot()
             if var command = command as? AsyncParsableCommand {

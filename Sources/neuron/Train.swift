@@ -9,7 +9,8 @@ struct Train: AsyncParsableCommand {
         abstract: "Train a network (or the single neuron) from a YAML or JSON config.",
         discussion: """
             Writes checkpoint.safetensors (tensors and run state in one file), metrics.csv, curves.svg and summary.json
-            to the run directory. Ctrl-C finishes the current step, writes a checkpoint and exits 130;
+            to the run directory. Ctrl-C (SIGINT), SIGTERM and SIGHUP finish the current step, write a
+            checkpoint and exit 128 + the signal (130, 143, 129);
             --resume goes on from it with exactly the numbers of an uninterrupted run.
             """)
 
@@ -56,24 +57,40 @@ struct Train: AsyncParsableCommand {
         if let batchSize { config.training.batchSize = batchSize }
         if let learningRate { config.optimizer.learningRate = learningRate }
         if let seed { config.training.seed = seed }
+        // Absolute: the checkpoint saves the config, and is read from anywhere.
+        config.data = config.data.withAbsolutePaths()
         let checkpoint = try resume.map(Checkpoint.read)
+        if let checkpoint {
+            for line in try ResumeSettings.changes(from: checkpoint, to: config) { FileHandle.standardError.write(Data("neuron: \(line)\n".utf8)) }
+        }
         let name = ((self.config as NSString).lastPathComponent as NSString).deletingPathExtension
         let directory = output ?? checkpoint?.path ?? config.output.directory ?? "runs/\(name)"
         let outputs = RunOutputs(directory: directory)
         if checkpoint == nil && outputs.holdsRun { throw RunError.outputExists(path: directory) }
-        try outputs.prepare()
         BLAS.threadCount = config.training.blasThreads
+        let run = try RunBuilder.build(config, resume: checkpoint)
+        if let checkpoint, run.engine.isFinished {
+            let length = config.model.neuron == nil ? "\(checkpoint.state.epoch) epochs" : "\(checkpoint.state.step) iterations"
+            FileHandle.standardError.write(
+                Data("neuron: \(checkpoint.path) already finished its \(length); nothing to do (give a larger --epochs to train on)\n".utf8))
+            return
+        }
+
+        try outputs.prepare()
+        // Held until the process ends: two runs into one directory would replace each other's files.
+        let lock = try outputs.lock()
+        // Checked again under the lock: a run started a moment earlier may have finished since.
+        if checkpoint == nil && outputs.holdsRun { throw RunError.outputExists(path: directory) }
+        outputs.removeStaleTemporaryFiles(lockHeld: true)
 
         let style: TrainingSession.Style = json ? .json : quiet ? .quiet : isatty(STDOUT_FILENO) != 0 ? .live : .plain(every: .seconds(5))
-        let run = try RunBuilder.build(config, resume: checkpoint)
         let session = TrainingSession(outputs: outputs, style: style, configPath: self.config, write: writeOut)
-        // Ctrl-C: finish the current step, write a checkpoint, say where, exit 130.
-        signal(SIGINT, SIG_IGN)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)
-        interrupt.setEventHandler { MainActor.assumeIsolated { session.stop() } }
-        interrupt.resume()
-        defer { interrupt.cancel() }
+        // Ctrl-C, SIGTERM, SIGHUP: finish the current step, write a checkpoint, say where, exit 128 + the signal.
+        StopSignals.onStop { _ in DispatchQueue.main.async { MainActor.assumeIsolated { session.stop() } } }
+        defer { StopSignals.onStop(nil) }
         let status = try await session.train(run)
+        withExtendedLifetime(lock) {}
+        if status == 130 { throw ExitCode(StopSignals.stoppedStatus) }
         if status != 0 { throw ExitCode(status) }
     }
 }

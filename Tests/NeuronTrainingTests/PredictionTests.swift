@@ -32,4 +32,12 @@ struct PredictionTests {
         }
         #expect(lines[1].hasPrefix("1,setosa,"))  // an unmistakable setosa, after five epochs
     }
+
+    @Test("CSV fields are quoted as RFC 4180 says when they hold a comma, a quote or a line break")
+    func csvFields() {
+        #expect(Prediction<Float>.field("setosa") == "setosa")
+        #expect(Prediction<Float>.field("Iris setosa, Fisher") == "\"Iris setosa, Fisher\"")
+        #expect(Prediction<Float>.field("p_say \"hi\"") == "\"p_say \"\"hi\"\"\"")
+        #expect(Prediction<Float>.field("two\nlines") == "\"two\nlines\"")
+    }
 }

@@ -215,4 +215,56 @@ struct RunOutputsTests {
         try Checkpoint(run.engine, config: run.config, preprocessing: run.preprocessing).write(to: outputs.directory)
         #expect(outputs.holdsRun)
     }
+
+    // MARK: The run directory
+
+    @Test("An output path that cannot be a run directory: one line naming the path and the problem")
+    func unusableDirectory() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let file = try directory.write([1], "file")
+        func message(_ path: String) -> String {
+            do {
+                try RunOutputs(directory: path).prepare()
+                return "no error"
+            } catch { return error.description }
+        }
+        #expect(message(file) == "\(file): cannot use as the run directory: it is a file, not a directory; choose another --output")
+        #expect(message("/dev/null") == "/dev/null: cannot use as the run directory: it is a file, not a directory; choose another --output")
+        #expect(message(file + "/run").contains("(at \(file)): it is a file, not a directory"))
+        let long = directory.path + "/" + String(repeating: "a", count: 300)
+        #expect(message(long) == "\(long): cannot use as the run directory: File name too long; choose another --output")
+        #expect(message(directory.path + "/new/run") == "no error")
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/new/run"))
+    }
+
+    @Test("The lock admits one process's run at a time, and is free again once released")
+    func lock() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let outputs = RunOutputs(directory: directory.path)
+        var held: RunDirectoryLock? = try outputs.lock()
+        // flock locks belong to the open file: a second open, even in this process, is refused.
+        #expect(throws: RunError.self) { try outputs.lock() }
+        do {
+            _ = try outputs.lock()
+        } catch {
+            #expect(error.description.contains("another neuron process is training into this run directory"))
+        }
+        withExtendedLifetime(held) {}
+        held = nil
+        #expect(throws: Never.self) { _ = try outputs.lock() }
+    }
+
+    @Test("Temporary files left by a killed writer are removed: all under the lock, else only a dead process's")
+    func staleTemporaryFiles() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let dead = ".checkpoint.json.tmp-2147483646-0", alive = ".metrics.csv.tmp-1-3", own = ".curves.svg.tmp-\(getpid())-0"
+        for name in [dead, alive, own, ".hidden", "checkpoint.json"] { _ = try directory.write([1], name) }
+        let outputs = RunOutputs(directory: directory.path)
+        #expect(outputs.removeStaleTemporaryFiles(lockHeld: false) == [dead])
+        #expect(outputs.removeStaleTemporaryFiles(lockHeld: true) == [alive])
+        #expect(try directory.names() == [".curves.svg.tmp-\(getpid())-0", ".hidden", "checkpoint.json"])
+    }
 }

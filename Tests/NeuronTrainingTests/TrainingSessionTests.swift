@@ -1,5 +1,6 @@
 import Foundation
 import NeuronCore
+import Synchronization
 import Testing
 
 @testable import NeuronTraining
@@ -87,9 +88,12 @@ struct TrainingSessionTests {
                 training: {epochs: 50, batchSize: 16, precision: double, seed: 1}
                 """))
         let transcript = Transcript()
-        let session = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "sine.yaml", write: transcript.write)
+        let errors = Transcript()
+        let session = TrainingSession(
+            outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "sine.yaml", write: transcript.write, writeError: errors.write)
         #expect(try await session.train(run) == 1)
-        #expect(transcript.text.contains("diverged at step"))
+        // On standard error, not in the progress (which a --json consumer parses).
+        #expect(errors.text.contains("diverged at step") && !transcript.text.contains("diverged"))
         let saved = try Checkpoint.read(directory.path)
         try #require(saved.state.epoch >= 1, "the run diverged in its first epoch: nothing to keep")
         let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
@@ -102,5 +106,59 @@ struct TrainingSessionTests {
         #expect(further.epoch == saved.state.epoch && !further.isFinished)
         #expect(try String(contentsOfFile: directory.file("metrics.csv"), encoding: .utf8).split(separator: "\n").count == saved.state.epoch + 1)
         #expect(!FileManager.default.fileExists(atPath: directory.file("summary.json")))
+    }
+
+    @Test(
+        "A checkpoint the disk refuses stops the run at once: one message naming the file and the reason, exit 1, the previous checkpoint resumable")
+    func diskFull() async throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        // Long enough for three checkpoints (one per batch of epoch ends the writer takes).
+        let config = try xorConfig(epochs: 200_000, extra: "output: {checkpointEvery: 1}")
+        // The third checkpoint finds the disk full, before any of its bytes are written.
+        let checkpoints = Mutex(0)
+        var outputs = RunOutputs(directory: directory.path)
+        let target = directory.file("checkpoint.safetensors")
+        outputs.beforeWrite = { name in
+            guard name == "checkpoint.safetensors" else { return }
+            let count = checkpoints.withLock {
+                $0 += 1; return $0
+            }
+            if count == 3 {
+                throw CheckpointError.writeFailed(path: target, reason: "writing the temporary file: No space left on device")
+            }
+        }
+        let transcript = Transcript(), errors = Transcript()
+        let session = TrainingSession(outputs: outputs, style: .quiet, configPath: "xor.yaml", write: transcript.write, writeError: errors.write)
+        #expect(try await session.train(try RunBuilder.build(config)) == 1)
+        #expect(checkpoints.withLock { $0 } == 3, "the run went on writing after the failure")
+        #expect(errors.text.contains(directory.file("checkpoint.safetensors")) && errors.text.contains("No space left on device"), "\(errors.text)")
+        #expect(errors.text.components(separatedBy: "No space left").count == 2, "one message, not one per epoch: \(errors.text)")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("summary.json")))
+        // The previous checkpoint is whole, and resuming from it goes on as a run that never failed.
+        let saved = try Checkpoint.read(directory.path)
+        #expect(errors.text.contains("keeps the checkpoint of epoch \(saved.state.epoch)") && errors.text.contains("--resume \(directory.path)"))
+        let resumed = try RunBuilder.build(try xorConfig(epochs: saved.state.epoch + 3, extra: "output: {checkpointEvery: 1}"), resume: saved)
+        let quiet = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "xor.yaml", write: { _ in })
+        #expect(try await quiet.train(resumed) == 0)
+        let straight = try RunBuilder.build(try xorConfig(epochs: saved.state.epoch + 3)).engine
+        let uninterrupted = straightRun(try #require(straight as? NetworkTrainingEngine<Double, SGD<Double>>))
+        #expect(try savedTensors(directory.path) == tensors(of: uninterrupted, resumed))
+    }
+
+    @Test("By default checkpoints follow the clock: a short run writes one, at its end, not one per epoch")
+    func checkpointsByTime() async throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        #expect(try xorConfig(epochs: 200).output.checkpointEvery == nil && xorConfig(epochs: 200).output.checkpointSeconds == 30)
+        // An hour between checkpoints, so that no machine, however loaded, reaches one before the end.
+        let run = try RunBuilder.build(try xorConfig(epochs: 200, extra: "output: {checkpointSeconds: 3600}"))
+        let checkpoints = Mutex(0)
+        var outputs = RunOutputs(directory: directory.path)
+        outputs.beforeWrite = { name in if name == "checkpoint.safetensors" { checkpoints.withLock { $0 += 1 } } }
+        let session = TrainingSession(outputs: outputs, style: .quiet, configPath: "xor.yaml", write: { _ in })
+        #expect(try await session.train(run) == 0)
+        #expect(checkpoints.withLock { $0 } == 1)
+        #expect(try Checkpoint.read(directory.path).state.epoch == 200)
     }
 }

@@ -203,13 +203,16 @@ extension RunConfig {
         try check(
             (1...CheckpointState.maximumBLASThreads).contains(t.blasThreads), "training.blasThreads", t.blasThreads,
             "1 to \(CheckpointState.maximumBLASThreads)")
-        try check(output.checkpointEvery >= 1, "output.checkpointEvery", output.checkpointEvery, "1 or more")
+        if let every = output.checkpointEvery { try check(every >= 1, "output.checkpointEvery", every, "1 or more") }
+        try check(
+            output.checkpointSeconds.isFinite && output.checkpointSeconds > 0, "output.checkpointSeconds", output.checkpointSeconds,
+            "a finite number above 0")
         try check(o.learningRate.isFinite && o.learningRate > 0, "optimizer.learningRate", o.learningRate, "a finite number above 0")
         try check(o.momentum >= 0 && o.momentum < 1, "optimizer.momentum", o.momentum, "in [0, 1)")
         try check(o.beta1 >= 0 && o.beta1 < 1, "optimizer.beta1", o.beta1, "in [0, 1)")
         try check(o.beta2 >= 0 && o.beta2 < 1, "optimizer.beta2", o.beta2, "in [0, 1)")
         try check(o.epsilon.isFinite && o.epsilon > 0, "optimizer.epsilon", o.epsilon, "a finite number above 0")
-        try check(o.weightDecay.isFinite && o.weightDecay >= 0, "optimizer.weightDecay", o.weightDecay, "a finite number 0 or more")
+        try check(o.weightDecay.isFinite && o.weightDecay >= 0, "optimizer.weightDecay", o.weightDecay, "a finite number above 0")
         if let every = o.schedule.every { try check(every >= 1, "optimizer.schedule.every", every, "1 or more") }
         if let factor = o.schedule.factor { try check(factor > 0 && factor <= 1, "optimizer.schedule.factor", factor, "in (0, 1]") }
         if let floor = o.schedule.minimumFactor { try check(floor >= 0 && floor <= 1, "optimizer.schedule.minimumFactor", floor, "in [0, 1]") }

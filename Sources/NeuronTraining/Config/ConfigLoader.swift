@@ -356,7 +356,9 @@ private struct ConfigChecker {
         try validateData(config.data, isNeuron: config.model.neuron != nil)
         try validateOptimizer(config.optimizer, isNeuron: config.model.neuron != nil)
         try validateTraining(config.training)
-        try atLeastOne(config.output.checkpointEvery, at: "output.checkpointEvery")
+        if let every = config.output.checkpointEvery { try atLeastOne(every, at: "output.checkpointEvery") }
+        let seconds = config.output.checkpointSeconds
+        try require(seconds.isFinite && seconds > 0, "a number greater than 0", at: "output.checkpointSeconds", found: "\(seconds)")
     }
 
     func validateModel(_ model: inout ModelConfig) throws(ConfigError) {

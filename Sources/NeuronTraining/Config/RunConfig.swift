@@ -257,8 +257,13 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
 public struct OutputConfig: Sendable, Equatable, Codable {
     /// The run directory (relative to the current directory); default `runs/<config file name>`.
     public var directory: String?
-    /// Write a checkpoint every this many epochs (and always at the end); at least 1.
-    public var checkpointEvery: Int = 1
+    /// Write a checkpoint every this many epochs (and always at the end); at least 1. When absent,
+    /// checkpoints follow `checkpointSeconds`.
+    public var checkpointEvery: Int?
+    /// Without `checkpointEvery`: write a checkpoint at the first epoch end this many seconds
+    /// after the last one (and always at the end and on a stop signal); > 0, default 30. Each
+    /// checkpoint is flushed to disk, which costs more than a small epoch.
+    public var checkpointSeconds: Double = 30
 
     public init() {}
 }
@@ -455,12 +460,13 @@ extension TrainingConfig: DefaultedConfigSection {
 }
 
 extension OutputConfig: DefaultedConfigSection {
-    enum CodingKeys: String, CodingKey, CaseIterable { case directory, checkpointEvery }
+    enum CodingKeys: String, CodingKey, CaseIterable { case directory, checkpointEvery, checkpointSeconds }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
         switch key {
         case .directory: ConfigField(\.directory)
         case .checkpointEvery: ConfigField(\.checkpointEvery)
+        case .checkpointSeconds: ConfigField(\.checkpointSeconds)
         }
     }
 }

@@ -22,15 +22,22 @@ public enum Prediction<Scalar: TensorScalar> {
         let y = try network.forward(x)
         var lines: [String]
         if let classes = checkpoint.state.classNames {
-            lines = ["row,class," + classes.map { "p_\($0)" }.joined(separator: ",")]
+            lines = ["row,class," + classes.map { field("p_\($0)") }.joined(separator: ",")]
             for n in 0..<y.rows {
                 let best = ConfusionMatrix.argmax(y, row: n)
-                lines.append("\(n + 1),\(classes[best])," + (0..<y.columns).map { "\(y[n, $0])" }.joined(separator: ","))
+                lines.append("\(n + 1),\(field(classes[best]))," + (0..<y.columns).map { "\(y[n, $0])" }.joined(separator: ","))
             }
         } else {
             lines = ["row," + (0..<y.columns).map { "y\($0)" }.joined(separator: ",")]
             for n in 0..<y.rows { lines.append("\(n + 1)," + (0..<y.columns).map { "\(y[n, $0])" }.joined(separator: ",")) }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `text` as one CSV field (RFC 4180): quoted, its quotes doubled, when it holds a comma, a
+    /// quote or a line break, so that a class named `Iris setosa, Fisher` stays one column.
+    static func field(_ text: String) -> String {
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0.isNewline }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

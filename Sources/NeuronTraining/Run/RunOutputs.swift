@@ -3,6 +3,12 @@
 import Foundation
 import NeuronCore
 
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+
 /// What a finished (or stopped) run reports, as `summary.json`.
 public struct RunSummary: Sendable, Equatable, Codable {
     public var title: String
@@ -41,18 +47,79 @@ public struct RunSummary: Sendable, Equatable, Codable {
 public struct RunOutputs: Sendable {
     /// The run directory.
     public let directory: String
+    /// Called with a file's name before each write; a test makes it throw to play a full disk.
+    public var beforeWrite: @Sendable (_ name: String) throws -> Void = { _ in }
 
     public init(directory: String) { self.directory = directory }
 
     /// Creates the directory (and its parents) when missing.
-    public func prepare() throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    /// - Throws: ``RunError/invalid(_:)`` naming the directory and the system's reason when it
+    ///   cannot be created or is not a directory.
+    public func prepare() throws(RunError) {
+        var partial = directory.hasPrefix("/") ? "/" : ""
+        for component in directory.split(separator: "/") {
+            partial += partial.isEmpty || partial.hasSuffix("/") ? component : "/" + component
+            if mkdir(partial, 0o755) == 0 { continue }
+            let code = errno
+            var status = stat()
+            if code == EEXIST, stat(partial, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { continue }
+            let reason = code == EEXIST ? "it is a file, not a directory" : String(cString: strerror(code))
+            let what = partial == directory || partial == directory + "/" ? "" : " (at \(partial))"
+            throw .invalid("\(directory): cannot use as the run directory\(what): \(reason); choose another --output")
+        }
+    }
+
+    /// Takes the run directory for this process alone: an exclusive lock on its `.lock` file,
+    /// held until the returned lock is released. Creating the lock file also proves the directory
+    /// writable, before any training.
+    /// - Throws: ``RunError/invalid(_:)`` when another process holds it or it cannot be written.
+    public func lock() throws(RunError) -> RunDirectoryLock {
+        let file = path(".lock")
+        let fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw .invalid("\(directory): cannot write to the run directory (\(file): \(String(cString: strerror(errno))))")
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(fd)
+            if code == EWOULDBLOCK {
+                throw .invalid(
+                    "\(directory): another neuron process is training into this run directory (it holds \(file)); wait for it or choose another --output"
+                )
+            }
+            throw .invalid("\(directory): cannot lock the run directory (\(file): \(String(cString: strerror(code))))")
+        }
+        return RunDirectoryLock(fd: fd)
+    }
+
+    /// Removes the temporary files (`.name.tmp-<pid>-<n>`) that a killed writer left behind: those
+    /// of processes no longer alive, or, when `lockHeld` (no other process writes here), all but
+    /// this process's own.
+    /// - Returns: the names removed.
+    @discardableResult
+    public func removeStaleTemporaryFiles(lockHeld: Bool) -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var removed: [String] = []
+        for name in names where name.hasPrefix(".") {
+            guard let range = name.range(of: ".tmp-", options: .backwards) else { continue }
+            let parts = name[range.upperBound...].split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2, let pid = Int32(parts[0]), Int(parts[1]) != nil, pid != getpid() else { continue }
+            let alive = kill(pid, 0) == 0 || errno == EPERM
+            if (lockHeld || !alive) && unlink(path(name)) == 0 { removed.append(name) }
+        }
+        return removed
     }
 
     public func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
     /// Whether the directory already holds a run's checkpoint.
     public var holdsRun: Bool { FileManager.default.fileExists(atPath: path("checkpoint.safetensors")) }
+
+    /// The checkpoint, with the run's other files' failures: through ``beforeWrite``.
+    public func writeCheckpoint(_ checkpoint: Checkpoint) throws {
+        try beforeWrite("checkpoint.safetensors")
+        try checkpoint.write(to: directory)
+    }
 
     /// `metrics.csv`: one row per epoch.
     public func writeMetrics(_ records: [EpochRecord]) throws {
@@ -61,11 +128,13 @@ public struct RunOutputs: Sendable {
         for r in records {
             text += "\(r.epoch),\(r.step),\(r.trainingLoss),\(cell(r.trainingAccuracy)),\(cell(r.validationLoss)),\(cell(r.validationAccuracy))\n"
         }
+        try beforeWrite("metrics.csv")
         try AtomicFile.write(text, to: path("metrics.csv"))
     }
 
     /// `curves.svg`: loss and accuracy per epoch, training and validation.
     public func writeCurves(_ records: [EpochRecord], title: String) throws {
+        try beforeWrite("curves.svg")
         try AtomicFile.write(Curves.svg(records, title: title), to: path("curves.svg"))
     }
 
@@ -73,8 +142,16 @@ public struct RunOutputs: Sendable {
     public func writeSummary(_ summary: RunSummary) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        try beforeWrite("summary.json")
         try AtomicFile.write(Array(try encoder.encode(summary)), to: path("summary.json"))
     }
+}
+
+/// The exclusive lock of a run directory, released when this is deinitialized (or the process ends).
+public final class RunDirectoryLock: Sendable {
+    private let fd: Int32
+    init(fd: Int32) { self.fd = fd }
+    deinit { close(fd) }
 }
 
 /// Line charts as plain SVG: one panel for loss, one for accuracy (when there is any).

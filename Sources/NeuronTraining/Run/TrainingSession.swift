@@ -20,31 +20,45 @@ public final class TrainingSession {
     /// The config's path, for the resume hint.
     public let configPath: String
     private let write: @MainActor (String) -> Void
+    /// Where failures are said (standard error): a divergence, a write the disk refused.
+    private let writeError: @MainActor (String) -> Void
     private var stopRequested: (@MainActor () -> Void)?
     /// When metrics and curves were last written, and how many epochs they held.
     private var lastEpochFiles: (at: ContinuousClock.Instant, epochs: Int)?
+    /// When the last checkpoint was written (or the run started), and at which epoch.
+    private var lastCheckpoint: (at: ContinuousClock.Instant, epoch: Int?) = (.now, nil)
+    /// The newest epoch end kept but not yet written (checkpoints by time skip some).
+    private var unwritten: (any TrainingEngine)?
+    /// The first write that failed: the run stops at it rather than go on without checkpoints.
+    private var writeFailure: (any Error)?
 
-    public init(outputs: RunOutputs, style: Style, configPath: String, write: @escaping @MainActor (String) -> Void) {
-        (self.outputs, self.style, self.configPath, self.write) = (outputs, style, configPath, write)
+    public init(
+        outputs: RunOutputs, style: Style, configPath: String, write: @escaping @MainActor (String) -> Void,
+        writeError: @escaping @MainActor (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
+    ) {
+        (self.outputs, self.style, self.configPath, self.write, self.writeError) = (outputs, style, configPath, write, writeError)
     }
 
     /// Asks the run to stop at the end of its current step (Ctrl-C).
     public func stop() { stopRequested?() }
 
     /// Trains `run` to its end and writes what the end calls for.
-    /// - Returns: the exit status: 0 finished, 130 stopped (checkpoint written), 1 diverged or failed.
+    /// - Returns: the exit status: 0 finished, 130 stopped (checkpoint written), 1 diverged, failed,
+    ///   or stopped because a file of the run directory could not be written (the disk is full).
     public func train(_ run: Run) async throws -> Int32 {
         try await train(run.engine, of: run)
     }
 
     private func train<Engine: TrainingEngine>(_ engine: Engine, of run: Run) async throws -> Int32 {
-        let model = TrainingViewModel(engine: engine, epochEndsEvery: run.config.output.checkpointEvery)
+        // By time (the default), every epoch end is kept and the writer picks the newest when due.
+        let model = TrainingViewModel(engine: engine, epochEndsEvery: run.config.output.checkpointEvery ?? 1)
         stopRequested = { model.handle(event: .stop) }
         defer { stopRequested = nil }
-        lastEpochFiles = nil
+        (lastEpochFiles, lastCheckpoint, unwritten, writeFailure) = (nil, (.now, nil), nil, nil)
         let epochFiles = Task { @MainActor in
             for await _ in Observations({ (model.viewState.records.count, model.epochEnds.count) }) where !Task.isCancelled {
                 self.writeEpochFiles(model.takeEpochEnds(), records: model.viewState.records, of: run)
+                if self.writeFailure != nil { model.handle(event: .stop) }
             }
         }
         let mode: ProgressView<TrainingViewModel<Engine>>.Mode =
@@ -64,6 +78,15 @@ public final class TrainingSession {
         await epochFiles.value
         let pending = model.takeEpochEnds()
         guard let ended = model.engine else { return 1 }
+        if let writeFailure {
+            // The disk refused a write: stop there, keeping the last checkpoint that was written.
+            let kept = lastCheckpoint.epoch.map { "the checkpoint of epoch \($0)" } ?? "its checkpoint from before this run"
+            let resume = "neuron train \(configPath) --resume \(outputs.directory)"
+            writeError(
+                "neuron: \(writeFailure)\nneuron: training stopped at epoch \(ended.epoch); \(outputs.directory) keeps \(kept); make room, then resume with: \(resume)\n"
+            )
+            return 1
+        }
 
         let checkpoint = Checkpoint(ended, config: run.config, preprocessing: run.preprocessing)
         var summary = RunSummary(
@@ -82,7 +105,7 @@ public final class TrainingSession {
             // The final checkpoint replaces any pending one: it is the same file, later.
             try outputs.writeMetrics(ended.records)
             try outputs.writeCurves(ended.records, title: ended.title)
-            try checkpoint.write(to: outputs.directory)
+            try outputs.writeCheckpoint(checkpoint)
             summary.checkpoint = outputs.path("checkpoint.safetensors")
             if final.phase == .finished, let (name, evaluation) = try ended.finalEvaluation() {
                 (summary.evaluatedOn, summary.evaluationLoss, summary.evaluationAccuracy) = (name, evaluation.loss, evaluation.accuracy)
@@ -93,30 +116,43 @@ public final class TrainingSession {
         default:
             // Diverged or failed: the run directory keeps the last good epoch end (the diverged
             // step never completes an epoch), written now if the writer had not got to it.
-            writeEpochFiles(pending, records: final.records, of: run)
-            write("neuron: training \(final.phase); the run directory keeps what was written before (\(outputs.directory))\n")
+            writeEpochFiles(pending, records: final.records, of: run, checkpointNow: true)
+            if let writeFailure { writeError("neuron: \(writeFailure)\n") }
+            writeError("neuron: training \(final.phase); the run directory keeps what was written before (\(outputs.directory))\n")
             return 1
         }
     }
 
-    /// Writes what the epochs completed so far call for: a checkpoint of the newest engine kept at a
-    /// checkpoint epoch, with metrics and curves; otherwise metrics and curves when epochs were
-    /// added, at most every 2 s (each write is fsync'd, which costs more than a small epoch).
-    /// Each checkpoint replaces the one before, so of several kept only the newest is written.
-    private func writeEpochFiles<Engine: TrainingEngine>(_ kept: [Engine], records: [EpochRecord], of run: Run) {
-        // Snapshots and epoch ends arrive separately: the newest kept engine may be an epoch past the state's records.
-        let records = kept.last.map { $0.records.count > records.count ? $0.records : records } ?? records
+    /// Writes what the epochs completed so far call for: a checkpoint of the newest engine kept,
+    /// when one is due (every kept engine with `checkpointEvery`; otherwise once
+    /// `checkpointSeconds` have passed since the last), with metrics and curves; otherwise metrics
+    /// and curves when epochs were added, at most every 2 s (each write is fsync'd, which costs
+    /// more than a small epoch). Each checkpoint replaces the one before, so of several kept only
+    /// the newest is written; `checkpointNow` writes it whether due or not (after a divergence,
+    /// the last good epoch end). After a failed write nothing more is written.
+    private func writeEpochFiles<Engine: TrainingEngine>(_ kept: [Engine], records: [EpochRecord], of run: Run, checkpointNow: Bool = false) {
+        guard writeFailure == nil else { return }
         let now = ContinuousClock.now
-        if kept.isEmpty {
+        if let last = kept.last { unwritten = last }
+        let checkpointDue =
+            checkpointNow || run.config.output.checkpointEvery != nil
+            || now - lastCheckpoint.at >= .seconds(run.config.output.checkpointSeconds)
+        let newest = checkpointDue ? unwritten : nil
+        // Snapshots and epoch ends arrive separately: the newest kept engine may be an epoch past the state's records.
+        let records = unwritten.map { $0.records.count > records.count ? $0.records : records } ?? records
+        if newest == nil {
             guard records.count > (lastEpochFiles?.epochs ?? 0), lastEpochFiles.map({ now - $0.at >= .seconds(2) }) ?? true else { return }
         }
         lastEpochFiles = (now, records.count)
         do {
             try outputs.writeMetrics(records)
             try outputs.writeCurves(records, title: run.engine.title)
-            if let newest = kept.last { try Checkpoint(newest, config: run.config, preprocessing: run.preprocessing).write(to: outputs.directory) }
+            if let newest {
+                try outputs.writeCheckpoint(Checkpoint(newest, config: run.config, preprocessing: run.preprocessing))
+                (lastCheckpoint, unwritten) = ((now, newest.epoch), nil)
+            }
         } catch {
-            FileHandle.standardError.write(Data("neuron: warning: \(error)\n".utf8))
+            writeFailure = error
         }
     }
 

@@ -1,0 +1,145 @@
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `neuron` executable beside the test bundle.
+private let neuronPath = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+    .appendingPathComponent("neuron").path
+
+/// XOR as in Data/xor.yaml but long enough to be stopped mid-run, checkpointing by time.
+private func longXOR(_ directory: String) throws -> String {
+    let config = directory + "/xor.yaml"
+    try """
+    model:
+      layers:
+        - {units: 4, activation: tanh}
+        - {units: 1, activation: tanh}
+    data: {kind: synthetic, name: xor}
+    optimizer: {kind: sgd, learningRate: 0.5}
+    training: {epochs: 100000000, batchSize: 4, precision: double, seed: 1}
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    return config
+}
+
+/// Whether process `pid` has taken over `signal` (caught or ignored), read from /proc.
+private func handles(_ pid: Int32, _ signal: Int32) -> Bool {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
+    for line in status.split(separator: "\n") where line.hasPrefix("SigIgn:") || line.hasPrefix("SigCgt:") {
+        if let mask = UInt64(line.split(separator: "\t").last ?? "", radix: 16), mask & (1 << UInt64(signal - 1)) != 0 { return true }
+    }
+    return false
+}
+
+@Suite("neuron train: signals, the run directory's lock, resuming with other settings, unusable outputs")
+struct TrainRunDirectoryTests {
+    @Test(
+        "SIGTERM and SIGHUP stop a run as Ctrl-C does: a checkpoint, the resume hint, exit 128 + the signal",
+        arguments: [(SIGTERM, Int32(143)), (SIGHUP, Int32(129))])
+    func stopSignals(signal: Int32, status: Int32) throws {
+        let base = try scratchDirectory("signal")
+        let out = base + "/run"
+        let run = try runNeuron(
+            ["train", try longXOR(base), "--output", out, "--json"], interruptWhen: { $0.contains("\"phase\":\"running\"") }, signal: signal)
+        #expect(run.status == status, "status \(run.status): \(run.stderr)")
+        #expect(try summary(out).phase == "stopped")
+        #expect(run.stdout.contains("\"checkpoint\":\"\(out)/checkpoint.safetensors\""), "\(run.stdout.suffix(500))")
+        // The checkpoint resumes.
+        let resumed = try runNeuron(["train", try longXOR(base), "--resume", out, "--epochs", "\(try summary(out).epochs + 3)", "--quiet"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+    }
+
+    @Test("A signal before training begins ends the process at once with a message and the same status")
+    func earlySignal() throws {
+        let base = try scratchDirectory("early")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: neuronPath)
+        process.arguments = ["train", try longXOR(base), "--output", base + "/run", "--quiet"]
+        let errURL = URL(fileURLWithPath: base + "/stderr")
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let err = try FileHandle(forWritingTo: errURL)
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        try err.close()
+        // As soon as the handler is in place (the first thing main does), before the config is read.
+        let deadline = Date().addingTimeInterval(20)
+        while !handles(process.processIdentifier, SIGTERM) && Date() < deadline && process.isRunning { usleep(100) }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let stderr = try String(contentsOf: errURL, encoding: .utf8)
+        #expect(process.terminationReason == .exit && process.terminationStatus == 143, "\(process.terminationReason) \(process.terminationStatus)")
+        // Either before the run began, or the run stopped with its checkpoint: never a silent death.
+        #expect(stderr.contains("stopped by SIGTERM") || (try? summary(base + "/run").phase) == "stopped", "\(stderr)")
+    }
+
+    @Test("Two trainings started together into one --output: one trains, the other exits 2 saying why")
+    func concurrentRuns() throws {
+        let base = try scratchDirectory("lock")
+        let out = base + "/run"
+        let results = Mutex<[(Int32, String)]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            let run = try? runNeuron(["train", dataDirectory + "/xor.yaml", "--output", out, "--quiet"])
+            results.withLock { $0.append((run?.status ?? -1, run?.stderr ?? "")) }
+        }
+        let all = results.withLock { $0 }.sorted { $0.0 < $1.0 }
+        #expect(all.map(\.0) == [0, 2], "\(all)")
+        let loser = all.last?.1 ?? ""
+        #expect(loser.contains("another neuron process is training into this run directory") || loser.contains("already holds a run"), "\(loser)")
+        #expect(try summary(out).phase == "finished")
+    }
+
+    @Test("Resuming: a changed batch size is refused, a changed learning rate said; a finished run has nothing to do")
+    func resumeSettings() throws {
+        let base = try scratchDirectory("settings")
+        let out = base + "/run"
+        #expect(try runNeuron(["train", dataDirectory + "/xor.yaml", "--output", out, "--epochs", "5", "--quiet"]).status == 0)
+        let before = try checkpointTensors(out)
+        let batch = try runNeuron(["train", dataDirectory + "/xor.yaml", "--resume", out, "--epochs", "9", "--batch-size", "2", "--quiet"])
+        #expect(batch.status == 2 && batch.stderr.contains("training.batchSize is 2 but the run was trained with 4"), "\(batch.stderr)")
+        #expect(try checkpointTensors(out) == before)
+        // Finished, and no larger --epochs: nothing happens, and no directory is made.
+        let elsewhere = base + "/elsewhere"
+        let done = try runNeuron(["train", dataDirectory + "/xor.yaml", "--resume", out, "--epochs", "5", "--output", elsewhere, "--quiet"])
+        #expect(done.status == 0 && done.stderr.contains("already finished its 5 epochs; nothing to do"), "\(done.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: elsewhere))
+        let rate = try runNeuron(["train", dataDirectory + "/xor.yaml", "--resume", out, "--epochs", "9", "--learning-rate", "0.25", "--quiet"])
+        #expect(rate.status == 0, "\(rate.stderr)")
+        #expect(rate.stderr == "neuron: optimizer.learningRate changed from 0.5 to 0.25\n")
+        #expect(try summary(out).epochs == 9)
+    }
+
+    @Test(
+        "An output that cannot be a run directory: exit 2 and one line naming it, no Foundation dump",
+        arguments: ["file", "/dev/null", "/proc/x", "long"])
+    func unusableOutput(kind: String) throws {
+        let base = try scratchDirectory("output")
+        let out: String
+        switch kind {
+        case "file":
+            out = base + "/file"
+            try Data().write(to: URL(fileURLWithPath: out))
+        case "long": out = base + "/" + String(repeating: "x", count: 300)
+        default: out = kind
+        }
+        let run = try runNeuron(["train", dataDirectory + "/xor.yaml", "--output", out, "--quiet"])
+        #expect(run.status == 2, "\(run.stderr)")
+        #expect(
+            run.stderr.hasPrefix("neuron: \(out): cannot use as the run directory") && run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
+        #expect(!run.stderr.contains("NSCocoaErrorDomain"))
+    }
+
+    @Test("Temporary files a killed run left behind are removed when the directory is next trained in")
+    func staleTemporaryFiles() throws {
+        let base = try scratchDirectory("stale")
+        let out = base + "/run"
+        #expect(try runNeuron(["train", dataDirectory + "/xor.yaml", "--output", out, "--epochs", "3", "--quiet"]).status == 0)
+        try Data([1]).write(to: URL(fileURLWithPath: out + "/.checkpoint.json.tmp-2147483646-4"))
+        let resumed = try runNeuron(["train", dataDirectory + "/xor.yaml", "--resume", out, "--epochs", "4", "--quiet"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.contains(".tmp-") }.isEmpty)
+    }
+}
