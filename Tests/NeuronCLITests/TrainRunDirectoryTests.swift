@@ -142,4 +142,45 @@ struct TrainRunDirectoryTests {
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.contains(".tmp-") }.isEmpty)
     }
+
+    @Test("A full disk (a 128 KB tmpfs) stops the run at the first failed write: one message, exit 1, the last checkpoint resumable")
+    func diskFull() throws {
+        let base = try scratchDirectory("full")
+        let mountPoint = base + "/disk"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mount = try runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=128k", "tmpfs", mountPoint])
+        guard mount == 0 else { return }  // no privilege to mount here: nothing to test with
+        defer { _ = try? runProcess("/bin/umount", [mountPoint]) }
+        let config = base + "/xor.yaml"
+        try (try String(contentsOfFile: try longXOR(base), encoding: .utf8)).replacingOccurrences(of: "100000000", with: "3000").replacingOccurrences(
+            of: "units: 4,", with: "units: 64,"
+        )
+        .appending("\noutput: {checkpointEvery: 1}\n").write(toFile: config, atomically: true, encoding: .utf8)
+        let run = try runNeuron(["train", config, "--output", mountPoint + "/run", "--quiet"])
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("No space left on device") && run.stderr.contains("make room, then resume with"), "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 2, "\(run.stderr)")
+        // With room again, the run resumes from the checkpoint it kept (when the disk took one
+        // before it filled: the first checkpoint may already be too large).
+        guard run.stderr.contains("keeps the checkpoint of epoch") else { return }
+        #expect(try runProcess("/bin/mount", ["-o", "remount,size=2m", mountPoint]) == 0)
+        // Known: with two checkpoint files, checkpoint.json can fail after checkpoint.safetensors
+        // was replaced, a torn pair; the single-file checkpoint (issue 10, its own part) ends that.
+        try withKnownIssue("a two-file checkpoint tears when the disk fills between its files", isIntermittent: true) {
+            let resumed = try runNeuron(["train", config, "--resume", mountPoint + "/run", "--quiet"])
+            #expect(resumed.status == 0, "\(resumed.stderr)")
+        }
+    }
+}
+
+/// Runs `executable` with `arguments`, output discarded; its exit status.
+private func runProcess(_ executable: String, _ arguments: [String]) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus
 }
