@@ -171,6 +171,21 @@ struct TrainRunDirectoryTests {
             #expect(resumed.status == 0, "\(resumed.stderr)")
         }
     }
+
+    @Test("--resume on a read-only run directory fails before training, naming the directory and the reason")
+    func readOnlyResume() throws {
+        let base = try scratchDirectory("read-only")
+        let mountPoint = base + "/disk"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard try runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint]) == 0 else { return }
+        defer { _ = try? runProcess("/bin/umount", [mountPoint]) }
+        let out = mountPoint + "/run"
+        #expect(try runNeuron(["train", dataDirectory + "/xor.yaml", "--output", out, "--epochs", "5", "--quiet"]).status == 0)
+        #expect(try runProcess("/bin/mount", ["-o", "remount,ro", mountPoint]) == 0)
+        let resumed = try runNeuron(["train", dataDirectory + "/xor.yaml", "--resume", out, "--epochs", "9", "--quiet"])
+        #expect(resumed.status == 2 && resumed.stdout.isEmpty, "\(resumed.stdout)")
+        #expect(resumed.stderr == "neuron: \(out): cannot write to the run directory (\(out)/.lock: Read-only file system)\n", "\(resumed.stderr)")
+    }
 }
 
 /// Runs `executable` with `arguments`, output discarded; its exit status.
