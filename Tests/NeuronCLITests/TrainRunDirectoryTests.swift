@@ -142,4 +142,71 @@ struct TrainRunDirectoryTests {
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.contains(".tmp-") }.isEmpty)
     }
+
+    @Test(
+        "A full disk (a 128 KB tmpfs) stops the run at the first failed write: one message, exit 1, the last checkpoint resumable",
+        .enabled(if: tmpfsMountable, "needs the privilege to mount a tmpfs"))
+    func diskFull() throws {
+        let base = try scratchDirectory("full")
+        let mountPoint = base + "/disk"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let mount = try runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=128k", "tmpfs", mountPoint])
+        try #require(mount == 0, "mounting a tmpfs failed")
+        defer { _ = try? runProcess("/bin/umount", [mountPoint]) }
+        let config = base + "/xor.yaml"
+        try (try String(contentsOfFile: try longXOR(base), encoding: .utf8)).replacingOccurrences(of: "100000000", with: "3000").replacingOccurrences(
+            of: "units: 4,", with: "units: 64,"
+        )
+        .appending("\noutput: {checkpointEvery: 1}\n").write(toFile: config, atomically: true, encoding: .utf8)
+        let run = try runNeuron(["train", config, "--output", mountPoint + "/run", "--quiet"])
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("No space left on device") && run.stderr.contains("make room, then resume with"), "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 2, "\(run.stderr)")
+        // With room again, the run resumes from the checkpoint it kept (when the disk took one
+        // before it filled: the first checkpoint may already be too large).
+        guard run.stderr.contains("keeps the checkpoint of epoch") else { return }
+        #expect(try runProcess("/bin/mount", ["-o", "remount,size=2m", mountPoint]) == 0)
+        // The checkpoint is one file, written in one rename: the disk filling cannot tear it.
+        let resumed = try runNeuron(["train", config, "--resume", mountPoint + "/run", "--quiet"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+    }
+
+    @Test(
+        "--resume on a read-only run directory fails before training, naming the directory and the reason",
+        .enabled(if: tmpfsMountable, "needs the privilege to mount a tmpfs"))
+    func readOnlyResume() throws {
+        let base = try scratchDirectory("read-only")
+        let mountPoint = base + "/disk"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        try #require(try runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint]) == 0, "mounting a tmpfs failed")
+        defer { _ = try? runProcess("/bin/umount", [mountPoint]) }
+        let out = mountPoint + "/run"
+        #expect(try runNeuron(["train", dataDirectory + "/xor.yaml", "--output", out, "--epochs", "5", "--quiet"]).status == 0)
+        #expect(try runProcess("/bin/mount", ["-o", "remount,ro", mountPoint]) == 0)
+        let resumed = try runNeuron(["train", dataDirectory + "/xor.yaml", "--resume", out, "--epochs", "9", "--quiet"])
+        #expect(resumed.status == 2 && resumed.stdout.isEmpty, "\(resumed.stdout)")
+        #expect(resumed.stderr == "neuron: \(out): cannot write to the run directory (\(out)/.lock: Read-only file system)\n", "\(resumed.stderr)")
+    }
+}
+
+/// Runs `executable` with `arguments`, output discarded; its exit status.
+/// Whether this machine lets the tests mount a tmpfs (root, with the privilege to mount).
+let tmpfsMountable: Bool = {
+    let probe = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-mount-probe-\(getpid())").path
+    guard (try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)) != nil else { return false }
+    defer { try? FileManager.default.removeItem(atPath: probe) }
+    guard (try? runProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe])) == 0 else { return false }
+    _ = try? runProcess("/bin/umount", [probe])
+    return true
+}()
+
+private func runProcess(_ executable: String, _ arguments: [String]) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus
 }

@@ -68,7 +68,7 @@ extension DataConfig {
         }
         var data = self
         (data.path, data.trainImages, data.trainLabels) = (absolute(path), absolute(trainImages), absolute(trainLabels))
-        (data.testImages, data.testLabels) = (absolute(testImages), absolute(testLabels))
+        (data.testPath, data.testImages, data.testLabels) = (absolute(testPath), absolute(testImages), absolute(testLabels))
         return data
     }
 }

@@ -58,7 +58,9 @@ public final class TrainingSession {
         let epochFiles = Task { @MainActor in
             for await _ in Observations({ (model.viewState.records.count, model.epochEnds.count) }) where !Task.isCancelled {
                 self.writeEpochFiles(model.takeEpochEnds(), records: model.viewState.records, of: run)
-                if self.writeFailure != nil { model.handle(event: .stop) }
+                // Once: a stop the view model ignores (it has stopped) changes its state, which
+                // would wake this loop again, for ever.
+                if self.writeFailure != nil, model.viewState.phase == .running { model.handle(event: .stop) }
             }
         }
         let mode: ProgressView<TrainingViewModel<Engine>>.Mode =

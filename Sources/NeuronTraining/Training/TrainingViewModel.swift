@@ -3,6 +3,7 @@
 // the step boundary where the run paused, stopped, finished or diverged. Because the engine is a
 // value, whatever happened in between, the next run goes on from exactly that step. It alone turns
 // the engine's `TrainingSnapshot` into the `TrainingViewState` a display shows.
+import Foundation
 import NeuronCore
 import Observation
 
@@ -115,14 +116,25 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         let (snapshots, continuation) = AsyncStream<LoopSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let kept = epochEndsEvery.map { EpochEnds<Engine>(every: $0) }
         let control = self.control, policy = self.policy, startRecord = record
-        let loop = Task.detached(priority: .userInitiated) {
-            var engine = start, record = startRecord
-            let end = runTrainingLoop(
-                &engine, record: &record, control: control, policy: policy, maxSteps: maxSteps,
-                epochEnds: kept
-            ) { continuation.yield($0) }
-            continuation.finish()
-            return (engine, record, end)
+        // The loop runs on a thread of its own, not on the cooperative pool: it never suspends, and
+        // on a 2-core machine two loops on the pool's two threads starved every other task (the
+        // observers that would have stopped them included).
+        let loop = Task { () -> (Engine, LoopRecord, LoopEnd) in
+            await withCheckedContinuation { done in
+                let thread = Thread {
+                    var engine = start, record = startRecord
+                    let end = runTrainingLoop(
+                        &engine, record: &record, control: control, policy: policy, maxSteps: maxSteps,
+                        epochEnds: kept
+                    ) { continuation.yield($0) }
+                    continuation.finish()
+                    done.resume(returning: (engine, record, end))
+                }
+                thread.name = "neuron training loop"
+                thread.qualityOfService = .userInitiated
+                thread.stackSize = 8 << 20
+                thread.start()
+            }
         }
         activity = Task { [weak self] in
             for await snapshot in snapshots { self?.receive(snapshot, phase: .running, kept: kept, run: id) }
