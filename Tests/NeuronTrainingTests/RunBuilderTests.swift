@@ -218,6 +218,16 @@ struct RunBuilderTests {
         #expect(resolved.path == "/work/run/a.csv" && resolved.trainImages == "/abs/b" && resolved.trainLabels == "/work/c")
         #expect(resolved.testImages == "/work/run/d" && resolved.testLabels == nil)
     }
+
+    @Test("A number finite as written but infinite in float precision is refused at its key, not as 'inf'")
+    func beyondFloat() throws {
+        let text = "model: {layers: [{units: 3}, {units: 1}]}\ndata: {kind: synthetic, name: xor}\noptimizer: {learningRate: 1e308}\n"
+        let message = failure { try RunBuilder.build(try config(text)) }
+        #expect(message.hasPrefix("test.yaml:3:27: optimizer.learningRate: 1e+308 is beyond float precision"), "\(message)")
+        #expect(!message.contains("got inf"))
+        // In double precision the same number is a (huge, but finite) learning rate.
+        #expect(failure { try RunBuilder.build(try config(text + "training: {precision: double}")) } == "no error")
+    }
 }
 
 /// The description of the error `body` throws, or "no error".

@@ -68,6 +68,7 @@ public enum RunBuilder {
     private static func network<Scalar: TensorScalar>(_: Scalar.Type, _ config: RunConfig, _ resume: LoadedCheckpoint?) throws -> Run {
         let origin = config.origin
         let scalarBytes = MemoryLayout<Scalar>.size
+        try checkPrecision(Scalar.self, config, origin: origin)
         if config.data.kind == .synthetic, config.data.name == .sine {
             // The one dataset whose size the config alone sets: check it before drawing it.
             let count = config.data.count ?? 256
@@ -158,6 +159,23 @@ public enum RunBuilder {
     }
 
     /// Throws at `key` when `budget` exceeds the machine's physical memory, giving both figures.
+    /// Throws at the first optimizer number that is finite as written but not in the run's
+    /// precision (1e308 as a Float is infinite): the optimizer would otherwise refuse "inf", a
+    /// value the user never wrote.
+    private static func checkPrecision<Scalar: TensorScalar>(_: Scalar.Type, _ config: RunConfig, origin: ConfigOrigin) throws(ConfigError) {
+        let o = config.optimizer
+        let numbers: [(String, Double)] = [
+            ("optimizer.learningRate", o.learningRate), ("optimizer.momentum", o.momentum), ("optimizer.beta1", o.beta1),
+            ("optimizer.beta2", o.beta2), ("optimizer.epsilon", o.epsilon), ("optimizer.weightDecay", o.weightDecay),
+        ]
+        for (key, value) in numbers where value.isFinite && !Scalar(value).isFinite {
+            throw origin.error(
+                at: key,
+                "\(key): \(value) is beyond \(TrainingConfig.Precision(Scalar.self).rawValue) precision (at most about \(Scalar.greatestFiniteMagnitude)); write a smaller value or use training.precision: double"
+            )
+        }
+    }
+
     private static func checkFits(_ budget: MemoryBudget, origin: ConfigOrigin, key: String, change: String) throws(ConfigError) {
         let memory = MemoryBudget.physicalMemory
         guard budget.total > memory else { return }
