@@ -4,19 +4,6 @@ import Testing
 
 @testable import NeuronTraining
 
-/// SplitMix64: the fuzz loop's own seeded numbers.
-private struct FuzzRandom {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-}
-
 /// A key or an index into a JSON value.
 private enum Step {
     case key(String), index(Int)
@@ -75,40 +62,40 @@ struct CheckpointFuzzTests {
             try $0.encoded()
         }
         let hostile = hostileValues()
-        var random = FuzzRandom(state: 10)
+        var random = SeededGenerator(seed: 10)
         var (loaded, refused) = (0, 0)
         let inputs = 3_000
         let started = ContinuousClock.now
         for n in 0..<inputs {
             var bytes = seeds[n % seeds.count]
-            switch random.below(5) {
+            switch random.index(below: 5) {
             case 0:  // bit flips anywhere
-                for _ in 0...random.below(8) {
-                    let i = random.below(bytes.count)
-                    bytes[i] ^= 1 << UInt8(random.below(8))
+                for _ in 0...random.index(below: 8) {
+                    let i = random.index(below: bytes.count)
+                    bytes[i] ^= 1 << UInt8(random.index(below: 8))
                 }
             case 1:  // bit flips in the header
                 let header = 8 + Int(bytes[0]) + Int(bytes[1]) << 8
-                for _ in 0...random.below(4) {
-                    let i = random.below(min(header, bytes.count))
-                    bytes[i] ^= 1 << UInt8(random.below(8))
+                for _ in 0...random.index(below: 4) {
+                    let i = random.index(below: min(header, bytes.count))
+                    bytes[i] ^= 1 << UInt8(random.index(below: 8))
                 }
             case 2:  // truncation
-                bytes = Array(bytes.prefix(random.below(bytes.count)))
+                bytes = Array(bytes.prefix(random.index(below: bytes.count)))
             case 3:  // bytes overwritten, inserted or removed
-                let i = random.below(bytes.count)
-                switch random.below(3) {
-                case 0: bytes[i] = UInt8(random.below(256))
-                case 1: bytes.insert(UInt8(random.below(256)), at: i)
+                let i = random.index(below: bytes.count)
+                switch random.index(below: 3) {
+                case 0: bytes[i] = UInt8(random.index(below: 256))
+                case 1: bytes.insert(UInt8(random.index(below: 256)), at: i)
                 default: bytes.remove(at: i)
                 }
             default:  // a hostile value, or a removed key, somewhere in the run state
                 let (entries, metadata) = try SafeTensors.decode(bytes, source: "seed")
                 let state = try JSONSerialization.jsonObject(with: Data(metadata[Checkpoint.stateKey]!.utf8))
                 var edited = state
-                for _ in 0...random.below(2) {
+                for _ in 0...random.index(below: 2) {
                     let all = paths(edited)
-                    edited = replacing(edited, at: all[random.below(all.count)][...], with: hostile[random.below(hostile.count)])
+                    edited = replacing(edited, at: all[random.index(below: all.count)][...], with: hostile[random.index(below: hostile.count)])
                 }
                 var mutated = metadata
                 mutated[Checkpoint.stateKey] = String(decoding: try JSONSerialization.data(withJSONObject: edited), as: UTF8.self)
