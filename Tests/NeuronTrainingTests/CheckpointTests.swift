@@ -139,6 +139,10 @@ struct CheckpointTests {
     /// later, and the field the refusal names.
     static let stateEdits: [(edit: String, path: String, json: String, field: String)] = [
         ("position.batchIndex -1", "position.batchIndex", "-1", "position.batchIndex"),
+        (
+            "weight decay 1e308 in a float run (finite as a Double, infinite as a Float)", "config.optimizer.weightDecay", "1e308",
+            "config.optimizer.weightDecay"
+        ),
         ("position.batchIndex past the epoch", "position.batchIndex", "9", "position.batchIndex"),
         ("generator state []", "position.generator.state", "[]", "position.generator.state"),
         ("generator state [1]", "position.generator.state", "[1]", "position.generator.state"),

@@ -213,6 +213,14 @@ extension RunConfig {
         try check(o.beta2 >= 0 && o.beta2 < 1, "optimizer.beta2", o.beta2, "in [0, 1)")
         try check(o.epsilon.isFinite && o.epsilon > 0, "optimizer.epsilon", o.epsilon, "a finite number above 0")
         try check(o.weightDecay.isFinite && o.weightDecay >= 0, "optimizer.weightDecay", o.weightDecay, "a finite number above 0")
+        if t.precision == .float && model.neuron == nil {
+            // As the config is checked when a run is built: a finite Double that is infinite as a Float.
+            let numbers = [
+                ("optimizer.learningRate", o.learningRate), ("optimizer.momentum", o.momentum), ("optimizer.beta1", o.beta1),
+                ("optimizer.beta2", o.beta2), ("optimizer.epsilon", o.epsilon), ("optimizer.weightDecay", o.weightDecay),
+            ]
+            for (key, value) in numbers { try check(Float(value).isFinite, key, value, "a number within float precision") }
+        }
         if let every = o.schedule.every { try check(every >= 1, "optimizer.schedule.every", every, "1 or more") }
         if let factor = o.schedule.factor { try check(factor > 0 && factor <= 1, "optimizer.schedule.factor", factor, "in (0, 1]") }
         if let floor = o.schedule.minimumFactor { try check(floor >= 0 && floor <= 1, "optimizer.schedule.minimumFactor", floor, "in [0, 1]") }
