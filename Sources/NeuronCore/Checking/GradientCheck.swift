@@ -60,7 +60,16 @@ public struct GradientCheck: Sendable, Equatable {
     ) throws(NetworkError) -> GradientCheckReport {
         var net = network.converted(to: Double.self)
         let x = x.converted(to: Double.self), t = targets.converted(to: Double.self)
+        // Every nudged loss is the training-mode loss of the same pass backward differentiated:
+        // batch statistics, the same dropout masks (the noise step held) and the running
+        // statistics as they were before it.
+        let noiseStep = net.noiseStep, state = net.state
         try net.lossAndGradients(x, targets: t, inputGradient: checkInputs)
+        func trainingLoss(_ x: Tensor<Double>) throws(NetworkError) -> Double {
+            net.noiseStep = noiseStep
+            net.state = state
+            return try net.loss(x, targets: t, mode: .training)
+        }
         let analytic = net.gradients
         let analyticInput = net.inputGradient
         var generator = SeededGenerator(seed: seed)
@@ -75,7 +84,7 @@ public struct GradientCheck: Sendable, Equatable {
                 let original = net.parameters[i]
                 let faux = try difference.derivative { (delta) throws(NetworkError) -> Double in
                     net.parameters[i] = original + delta
-                    return try net.loss(x, targets: t)
+                    return try trainingLoss(x)
                 }
                 net.parameters[i] = original
                 tensorEntries.append(
@@ -96,7 +105,7 @@ public struct GradientCheck: Sendable, Equatable {
                 let original = x[i]
                 let faux = try difference.derivative { (delta) throws(NetworkError) -> Double in
                     nudged[i] = original + delta
-                    return try net.loss(nudged, targets: t)
+                    return try trainingLoss(nudged)
                 }
                 nudged[i] = original
                 inputEntries.append(

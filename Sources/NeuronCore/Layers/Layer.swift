@@ -60,10 +60,16 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
 
     /// The same layer computing in another precision, with empty caches.
     func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other>
+
+    /// Takes the key of the next training pass's random draws (dropout's mask), which the network
+    /// derives from its seed, its step and the layer's index; layers without randomness ignore it.
+    mutating func drawNoise(key: UInt64)
 }
 
 extension Layer {
     public var stateShapes: [(name: String, shape: [Int])] { [] }
+
+    public mutating func drawNoise(key: UInt64) {}
 
     /// The number of scalars in this layer's parameter slice.
     public var parameterCount: Int { parameterShapes.reduce(0) { $0 + $1.shape.reduce(1, *) } }

@@ -47,6 +47,13 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     private var probabilities = Tensor<Scalar>(zeros: [0, 0])
     /// The loss's gradient, the start of backward; sized when a batch shape is first seen.
     private var lossGradient = Tensor<Scalar>(zeros: [0, 0])
+    /// The seed of every training pass's random draws (dropout masks): the seed of
+    /// ``initialize(seed:)``, so a run's one recorded seed names them too.
+    public var noiseSeed: UInt64 = 0
+    /// How many training passes have drawn noise: each ``lossAndGradients(_:targets:inputGradient:)``
+    /// draws layer `i`'s with the key of `(noiseSeed, noiseStep, i)`, then advances it. Saved with a
+    /// run, so that a resumed run draws the masks it would have drawn.
+    public var noiseStep: UInt64 = 0
 
     /// A network of the given layers, parameters all zero (see ``initialize(seed:)``).
     /// - Throws: ``NetworkError`` when a layer's output shape is not the next one's input shape
@@ -144,6 +151,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 
     /// Draws every layer's initial parameters and state from one generator seeded with `seed`, in layer order.
     public mutating func initialize(seed: UInt64) {
+        noiseSeed = seed
+        noiseStep = 0
         var generator = SeededGenerator(seed: seed)
         for (i, layer) in layers.enumerated() {
             parameters.withUnsafeMutableBufferPointer { p in
@@ -163,6 +172,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         var copy = try! Network<Other>(layers.map { $0.converted(to: Other.self) }, loss: loss)
         copy.parameters = parameters.map { Other($0) }
         copy.state = state.map { Other($0) }
+        copy.noiseSeed = noiseSeed
+        copy.noiseStep = noiseStep
         return copy
     }
 
@@ -206,6 +217,9 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         var state: [Scalar] = []
         swap(&state, &self.state)  // borrowed out of `self` (no copy) while layers are mutated
         defer { swap(&state, &self.state) }
+        if mode == .training {
+            for i in layers.indices { layers[i].drawNoise(key: noiseKey(seed: noiseSeed, step: noiseStep, layer: i)) }
+        }
         parameters.withUnsafeBufferPointer { p in
             state.withUnsafeMutableBufferPointer { s in
                 for i in layers.indices {
@@ -249,21 +263,24 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         }
     }
 
-    /// The batch's loss, forward only (in evaluation mode).
+    /// The batch's loss, forward only: in evaluation mode by default; in training mode it uses
+    /// the batch's statistics and the noise of the current ``noiseStep`` (without advancing it), as
+    /// the next ``lossAndGradients(_:targets:inputGradient:)`` would, and updates running statistics.
     ///
     ///     // x: (batch, inputShape…)  targets: (batch, outputCount)
     ///
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
-    public mutating func loss(_ x: Tensor<Scalar>, targets: Tensor<Scalar>) throws(NetworkError) -> Scalar {
+    public mutating func loss(_ x: Tensor<Scalar>, targets: Tensor<Scalar>, mode: LayerMode = .evaluation) throws(NetworkError) -> Scalar {
         try checkInput(x)
         try checkTargets(targets, batch: x.shape[0])
-        forwardUnchecked(x, mode: .evaluation)
+        forwardUnchecked(x, mode: mode)
         return evaluateLoss(targets, gradient: false)
     }
 
     // MARK: Backward
 
-    /// Forward (in training mode), loss and backward for one batch: afterwards ``gradients``
+    /// Forward (in training mode, drawing the noise of ``noiseStep`` and then advancing it), loss
+    /// and backward for one batch: afterwards ``gradients``
     /// holds the loss's gradient for every parameter (cleared first, once) and, when
     /// `inputGradient` is set, ``inputGradient`` holds it for every input.
     ///
@@ -282,6 +299,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         forwardUnchecked(x, mode: .training)
         let value = evaluateLoss(targets, gradient: true)
         backwardUnchecked(x, computeInputGradient: inputGradient)
+        noiseStep &+= 1
         return value
     }
 
@@ -331,10 +349,14 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     // MARK: Checks at the door
 
     private func checkInput(_ x: Tensor<Scalar>) throws(NetworkError) {
+        // An image network also takes each sample as one row of its elements, in the same order.
         let shape = inputShape
-        guard x.rank == shape.count + 1, x.shape[0] >= 1, x.shape.dropFirst().elementsEqual(shape) else {
+        guard x.rank >= 1, x.shape[0] >= 1,
+            (x.rank == shape.count + 1 && x.shape.dropFirst().elementsEqual(shape)) || x.isMatrix(rows: x.shape[0], columns: featureCount)
+        else {
+            let flat = shape.count > 1 ? " or (batch ≥ 1, \(featureCount))" : ""
             throw .shapeMismatch(
-                "the input batch has shape \(TensorError.format(x.shape)) but \(self) takes (batch ≥ 1\(shape.map { ", \($0)" }.joined()))")
+                "the input batch has shape \(TensorError.format(x.shape)) but \(self) takes (batch ≥ 1\(shape.map { ", \($0)" }.joined()))\(flat)")
         }
     }
 

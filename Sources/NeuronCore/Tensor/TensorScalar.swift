@@ -99,6 +99,105 @@ where RawSignificand: FixedWidthInteger {
     ///     // z → p: (rows, columns), in place
     static func softmaxRows(_ p: UnsafeMutableBufferPointer<Self>, columns: Int)
 
+    // MARK: Images, channels last (Layers/Conv2D.swift, MaxPool2D.swift, AvgPool2D.swift, Flatten.swift)
+
+    /// Unfolds every window of a batch of images into a row (im2col), zeros where it overhangs
+    /// the border, so that a convolution becomes one matrix product. Row `(n, oy, ox)` holds the
+    /// window's pixels in `(ky, kx, channel)` order, the order of the weight's rows.
+    ///
+    ///     // x: (batch, height, width, channels)  →  columns: (batch · outputHeight · outputWidth, patchSize)
+    static func im2col(
+        _ x: UnsafeBufferPointer<Self>, batch: Int, window: Window2D, into columns: UnsafeMutableBufferPointer<Self>)
+
+    /// The adjoint of ``im2col(_:batch:window:into:)`` (col2im): each row's entries added back
+    /// onto the pixels they were copied from; `x` is overwritten.
+    ///
+    ///     // columns: (batch · outputHeight · outputWidth, patchSize)  →  x: (batch, height, width, channels)
+    static func col2im(
+        _ columns: UnsafeBufferPointer<Self>, batch: Int, window: Window2D, into x: UnsafeMutableBufferPointer<Self>)
+
+    /// The maximum of each window, channel by channel, and where it was (the first, on ties), as
+    /// an index into `x`.
+    ///
+    ///     // x: (batch, height, width, channels)  →  y, argmax: (batch, outputHeight, outputWidth, channels)
+    static func maxPool(
+        _ x: UnsafeBufferPointer<Self>, batch: Int, window: Window2D,
+        into y: UnsafeMutableBufferPointer<Self>, argmax: UnsafeMutableBufferPointer<Int>)
+
+    /// The adjoint of ``maxPool(_:batch:window:into:argmax:)``: each output's gradient added to
+    /// the input it came from; `dx` is overwritten.
+    ///
+    ///     // dy, argmax: (batch, outputHeight, outputWidth, channels)  →  dx: (batch, height, width, channels)
+    static func maxPoolBackward(
+        _ dy: UnsafeBufferPointer<Self>, argmax: UnsafeBufferPointer<Int>, into dx: UnsafeMutableBufferPointer<Self>)
+
+    /// The mean of each window, channel by channel (every window lies inside the image).
+    ///
+    ///     // x: (batch, height, width, channels)  →  y: (batch, outputHeight, outputWidth, channels)
+    static func averagePool(
+        _ x: UnsafeBufferPointer<Self>, batch: Int, window: Window2D, into y: UnsafeMutableBufferPointer<Self>)
+
+    /// The adjoint of ``averagePool(_:batch:window:into:)``: each output's gradient shared evenly
+    /// among its window's pixels; `dx` is overwritten.
+    ///
+    ///     // dy: (batch, outputHeight, outputWidth, channels)  →  dx: (batch, height, width, channels)
+    static func averagePoolBackward(
+        _ dy: UnsafeBufferPointer<Self>, batch: Int, window: Window2D, into dx: UnsafeMutableBufferPointer<Self>)
+
+    /// Transposes each of `count` consecutive `rows × columns` matrices (flattening an image to
+    /// channels-first order, and back).
+    ///
+    ///     // x: (count, rows, columns)  →  y: (count, columns, rows)
+    static func transposeEach(
+        _ x: UnsafeBufferPointer<Self>, count: Int, rows: Int, columns: Int, into y: UnsafeMutableBufferPointer<Self>)
+
+    // MARK: Dropout and normalization (Layers/Dropout.swift, Layers/BatchNorm.swift)
+
+    /// Inverted dropout: draws the mask from `key` (element `i` is kept, as `1 / (1 - rate)`,
+    /// when the `i`-th number of the key's stream is at least `rate`, else 0), and `y = x ⊙ mask`.
+    ///
+    ///     // x, mask, y: (n)
+    static func dropout(
+        _ x: UnsafeBufferPointer<Self>, rate: Double, key: UInt64,
+        mask: UnsafeMutableBufferPointer<Self>, into y: UnsafeMutableBufferPointer<Self>)
+
+    /// `y = a ⊙ b`, element by element (dropout's backward: `dx = dy ⊙ mask`).
+    ///
+    ///     // a, b, y: (n); y may alias a
+    static func multiply(_ a: UnsafeBufferPointer<Self>, _ b: UnsafeBufferPointer<Self>, into y: UnsafeMutableBufferPointer<Self>)
+
+    /// Batch normalization in training: each column's mean and biased variance over the rows,
+    /// `x̂ = (x - mean) / √(var + ε)`, `y = γ·x̂ + β`; the running statistics move towards the
+    /// batch's, `r ← (1 - momentum)·r + momentum·batch` (the variance unbiased, as PyTorch does).
+    ///
+    ///     // x, xHat, y: (rows, columns)  γ, β, mean, inverseDeviation, runningMean, runningVariance: (columns)
+    static func batchNormTraining(
+        _ x: UnsafeBufferPointer<Self>, gamma: UnsafeBufferPointer<Self>, beta: UnsafeBufferPointer<Self>,
+        epsilon: Double, momentum: Double,
+        runningMean: UnsafeMutableBufferPointer<Self>, runningVariance: UnsafeMutableBufferPointer<Self>,
+        mean: UnsafeMutableBufferPointer<Self>, inverseDeviation: UnsafeMutableBufferPointer<Self>,
+        normalized xHat: UnsafeMutableBufferPointer<Self>,
+        into y: UnsafeMutableBufferPointer<Self>)
+
+    /// Batch normalization in evaluation: `y = γ·(x - runningMean) / √(runningVariance + ε) + β`.
+    ///
+    ///     // x, y: (rows, columns)  γ, β, runningMean, runningVariance: (columns)
+    static func batchNormEvaluation(
+        _ x: UnsafeBufferPointer<Self>, gamma: UnsafeBufferPointer<Self>, beta: UnsafeBufferPointer<Self>,
+        runningMean: UnsafeBufferPointer<Self>, runningVariance: UnsafeBufferPointer<Self>, epsilon: Double,
+        into y: UnsafeMutableBufferPointer<Self>)
+
+    /// The backward pass of ``batchNormTraining``: `dγ += Σ dy·x̂`, `dβ += Σ dy`, and
+    /// `dx = γ·s/rows · (rows·dy - Σ dy - x̂·Σ dy·x̂)` with `s` the inverse deviation; the column
+    /// sums go through `sums` (scratch) first.
+    ///
+    ///     // dy, xHat, dx: (rows, columns)  γ, inverseDeviation, dγ, dβ: (columns)  sums: (2, columns)
+    static func batchNormBackward(
+        _ dy: UnsafeBufferPointer<Self>, normalized xHat: UnsafeBufferPointer<Self>,
+        gamma: UnsafeBufferPointer<Self>, inverseDeviation: UnsafeBufferPointer<Self>, sums: UnsafeMutableBufferPointer<Self>,
+        gammaGradient: UnsafeMutableBufferPointer<Self>, betaGradient: UnsafeMutableBufferPointer<Self>,
+        into dx: UnsafeMutableBufferPointer<Self>?)
+
     // MARK: Losses (Network/Loss.swift)
 
     /// `Σ (y - t)² / 2 / batch`, and, when `gradient` is given, `(y - t) / batch` into it.
