@@ -155,7 +155,9 @@ struct ConfigLoaderTests {
             #"{"data":{"count":5,"featureColumns":["x"],"input":0.5,"kind":"csv","labelColumn":"y","limit":3,"name":"sine","#
             + #""normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","testLabels":"d","testPath":"t.csv","#
             + #""trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
-            + #""model":{"inputs":3,"layers":[{"activation":"tanh","units":2}],"loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
+            + #""model":{"inputShape":[28,28,1],"inputs":3,"layers":[{"activation":"tanh","units":2},{"activation":"relu","epsilon":1e-05,"#
+            + #""filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"stride":2}],"#
+            + #""loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
             + #""optimizer":{"beta1":0.9,"beta2":0.999,"decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"momentum":0.5,"#
             + #""nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1},"weightDecay":0},"#
             + #""output":{"checkpointEvery":1,"checkpointSeconds":30,"directory":"runs/x"},"#
@@ -184,6 +186,14 @@ struct ConfigLoaderTests {
         #expect(paths(json, "") == ConfigLoader.schemaKeyPaths)
     }
 
+    /// A layer with every key set (no kind takes them all; encoding writes every one).
+    static var everyLayerKey: LayerConfig {
+        var layer = LayerConfig(kind: .conv2d)
+        (layer.activation, layer.filters, layer.kernel, layer.stride, layer.padding, layer.pad) = (.relu, 4, 3, 2, .same, 1)
+        (layer.size, layer.global, layer.rate, layer.momentum, layer.epsilon) = (2, true, 0.5, 0.1, 1e-5)
+        return layer
+    }
+
     /// A config with every optional key set, so that encoding writes every key.
     static func everyKeySet() -> RunConfig {
         var data = DataConfig(kind: .csv)
@@ -199,7 +209,9 @@ struct ConfigLoaderTests {
         var output = OutputConfig()
         (output.directory, output.checkpointEvery) = ("runs/x", 1)
         return RunConfig(
-            model: ModelConfig(inputs: 3, layers: [LayerConfig(units: 2)], loss: .halfSquaredError, neuron: NeuronConfig(weight: 1, bias: 2)),
+            model: ModelConfig(
+                inputs: 3, inputShape: [28, 28, 1], layers: [LayerConfig(units: 2), everyLayerKey], loss: .halfSquaredError,
+                neuron: NeuronConfig(weight: 1, bias: 2)),
             data: data, optimizer: optimizer, training: training, output: output)
     }
 
@@ -326,10 +338,11 @@ struct ConfigLoaderTests {
                 == "run.yaml:9:17: optimizer.learningRate: expected a number; found the string '0.1' (numbers are written without quotes)")
         #expect(
             failure("model:\n  - units: 4\n")
-                == "run.yaml:2:3: model: expected a mapping (keys inputs, layers, loss, neuron); found a list")
+                == "run.yaml:2:3: model: expected a mapping (keys inputs, inputShape, layers, loss, neuron); found a list")
         #expect(
             failure("model:\n  layers: {units: 4}\n")
-                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys units, activation); found a mapping")
+                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys kind, units, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon); found a mapping"
+        )
         #expect(failure(xorNetwork + "training:\n  epochs: 1.5\n") == "run.yaml:9:11: training.epochs: expected a whole number; found 1.5")
         #expect(
             failure(xorNetwork + "training:\n  seed: -1\n")

@@ -37,10 +37,13 @@ struct ConfigSchemaTests {
         let root = try #require(mapping(RunConfig.shape))
         #expect(root.keys == ["model", "data", "optimizer", "training", "output"] && root.required == ["model", "data"])
         #expect(try #require(mapping(DataConfig.shape)).required == ["kind"])
-        #expect(try #require(mapping(LayerConfig.shape)).required == ["units"])
+        #expect(try #require(mapping(LayerConfig.shape)).required.isEmpty)  // units: for dense layers, checked by the loader
         #expect(try #require(mapping(OptimizerConfig.shape)).required.isEmpty)
         #expect(RunConfig.shape.expectation == "a mapping (keys model, data, optimizer, training, output)")
-        #expect([LayerConfig].shape.expectation == "a list, each item a mapping (keys units, activation)")
+        #expect(
+            [LayerConfig].shape.expectation
+                == "a list, each item a mapping (keys kind, units, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon)"
+        )
         #expect([String]?.shape.expectation == "a list, each item a string")
         #expect(UInt64.shape.expectation == "a whole number from 0 to 18446744073709551615")
     }
@@ -85,6 +88,10 @@ struct ConfigSchemaTests {
         #expect(optimizer == expected)
         #expect(try JSONDecoder().decode(TrainingConfig.self, from: Data("{}".utf8)) == TrainingConfig())
         #expect(try JSONDecoder().decode(LayerConfig.self, from: Data(#"{"units": 3}"#.utf8)) == LayerConfig(units: 3, activation: .tanh))
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(LayerConfig.self, from: Data(#"{"activation": "relu"}"#.utf8)) }
+        var conv = LayerConfig(kind: .conv2d)
+        (conv.filters, conv.kernel) = (8, 3)
+        #expect(
+            try JSONDecoder().decode(LayerConfig.self, from: Data(#"{"kind": "conv2d", "filters": 8, "kernel": 3, "stride": null}"#.utf8)) == conv)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(LayerConfig.self, from: Data(#"{"kind": "conv3d"}"#.utf8)) }
     }
 }

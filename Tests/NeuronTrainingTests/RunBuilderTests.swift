@@ -155,7 +155,8 @@ struct RunBuilderTests {
     func overflowingSizes() throws {
         let units = try config("model: {layers: [{units: 9223372036854775807}, {units: 1}]}\ndata: {kind: synthetic, name: xor}")
         #expect(
-            failure { try RunBuilder.build(units) }.hasPrefix("test.yaml:1:26: model.layers[0].units: the run needs more memory than can be counted"))
+            failure { try RunBuilder.build(units) }.hasPrefix(
+                "test.yaml:1:26: model.layers[0].units: Dense(2→9223372036854775807): 2 × 9223372036854775807 weights are more than can be counted"))
         #expect(throws: NetworkError.self) {
             _ = try Network<Float>(features: 2, layers: [(Int.max, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)
         }
@@ -204,7 +205,8 @@ struct RunBuilderTests {
         // What a small run needs is far below any machine's memory.
         var budget = MemoryBudget()
         budget.addNetwork(
-            features: 2, layers: [LayerConfig(units: 4), LayerConfig(units: 1)], batchSize: 4, optimizer: OptimizerConfig(), scalarBytes: 8)
+            try ModelConfig(layers: [LayerConfig(units: 4), LayerConfig(units: 1)]).layers(Double.self, features: 2), features: 2, batchSize: 4,
+            optimizer: OptimizerConfig(), scalarBytes: 8)
         // (2+1)·4 + (4+1)·1 = 17 parameters, twice (gradients), 8 bytes each; 4 rows × 7 units × 4 buffers × 8 bytes.
         #expect(budget.parameters == 17 * 2 * 8 && budget.activations == 4 * 7 * 4 * 8)
         #expect(MemoryBudget.text(999) == "999 bytes" && MemoryBudget.text(40_000_000_000_000) == "40.0 TB")

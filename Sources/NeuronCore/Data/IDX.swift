@@ -168,7 +168,7 @@ public enum IDX {
 
     /// The dimensions in the header of the IDX file at `path`, inflating no more of a gzip file
     /// than its header.
-    static func readHeader(_ path: String) throws(DataError) -> [Int] {
+    public static func readHeader(_ path: String) throws(DataError) -> [Int] {
         let raw = try DataFile.bytes(at: path)
         guard Gzip.isCompressed(raw) else { return try parseHeader(raw, path: path).dimensions }
         let inflater = try Gzip.Inflater(raw, path: path)

@@ -75,6 +75,8 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         batchIndex = position.batchIndex
         stepsTaken = position.stepsTaken
         epochProgress = position.epochProgress
+        // Each step drew one training pass's noise: the next draws what an unbroken run would.
+        self.network.noiseStep = UInt64(position.stepsTaken)
     }
 
     /// Where training stands: ``TrainingPosition``.

@@ -4,14 +4,18 @@
 // under `neuron.state`. One file cannot tear, and weights cannot be paired with another run's
 // state. Python's safetensors reads the file as it reads any other.
 //
-// Dense weights are stored in PyTorch's `nn.Linear` layout, (outputs, inputs), and transposed at
-// this boundary: the engine keeps (inputs, outputs), its numbers unchanged bit for bit.
+// Weights are stored in PyTorch's layouts and permuted at this boundary: dense weights as
+// `nn.Linear`'s (outputs, inputs), the engine's (inputs, outputs); convolution weights as
+// `nn.Conv2d`'s (filters, inputChannels, kh, kw), the engine's (kh, kw, inputChannels, filters).
+// Batch norm's tensors have PyTorch's names (`weight`, `bias`, `running_mean`, `running_var`).
+// The numbers are unchanged bit for bit, so the file loads into the same `nn.Sequential`.
 import Foundation
 import NeuronCore
 
 /// A checkpoint's contents: its tensors, in the file's layout, and its run state.
 public struct Checkpoint: Sendable {
-    /// The file's tensors: `layers.<i>.weight` as (outputs, inputs), `layers.<i>.bias`, `optimizer.<name>`.
+    /// The file's tensors: `layers.<i>.weight` in PyTorch's layout, `layers.<i>.bias`, batch norm's
+    /// `layers.<i>.running_mean` and `running_var`, `optimizer.<name>`.
     public var tensors: [SafeTensors.Entry]
     public var state: CheckpointState
 
@@ -36,23 +40,61 @@ public struct Checkpoint: Sendable {
             classNames: point.classNames, featureNames: point.featureNames, records: point.records)
     }
 
-    /// Whether the file stores `name` transposed: a dense layer's weight, which the engine keeps
-    /// as (inputs, outputs) and PyTorch's `nn.Linear` as (outputs, inputs).
-    static func isTransposed(_ name: String, rank: Int) -> Bool {
-        rank == 2 && name.hasPrefix("layers.") && name.hasSuffix(".weight")
-    }
-
-    /// The tensor as the file stores it: dense weights transposed, everything else as is.
+    /// The tensor as the file stores it, in PyTorch's layout: a dense weight (rank 2) transposed
+    /// to `nn.Linear`'s (outputs, inputs), a convolution's weight (rank 4) permuted to `nn.Conv2d`'s
+    /// (filters, inputChannels, kh, kw); everything else as is.
     static func fileLayout<Scalar: TensorScalar>(_ name: String, _ tensor: Tensor<Scalar>) -> Tensor<Scalar> {
-        isTransposed(name, rank: tensor.shape.count) ? transposed(tensor) : tensor
+        guard isWeight(name) else { return tensor }
+        switch tensor.shape.count {
+        case 2: return permuted(tensor, to: [1, 0])
+        case 4: return permuted(tensor, to: [3, 2, 0, 1])  // (kh, kw, in, out) → (out, in, kh, kw)
+        default: return tensor
+        }
     }
 
-    // t: (rows, columns) → (columns, rows)
-    static func transposed<Scalar>(_ t: Tensor<Scalar>) -> Tensor<Scalar> {
-        let (rows, columns) = (t.shape[0], t.shape[1])
-        var scalars = [Scalar](repeating: 0, count: rows * columns)
-        for r in 0..<rows { for c in 0..<columns { scalars[c * rows + r] = t[r, c] } }
-        return try! Tensor(shape: [columns, rows], scalars: scalars)  // the same count, the shape swapped
+    /// The shape `name` has in the file for the engine's `shape`.
+    static func fileShape(_ name: String, engineShape shape: [Int]) -> [Int] {
+        guard isWeight(name) else { return shape }
+        switch shape.count {
+        case 2: return [shape[1], shape[0]]
+        case 4: return [shape[3], shape[2], shape[0], shape[1]]
+        default: return shape
+        }
+    }
+
+    /// A stored tensor back in the engine's layout (the inverse of ``fileLayout(_:_:)``).
+    static func engineLayout<Scalar: TensorScalar>(_ name: String, _ tensor: Tensor<Scalar>) -> Tensor<Scalar> {
+        guard isWeight(name) else { return tensor }
+        switch tensor.shape.count {
+        case 2: return permuted(tensor, to: [1, 0])
+        case 4: return permuted(tensor, to: [2, 3, 1, 0])  // (out, in, kh, kw) → (kh, kw, in, out)
+        default: return tensor
+        }
+    }
+
+    private static func isWeight(_ name: String) -> Bool { name.hasPrefix("layers.") && name.hasSuffix(".weight") }
+
+    /// `t` with its dimensions reordered: dimension `d` of the result is dimension `order[d]` of `t`.
+    static func permuted<Scalar>(_ t: Tensor<Scalar>, to order: [Int]) -> Tensor<Scalar> {
+        let shape = order.map { t.shape[$0] }
+        var sourceStrides = Array(repeating: 1, count: t.shape.count)
+        for d in stride(from: t.shape.count - 2, through: 0, by: -1) { sourceStrides[d] = sourceStrides[d + 1] * t.shape[d + 1] }
+        let strides = order.map { sourceStrides[$0] }  // the step in `t` for a step along each result dimension
+        var scalars = [Scalar](repeating: 0, count: t.count)
+        var index = Array(repeating: 0, count: shape.count)
+        for i in 0..<t.count {
+            var source = 0
+            for d in 0..<shape.count { source += index[d] * strides[d] }
+            scalars[i] = t[source]
+            var d = shape.count - 1
+            while d >= 0 {
+                index[d] += 1
+                if index[d] < shape[d] { break }
+                index[d] = 0
+                d -= 1
+            }
+        }
+        return try! Tensor(shape: shape, scalars: scalars)  // the same count, the dimensions reordered
     }
 }
 
@@ -104,13 +146,13 @@ public struct LoadedCheckpoint: Sendable {
         return tensor.scalars
     }
 
-    /// The parameter `name` in the engine's layout, `shape`: a dense weight, stored (outputs,
-    /// inputs), is transposed back to (inputs, outputs).
+    /// The parameter `name` in the engine's layout, `shape`: a dense or convolution weight,
+    /// stored in PyTorch's layout, is permuted back.
     /// - Throws: ``CheckpointError`` when it is missing, of another dtype or of another shape.
     public func parameter<Scalar: TensorScalar>(_ name: String, as: Scalar.Type, shape: [Int]) throws(CheckpointError) -> [Scalar] {
-        guard Checkpoint.isTransposed(name, rank: shape.count) else { return try tensor(name, as: Scalar.self, shape: shape) }
-        let stored = try tensor(name, as: Scalar.self, shape: [shape[1], shape[0]])
-        return Checkpoint.transposed(try! Tensor(shape: [shape[1], shape[0]], scalars: stored)).scalars
+        let fileShape = Checkpoint.fileShape(name, engineShape: shape)
+        let stored = try tensor(name, as: Scalar.self, shape: fileShape)
+        return Checkpoint.engineLayout(name, try! Tensor(shape: fileShape, scalars: stored)).scalars
     }
 }
 

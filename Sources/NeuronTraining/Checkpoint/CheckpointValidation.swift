@@ -37,15 +37,24 @@ extension CheckpointState {
         }
         let isNeuron = config.model.neuron != nil
         if isNeuron, featureNames.count != 1 { throw invalid("featureNames", "\(featureNames.count) names; the neuron takes 1 input") }
-        let units = isNeuron ? [1] : config.model.layers.map(\.units)
+        // The tensors the config's layers have, built for the saved features (layers hold no
+        // buffers until they run, so a hostile size costs nothing here).
+        let layers: [any Layer<Float>]
+        do {
+            layers = try config.model.layers(Float.self, features: featureNames.count)
+        } catch {
+            throw invalid("config.\(error.path)", "\(error.error); the config's model does not fit its own features")
+        }
         let dtype: SafeTensors.DType = precision == .float ? .f32 : .f64
         var expected: [(name: String, shape: [Int])] = []
-        var fanIn = featureNames.count
-        for (i, out) in units.enumerated() {
-            expected += [("layers.\(i).weight", [out, fanIn]), ("layers.\(i).bias", [out])]
-            fanIn = out
+        for (i, layer) in layers.enumerated() {
+            for (name, shape) in layer.parameterShapes + layer.stateShapes {
+                let tensor = "layers.\(i).\(name)"
+                expected.append((tensor, Checkpoint.fileShape(tensor, engineShape: shape)))
+            }
         }
         var parameterCount = 0
+        let parameterNames = Set(layers.enumerated().flatMap { i, layer in layer.parameterShapes.map { "layers.\(i).\($0.name)" } })
         for (name, shape) in expected {
             guard let entry = tensors[name] else {
                 throw invalid(name, "missing; the config's model needs it, of shape \(SafeTensors.format(shape))")
@@ -55,9 +64,16 @@ extension CheckpointState {
                     name, "shape \(SafeTensors.format(entry.shape)); the config's model and featureNames make it \(SafeTensors.format(shape))")
             }
             try checkFinite(entry, dtype: dtype, file: file)
-            parameterCount += entry.bytes.count / dtype.size  // bounded by the file's size
+            if parameterNames.contains(name) { parameterCount += entry.bytes.count / dtype.size }  // bounded by the file's size
         }
-        let outputs = units.last!
+        // The layers chain and end as the loss needs (the buffers this allocates are the size of
+        // tensors the file holds).
+        do {
+            _ = try Network(layers, loss: config.model.effectiveLoss)
+        } catch {
+            throw invalid("config.model", "\(error)")
+        }
+        let outputs = layers.last!.outputShape.reduce(1, *)
         if let classNames, classNames.count != outputs {
             throw invalid("classNames", "\(classNames.count) names for \(outputs) outputs")
         }
@@ -193,7 +209,9 @@ extension RunConfig {
         }
         let o = optimizer, t = training
         if model.neuron == nil { try check(!model.layers.isEmpty, "model.layers", "no layers", "at least one layer") }
-        for (i, layer) in model.layers.enumerated() { try check(layer.units >= 1, "model.layers[\(i)].units", layer.units, "1 or more") }
+        for (i, layer) in model.layers.enumerated() where layer.kind == .dense {
+            try check((layer.units ?? 0) >= 1, "model.layers[\(i)].units", layer.units ?? 0, "1 or more")
+        }
         if let inputs = model.inputs { try check(inputs >= 1, "model.inputs", inputs, "1 or more") }
         try check(t.epochs >= 1 && t.epochs <= CheckpointState.maximumSteps, "training.epochs", t.epochs, "1 to \(CheckpointState.maximumSteps)")
         if let n = t.iterations {

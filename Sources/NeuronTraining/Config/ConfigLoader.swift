@@ -386,18 +386,21 @@ private struct ConfigChecker {
         }
         try require(!model.layers.isEmpty, "at least one layer", at: "model.layers", found: "an empty list")
         if let inputs = model.inputs { try atLeastOne(inputs, at: "model.inputs") }
-        for (i, layer) in model.layers.enumerated() {
-            try atLeastOne(layer.units, at: "model.layers[\(i)].units")
+        if let shape = model.inputShape {
             try require(
-                layer.activation != .softmax || i == model.layers.count - 1,
-                "\(alternatives(Activation.allCases.filter { $0 != .softmax })) before the last layer (softmax belongs only in the output layer)",
-                at: "model.layers[\(i)].activation", found: "'softmax'")
+                shape.count == 3 && shape.allSatisfy { $0 >= 1 && $0 <= 1 << 24 },
+                "[height, width, channels], each a whole number from 1 to \(1 << 24)", at: "model.inputShape", found: "\(shape)")
+        }
+        for (i, layer) in model.layers.enumerated() {
+            try validateLayer(layer, at: "model.layers[\(i)]", isLast: i == model.layers.count - 1)
+            // The activation written out, default or not, as the run saves it.
+            if [.dense, .conv2d, .batchNorm].contains(layer.kind) { model.layers[i].activation = layer.effectiveActivation }
         }
         guard let loss = model.loss else {
             model.loss = model.effectiveLoss
             return
         }
-        let last = model.layers.last!.activation  // at least one layer: checked above
+        let last = model.layers.last!.effectiveActivation  // at least one layer: checked above
         if last == .softmax {
             try require(
                 loss == .softmaxCrossEntropy, "softmaxCrossEntropy after a softmax output layer",
@@ -407,6 +410,69 @@ private struct ConfigChecker {
                 loss == .halfSquaredError,
                 "halfSquaredError: softmaxCrossEntropy needs a softmax output layer, and the last layer's activation is \(last.rawValue)",
                 at: "model.loss", found: "'\(loss.rawValue)'")
+        }
+    }
+
+    /// One layer's keys for its kind, the keys its kind needs, and their ranges; shapes are
+    /// checked when the network is built against the data.
+    func validateLayer(_ layer: LayerConfig, at path: String, isLast: Bool) throws(ConfigError) {
+        let kind = layer.kind
+        try onlyKeys(kind.keys, in: path, for: "a \(kind.rawValue) layer")
+        func needs(_ key: String, _ value: (some Any)?, _ what: String) throws(ConfigError) {
+            guard value != nil else { throw missing(key, in: path, because: "a \(kind.rawValue) layer needs \(what)") }
+        }
+        func range(_ value: Int?, _ key: String, from lower: Int) throws(ConfigError) {
+            guard let value else { return }
+            try require(
+                value >= lower && value <= 1 << 24, "a whole number from \(lower) to \(1 << 24)", at: "\(path).\(key)", found: "\(value)")
+        }
+        switch kind {
+        case .dense:
+            if layer.units == nil, nodes.keys["\(path).units"] != nil {
+                throw error(at: "\(path).units", "\(path).units: expected a whole number; found nothing (null)")
+            }
+            try needs("units", layer.units, "units")
+            try atLeastOne(layer.units!, at: "\(path).units")
+        case .conv2d:
+            try needs("filters", layer.filters, "filters and kernel")
+            try needs("kernel", layer.kernel, "filters and kernel")
+            try range(layer.filters, "filters", from: 1)
+            try range(layer.kernel, "kernel", from: 1)
+            try range(layer.stride, "stride", from: 1)
+            try range(layer.pad, "pad", from: 0)
+            if layer.pad != nil, layer.padding != nil {
+                throw error(at: "\(path).pad", "\(path).pad: give either padding (valid or same) or pad (zeros on every side), not both")
+            }
+        case .maxPool2d, .avgPool2d:
+            if layer.global == true {
+                if layer.size != nil || layer.stride != nil {
+                    throw error(at: "\(path).global", "\(path).global: a global pool takes the whole image; leave out size and stride")
+                }
+            } else {
+                try needs("size", layer.size, kind == .avgPool2d ? "size (or global: true)" : "size")
+            }
+            try range(layer.size, "size", from: 1)
+            try range(layer.stride, "stride", from: 1)
+        case .flatten:
+            break
+        case .dropout:
+            try needs("rate", layer.rate, "rate")
+            try require(layer.rate! >= 0 && layer.rate! < 1, "a number in [0, 1)", at: "\(path).rate", found: "\(layer.rate!)")
+        case .batchNorm:
+            if let momentum = layer.momentum {
+                try require(momentum >= 0 && momentum <= 1, "a number in [0, 1]", at: "\(path).momentum", found: "\(momentum)")
+            }
+            if let epsilon = layer.epsilon {
+                try require(epsilon > 0 && epsilon.isFinite, "a number greater than 0", at: "\(path).epsilon", found: "\(epsilon)")
+            }
+        }
+        if layer.activation == .softmax {
+            let others = alternatives(Activation.allCases.filter { $0 != .softmax })
+            try require(
+                kind == .dense, "\(others) for a \(kind.rawValue) layer (softmax belongs only in a dense output layer)",
+                at: "\(path).activation", found: "'softmax'")
+            try require(
+                isLast, "\(others) before the last layer (softmax belongs only in the output layer)", at: "\(path).activation", found: "'softmax'")
         }
     }
 

@@ -55,32 +55,128 @@ public struct ConfigOrigin: Sendable {
 public struct ModelConfig: Sendable, Equatable, Codable {
     /// Features per sample; inferred from the data when absent.
     public var inputs: Int?
-    /// Dense layers, input side first. Empty when `neuron` is set.
+    /// The shape of one sample as an image, `[height, width, channels]` (channels last, as the
+    /// engine stores images), for models with image layers; IDX data gives it, CSV rows need it.
+    /// A run records the shape it used here.
+    public var inputShape: [Int]?
+    /// The layers, input side first. Empty when `neuron` is set.
     public var layers: [LayerConfig] = []
     /// The loss; when absent, ``effectiveLoss`` chooses it from the output layer.
     public var loss: Loss?
     /// The single neuron of Docs/Reference.md §1–3 instead of layers: its starting weight and bias.
     public var neuron: NeuronConfig?
 
-    public init(inputs: Int? = nil, layers: [LayerConfig] = [], loss: Loss? = nil, neuron: NeuronConfig? = nil) {
-        (self.inputs, self.layers, self.loss, self.neuron) = (inputs, layers, loss, neuron)
+    public init(inputs: Int? = nil, inputShape: [Int]? = nil, layers: [LayerConfig] = [], loss: Loss? = nil, neuron: NeuronConfig? = nil) {
+        (self.inputs, self.inputShape, self.layers, self.loss, self.neuron) = (inputs, inputShape, layers, loss, neuron)
     }
 
     /// `loss`, or when the config leaves it out: softmax cross-entropy after a softmax output
     /// layer (the pair whose gradient is `y - t`), else half the squared error (always the neuron's).
     public var effectiveLoss: Loss {
-        loss ?? (layers.last?.activation == .softmax ? .softmaxCrossEntropy : .halfSquaredError)
+        loss ?? (layers.last?.effectiveActivation == .softmax ? .softmaxCrossEntropy : .halfSquaredError)
     }
+
+    /// Whether the model reads samples as images: it has a convolution, a pool or a flatten.
+    public var takesImages: Bool { layers.contains { $0.kind.takesImages } }
 }
 
-/// One dense layer.
+/// One layer: its kind and the settings that kind takes.
 public struct LayerConfig: Sendable, Equatable, Codable {
-    /// Outputs of the layer, at least 1.
-    public var units: Int
-    /// `tanh` by default; `softmax` only in the output layer.
-    public var activation: Activation = .tanh
+    /// The kinds of layer a config can name.
+    public enum Kind: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// Fully connected: `units`, `activation`.
+        case dense
+        /// 2-D convolution: `filters`, `kernel`, `stride`, `padding` or `pad`, `activation`.
+        case conv2d
+        /// Max pooling: `size`, `stride`, or `global`.
+        case maxPool2d
+        /// Average pooling: `size`, `stride`, or `global`.
+        case avgPool2d
+        /// An image to a vector (channels first, as PyTorch flattens).
+        case flatten
+        /// Inverted dropout: `rate`.
+        case dropout
+        /// Batch normalization over channels or features: `momentum`, `epsilon`, `activation`.
+        case batchNorm
 
-    public init(units: Int, activation: Activation = .tanh) { (self.units, self.activation) = (units, activation) }
+        /// Whether a layer of this kind needs its input as an image.
+        var takesImages: Bool { self == .conv2d || self == .maxPool2d || self == .avgPool2d || self == .flatten }
+    }
+
+    /// How a convolution pads by name.
+    public enum PaddingName: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// No padding.
+        case valid
+        /// `ceil(size / stride)` outputs per axis.
+        case same
+    }
+
+    /// `dense` when absent.
+    public var kind: Kind = .dense
+    /// Dense: outputs of the layer, at least 1.
+    public var units: Int?
+    /// Dense (default `tanh`; `softmax` only in the output layer), conv2d and batchNorm (default `identity`).
+    public var activation: Activation?
+    /// Conv2d: the number of filters (output channels).
+    public var filters: Int?
+    /// Conv2d: the kernel's height and width (square).
+    public var kernel: Int?
+    /// Conv2d (default 1) and the pools (default `size`): how far the window moves.
+    public var stride: Int?
+    /// Conv2d: `valid` (the default) or `same`.
+    public var padding: PaddingName?
+    /// Conv2d: zeros on every side, instead of `padding` (PyTorch's `padding=N`).
+    public var pad: Int?
+    /// The pools: the window's height and width (square).
+    public var size: Int?
+    /// The pools: one window over the whole image, instead of `size`.
+    public var global: Bool?
+    /// Dropout: the probability of dropping each input in training, in [0, 1).
+    public var rate: Double?
+    /// BatchNorm: how far running statistics move per batch (default 0.1, PyTorch's).
+    public var momentum: Double?
+    /// BatchNorm: added to the variance (default 1e-5, PyTorch's).
+    public var epsilon: Double?
+
+    public init(kind: Kind) { self.kind = kind }
+
+    /// A dense layer.
+    public init(units: Int, activation: Activation = .tanh) {
+        self.init(kind: .dense)
+        (self.units, self.activation) = (units, activation)
+    }
+
+    /// The activation the layer applies: as given, else its kind's default (dense `tanh`, the
+    /// others `identity`).
+    public var effectiveActivation: Activation { activation ?? (kind == .dense ? .tanh : .identity) }
+
+    /// Writes `kind` only for a layer other than dense, and only the keys given: a dense layer
+    /// saves as it always has, `{"activation": "tanh", "units": 4}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        if kind != .dense { try container.encode(kind, forKey: .kind) }
+        try container.encodeIfPresent(units, forKey: .units)
+        try container.encodeIfPresent(activation, forKey: .activation)
+        try container.encodeIfPresent(filters, forKey: .filters)
+        try container.encodeIfPresent(kernel, forKey: .kernel)
+        try container.encodeIfPresent(stride, forKey: .stride)
+        try container.encodeIfPresent(padding, forKey: .padding)
+        try container.encodeIfPresent(pad, forKey: .pad)
+        try container.encodeIfPresent(size, forKey: .size)
+        try container.encodeIfPresent(global, forKey: .global)
+        try container.encodeIfPresent(rate, forKey: .rate)
+        try container.encodeIfPresent(momentum, forKey: .momentum)
+        try container.encodeIfPresent(epsilon, forKey: .epsilon)
+    }
+
+    /// Two layers are equal when they build the same layer: an activation left out equals its default written out.
+    public static func == (a: LayerConfig, b: LayerConfig) -> Bool {
+        var (a, b) = (a, b)
+        (a.activation, b.activation) = (a.effectiveActivation, b.effectiveActivation)
+        return a.kind == b.kind && a.units == b.units && a.activation == b.activation && a.filters == b.filters && a.kernel == b.kernel
+            && a.stride == b.stride && a.padding == b.padding && a.pad == b.pad && a.size == b.size && a.global == b.global
+            && a.rate == b.rate && a.momentum == b.momentum && a.epsilon == b.epsilon
+    }
 }
 
 /// The single neuron's starting parameters.
@@ -301,13 +397,14 @@ extension RunConfig: ConfigSection {
 }
 
 extension ModelConfig: DefaultedConfigSection {
-    enum CodingKeys: String, CodingKey, CaseIterable { case inputs, layers, loss, neuron }
+    enum CodingKeys: String, CodingKey, CaseIterable { case inputs, inputShape, layers, loss, neuron }
 
     init() { self.init(inputs: nil) }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
         switch key {
         case .inputs: ConfigField(\.inputs)
+        case .inputShape: ConfigField(\.inputShape)
         case .layers: ConfigField(\.layers)
         case .loss: ConfigField(\.loss)
         case .neuron: ConfigField(\.neuron)
@@ -315,20 +412,44 @@ extension ModelConfig: DefaultedConfigSection {
     }
 }
 
-extension LayerConfig: ConfigSection {
-    enum CodingKeys: String, CodingKey, CaseIterable { case units, activation }
+extension LayerConfig: DefaultedConfigSection {
+    init() { self.init(kind: .dense) }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case kind, units, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon
+    }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
         switch key {
-        case .units: ConfigField(\.units, required: true)
+        case .kind: ConfigField(\.kind)
+        case .units: ConfigField(\.units)
         case .activation: ConfigField(\.activation)
+        case .filters: ConfigField(\.filters)
+        case .kernel: ConfigField(\.kernel)
+        case .stride: ConfigField(\.stride)
+        case .padding: ConfigField(\.padding)
+        case .pad: ConfigField(\.pad)
+        case .size: ConfigField(\.size)
+        case .global: ConfigField(\.global)
+        case .rate: ConfigField(\.rate)
+        case .momentum: ConfigField(\.momentum)
+        case .epsilon: ConfigField(\.epsilon)
         }
     }
+}
 
-    // units has no default to start from; activation does.
-    public init(from decoder: any Decoder) throws {
-        self.init(units: try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .units))
-        try decodeGivenKeys(from: decoder)
+extension LayerConfig.Kind {
+    /// The keys a layer of this kind takes besides `kind`, in the README's order.
+    var keys: [LayerConfig.CodingKeys] {
+        switch self {
+        case .dense: [.units, .activation]
+        case .conv2d: [.filters, .kernel, .stride, .padding, .pad, .activation]
+        case .maxPool2d: [.size, .stride, .global]
+        case .avgPool2d: [.size, .stride, .global]
+        case .flatten: []
+        case .dropout: [.rate]
+        case .batchNorm: [.momentum, .epsilon, .activation]
+        }
     }
 }
 

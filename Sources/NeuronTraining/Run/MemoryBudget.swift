@@ -28,17 +28,24 @@ struct MemoryBudget {
     }
 
     /// The network's part for `features` inputs, its layers, batches of `batchSize` and the optimizer.
-    mutating func addNetwork(features: Int, layers: [LayerConfig], batchSize: Int, optimizer: OptimizerConfig, scalarBytes: Int) {
+    mutating func addNetwork<Scalar: TensorScalar>(
+        _ layers: [any Layer<Scalar>], features: Int, batchSize: Int, optimizer: OptimizerConfig, scalarBytes: Int
+    ) {
         let optimizerBuffers = optimizer.kind == .adam ? 2 : (optimizer.momentum > 0 ? 1 : 0)
-        var inputs = features, count = 0, units = features
+        var count = 0, units = features, workspace = 0
         for layer in layers {
-            count = count.adding(inputs.adding(1).times(layer.units))
-            units = units.adding(layer.units)
-            inputs = layer.units
+            count = count.adding(layer.parameterCount)
+            units = units.adding(layer.outputShape.reduce(1) { $0.times($1) })
+            // A convolution's unfolded input and its gradient; a max pool's winners (one Int each).
+            if let conv = layer as? Conv2D<Scalar>, !conv.window.isPointwise {
+                workspace = workspace.adding(conv.window.outputPixels.times(conv.window.patchSize).times(2))
+            } else if let pool = layer as? MaxPool2D<Scalar> {
+                workspace = workspace.adding(pool.outputShape.reduce(1) { $0.times($1) }.times(MemoryLayout<Int>.size / scalarBytes))
+            }
         }
         parameters = count.times(2 + optimizerBuffers).times(scalarBytes)
         // Output, pre-activation, input gradient and output gradient per layer, batch by batch.
-        activations = batchSize.times(units).times(4).times(scalarBytes)
+        activations = batchSize.times(units.times(4).adding(workspace)).times(scalarBytes)
     }
 
     /// `12.3 GB`, `840 MB`, `15 KB`: a size for a message.

@@ -5,13 +5,100 @@
 import NeuronCore
 
 extension ModelConfig {
-    /// The network this model describes for `features` per sample: its dense layers (the single
-    /// neuron's is one tanh unit, as its checkpoints hold it), its ``effectiveLoss``, and
-    /// weights drawn from `seed`.
-    /// - Throws: ``NetworkError`` for sizes out of range.
-    public func network<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int, seed: UInt64) throws(NetworkError) -> Network<Scalar> {
-        let layers: [(units: Int, activation: Activation)] = neuron != nil ? [(1, .tanh)] : self.layers.map { ($0.units, $0.activation) }
-        return try Network(features: features, layers: layers, loss: effectiveLoss, seed: seed)
+    /// The shape one sample enters the network with: ``inputShape`` (an image, channels last)
+    /// when the model takes images, else `[features]`.
+    public func sampleShape(features: Int) -> [Int] { takesImages ? (inputShape ?? [features]) : [features] }
+
+    /// The layers this model describes for `features` per sample, each built for the shape the
+    /// one before it gives (the single neuron's is one tanh unit, as its checkpoints hold it).
+    /// - Throws: ``LayerBuildError`` naming the layer whose settings do not fit the shape it receives.
+    public func layers<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int) throws(LayerBuildError) -> [any Layer<Scalar>] {
+        if neuron != nil {
+            do { return [try Dense<Scalar>(features, 1, activation: .tanh)] } catch { throw LayerBuildError(index: 0, error: error) }
+        }
+        var shape = sampleShape(features: features)
+        var built: [any Layer<Scalar>] = []
+        for (i, layer) in layers.enumerated() {
+            do {
+                let next = try layer.layer(Scalar.self, input: shape)
+                built.append(next)
+                shape = next.outputShape
+            } catch {
+                throw LayerBuildError(index: i, key: layer.kind == .dense ? "units" : nil, error: error)
+            }
+        }
+        return built
+    }
+
+    /// The network this model describes for `features` per sample: ``layers(_:features:)``, its
+    /// ``effectiveLoss``, and weights drawn from `seed`.
+    /// - Throws: ``LayerBuildError`` for a layer that cannot be built as configured.
+    public func network<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int, seed: UInt64) throws(LayerBuildError) -> Network<Scalar> {
+        let layers: [any Layer<Scalar>] = try self.layers(features: features)
+        do {
+            var network = try Network(layers, loss: effectiveLoss)
+            network.initialize(seed: seed)
+            return network
+        } catch let .layersDoNotChain(index, _, _, _, _) {
+            throw LayerBuildError(index: index + 1, error: .invalidLayer("\(layers[index + 1])", reason: "cannot follow \(layers[index])"))
+        } catch {
+            throw LayerBuildError(index: layers.count - 1, error: error)
+        }
+    }
+}
+
+/// A configured layer that cannot be built for the shape it receives, e.g. a 2×2 pool over a
+/// 1×1 map: the layer's index in `model.layers` and what does not fit.
+public struct LayerBuildError: Error, Equatable, CustomStringConvertible {
+    /// The layer's index in `model.layers`.
+    public var index: Int
+    /// The layer's key at fault when one is (a dense layer's `units`).
+    public var key: String? = nil
+    /// What does not fit, naming the layer and the shapes.
+    public var error: NetworkError
+    /// The config key at fault: `model.layers[2]`, `model.layers[0].units`.
+    public var path: String { "model.layers[\(index)]" + (key.map { ".\($0)" } ?? "") }
+    public var description: String { "\(path): \(error)" }
+}
+
+extension LayerConfig {
+    /// This layer for samples of shape `input`.
+    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` for a setting that is missing or does not fit the shape.
+    func layer<Scalar: TensorScalar>(_: Scalar.Type, input shape: [Int]) throws(NetworkError) -> any Layer<Scalar> {
+        func needs<T>(_ value: T?, _ key: String) throws(NetworkError) -> T {
+            guard let value else { throw .invalidLayer("a \(kind.rawValue) layer", reason: "needs \(key)") }
+            return value
+        }
+        switch kind {
+        case .dense:
+            let units = try needs(units, "units")
+            guard shape.count == 1 else {
+                throw .invalidLayer(
+                    "Dense(\(units) units)",
+                    reason: "takes vectors but receives \(shape.map(String.init).joined(separator: "×")) images; put a flatten layer before it")
+            }
+            return try Dense<Scalar>(shape[0], units, activation: effectiveActivation)
+        case .conv2d:
+            let kernel = try needs(kernel, "kernel"), stride = stride ?? 1
+            let padding: Padding = pad.map { .explicit(rows: $0, columns: $0) } ?? (self.padding == .same ? .same : .valid)
+            return try Conv2D<Scalar>(
+                input: shape, filters: try needs(filters, "filters"), kernel: (kernel, kernel), stride: (stride, stride), padding: padding,
+                activation: effectiveActivation)
+        case .maxPool2d:
+            if global == true { return try MaxPool2D<Scalar>(input: shape, size: (shape.first ?? 0, shape.count > 1 ? shape[1] : 0)) }
+            let size = try needs(size, "size")
+            return try MaxPool2D<Scalar>(input: shape, size: (size, size), stride: stride.map { ($0, $0) })
+        case .avgPool2d:
+            if global == true { return try AvgPool2D<Scalar>.global(input: shape) }
+            let size = try needs(size, "size")
+            return try AvgPool2D<Scalar>(input: shape, size: (size, size), stride: stride.map { ($0, $0) })
+        case .flatten:
+            return try Flatten<Scalar>(input: shape)
+        case .dropout:
+            return try Dropout<Scalar>(input: shape, rate: try needs(rate, "rate"))
+        case .batchNorm:
+            return try BatchNorm<Scalar>(input: shape, momentum: momentum ?? 0.1, epsilon: epsilon ?? 1e-5, activation: effectiveActivation)
+        }
     }
 }
 
@@ -59,7 +146,7 @@ extension ScheduleConfig {
 
 extension Network {
     /// Replaces every parameter, and every non-trainable state tensor, with the checkpoint's
-    /// tensor of the same name (dense weights transposed back from the file's (outputs, inputs)).
+    /// tensor of the same name (weights permuted back from the file's PyTorch layouts).
     /// - Throws: ``CheckpointError`` for a tensor that is missing or of another shape.
     mutating func loadParameters(from checkpoint: LoadedCheckpoint) throws {
         for t in parameterTensors {

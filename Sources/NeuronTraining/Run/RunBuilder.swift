@@ -81,11 +81,43 @@ public enum RunBuilder {
         if let declared = config.model.inputs, declared != features {
             throw origin.error(at: "model.inputs", "model.inputs is \(declared) but the data has \(features) features\(data.source)")
         }
+        var config = config
+        if config.model.takesImages {
+            // The image shape a sample is read as: the config's, else the files' (IDX); recorded
+            // in the config the run saves, so that evaluate and predict rebuild the same network.
+            if let shape = config.model.inputShape {
+                guard shape.reduce(1, *) == features else {
+                    throw origin.error(
+                        at: "model.inputShape",
+                        "model.inputShape \(shape) holds \(shape.reduce(1, *)) values per sample but the data has \(features) features\(data.source)")
+                }
+            } else if let shape = data.imageShape {
+                config.model.inputShape = shape
+            } else {
+                throw origin.error(
+                    at: "model.layers",
+                    "model.inputShape: the model has image layers (conv2d, pools, flatten) but the data's rows are \(features) features\(data.source); give the shape of a sample as model.inputShape: [height, width, channels]"
+                )
+            }
+        }
         let last = config.model.layers.count - 1
-        if last >= 0, config.model.layers[last].units != data.training.outputCount {
+        if last >= 0, config.model.layers[last].kind == .dense, let units = config.model.layers[last].units, units != data.training.outputCount {
             throw origin.error(
                 at: "model.layers[\(last)].units",
-                "model.layers[\(last)].units: the last layer has \(config.model.layers[last].units) units but the data has \(data.training.outputCount) targets per sample\(data.source)"
+                "model.layers[\(last)].units: the last layer has \(units) units but the data has \(data.training.outputCount) targets per sample\(data.source)"
+            )
+        }
+        // The layers first (small values, nothing sized yet): their shapes size the memory budget.
+        let layers: [any Layer<Scalar>]
+        do {
+            layers = try config.model.layers(Scalar.self, features: features)
+        } catch {
+            throw origin.error(at: error.path, "\(error)")
+        }
+        if let outputs = layers.last?.outputShape.reduce(1, *), outputs != data.training.outputCount {
+            throw origin.error(
+                at: "model.layers[\(last)]",
+                "model.layers[\(last)]: the last layer gives \(outputs) outputs per sample but the data has \(data.training.outputCount) targets per sample\(data.source)"
             )
         }
         var budget = MemoryBudget()
@@ -95,16 +127,22 @@ public enum RunBuilder {
         // Evaluation forwards the validation and test rows 256 at a time.
         let evaluationBatch = min(256, max(data.validation?.count ?? 0, data.test?.count ?? 0))
         budget.addNetwork(
-            features: features, layers: config.model.layers,
+            layers, features: features,
             batchSize: max(min(config.training.batchSize, data.training.count), evaluationBatch), optimizer: config.optimizer,
             scalarBytes: scalarBytes)
         if budget.data > budget.parameters.adding(budget.activations) {
             try checkFits(budget, origin: origin, key: "data.limit", change: "use fewer rows (data.limit)")
         } else {
-            let widest = config.model.layers.indices.max { config.model.layers[$0].units < config.model.layers[$1].units } ?? 0
-            try checkFits(budget, origin: origin, key: "model.layers[\(widest)].units", change: "use fewer units or a smaller training.batchSize")
+            let widest = layers.indices.max { layers[$0].outputShape.reduce(1, *) < layers[$1].outputShape.reduce(1, *) } ?? 0
+            let key = config.model.layers[widest].kind == .conv2d ? "filters" : "units"
+            try checkFits(budget, origin: origin, key: "model.layers[\(widest)].\(key)", change: "use fewer \(key) or a smaller training.batchSize")
         }
-        var network: Network<Scalar> = try config.model.network(features: features, seed: config.training.seed)
+        var network: Network<Scalar>
+        do {
+            network = try config.model.network(features: features, seed: config.training.seed)
+        } catch {
+            throw origin.error(at: error.path, "\(error)")
+        }
         if let resume {
             guard resume.state.precision == TrainingConfig.Precision(Scalar.self) else {
                 throw RunError.checkpointMismatch(path: resume.path, reason: "the checkpoint is in \(resume.state.precision) precision")

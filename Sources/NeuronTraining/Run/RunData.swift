@@ -12,6 +12,9 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
 
     /// ` (data: Data/iris.csv)`: the training data's files, for messages about what they hold.
     public var source: String
+    /// One sample's shape as an image, `[height, width, channels]`, when the files say it (IDX
+    /// images: `[rows, columns, 1]`); nil for rows of features.
+    public var imageShape: [Int]?
 
     /// Reads the data a config names. Validation rows are split off the training rows with a
     /// generator seeded from the run's seed (`seed + 1`, so that it is independent of the epoch
@@ -41,6 +44,8 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
             source = " (data: \(config.trainImages!))"
             // Pixels stay raw bytes here; `scale` (the default for images) divides them by 255 below.
             all = try IDX.load(images: config.trainImages!, labels: config.trainLabels!, scale: 1)
+            let dimensions = try IDX.readHeader(config.trainImages!)  // (samples, rows, columns): checked by the load
+            imageShape = [dimensions[1], dimensions[2], 1]
             if let images = config.testImages, let labels = config.testLabels {
                 test = try IDX.load(
                     images: images, labels: labels, scale: 1, classNames: all.classNames,
