@@ -35,7 +35,7 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
-        let known = Set(Workload.all.map(\.id) + ["F1", "ceiling", "observer", "neuron"])
+        let known = Set(Workload.all.map(\.id) + ["W7", "F1", "ceiling", "observer", "neuron"])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
         }
@@ -66,6 +66,7 @@ struct Benchmarks: AsyncParsableCommand {
         }
         let chosen = Workload.all.filter { selected($0.id) }
         if !chosen.isEmpty { report.workloads = try await compare(chosen, ceiling: report.ceiling?.best) }
+        if selected("W7") { report.convolution = try convolution(ceiling: report.ceiling?.best) }
         if selected("F1") { report.fashion = try fashion() }
         if selected("observer") { report.observer = try await observerCost() }
         if selected("neuron") { try neuronStruct() }
@@ -427,4 +428,5 @@ struct Report: Encodable {
     var workloads: [Report.WorkloadResult] = []
     var fashion: Fashion?
     var observer: Observer?
+    var convolution: Convolution?
 }

@@ -79,10 +79,20 @@ public struct LayerStatistics: Sendable, Equatable {
     /// For a tanh layer, the share of the last output's entries with |y| > 0.99, whose gradient
     /// has all but vanished; nil for other layers or before any forward pass.
     public var saturation: Double?
+    /// For a relu layer, the share of the last output's entries that are 0, whose gradient is 0
+    /// (units that stay there for every sample are dead); nil for other layers.
+    public var deadShare: Double?
+    /// For a batch normalization, the mean over its channels of the running mean and of the
+    /// running variance; nil for other layers.
+    public var runningMean: Double?, runningVariance: Double?
 
     /// Statistics from their parts.
-    public init(index: Int, title: String, weightNorm: Double, gradientNorm: Double, saturation: Double?) {
+    public init(
+        index: Int, title: String, weightNorm: Double, gradientNorm: Double, saturation: Double?, deadShare: Double? = nil,
+        runningMean: Double? = nil, runningVariance: Double? = nil
+    ) {
         (self.index, self.title, self.weightNorm, self.gradientNorm, self.saturation) = (index, title, weightNorm, gradientNorm, saturation)
+        (self.deadShare, self.runningMean, self.runningVariance) = (deadShare, runningMean, runningVariance)
     }
 }
 
@@ -101,12 +111,20 @@ extension Network {
     public func layerStatistics() -> [LayerStatistics] {
         layers.enumerated().map { i, layer in
             let weight = parameterTensors.first { $0.layer == i && $0.tensor == "weight" }
-            let tanh = (layer as? any ActivatedLayer)?.activation == .tanh
+            let activation = (layer as? any ActivatedLayer)?.activation
+            let hasOutput = layer.output.count > 0
+            // A batch normalization's running statistics: its state tensors, averaged over channels.
+            func channelMean(_ name: String) -> Double? {
+                guard let tensor = stateTensors.first(where: { $0.layer == i && $0.tensor == name }), tensor.count > 0 else { return nil }
+                return state[tensor.range].reduce(0.0) { $0 + Double($1) } / Double(tensor.count)
+            }
             return LayerStatistics(
                 index: i, title: layer.description,
                 weightNorm: weight.map(parameterNorm) ?? 0,
                 gradientNorm: weight.map(gradientNorm) ?? 0,
-                saturation: tanh && layer.output.count > 0 ? layer.output.shareOfMagnitudes(above: 0.99) : nil)
+                saturation: activation == .tanh && hasOutput ? layer.output.shareOfMagnitudes(above: 0.99) : nil,
+                deadShare: activation == .relu && hasOutput ? 1 - layer.output.shareOfMagnitudes(above: 0) : nil,
+                runningMean: channelMean("running_mean"), runningVariance: channelMean("running_var"))
         }
     }
 

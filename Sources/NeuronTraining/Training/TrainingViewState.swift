@@ -102,6 +102,10 @@ public struct LayerViewState: Sendable, Equatable {
     /// For tanh layers, the share of the last batch's outputs with |y| > 0.99 (units whose
     /// gradient has all but vanished); nil for other activations.
     public var saturation: Double?
+    /// For relu layers, the share of the last batch's outputs that are 0; nil for other activations.
+    public var deadShare: Double?
+    /// For batch normalization, the running mean and variance averaged over channels.
+    public var runningMean: Double?, runningVariance: Double?
     /// This layer's rows of the last gradient check.
     public var gradientCheck: [GradientCheckReport.TensorResult] = []
 
@@ -118,6 +122,7 @@ public struct LayerViewState: Sendable, Equatable {
         self.init(
             index: statistics.index, title: statistics.title, weightNorm: statistics.weightNorm,
             gradientNorm: statistics.gradientNorm, saturation: statistics.saturation, gradientCheck: gradientCheck)
+        (deadShare, runningMean, runningVariance) = (statistics.deadShare, statistics.runningMean, statistics.runningVariance)
     }
 }
 
