@@ -102,8 +102,9 @@ let package = Package(
         .testTarget(name: "NeuronTrainingTests", dependencies: ["NeuronTraining"]),
         /// Runs the built `neuron` executable, as a user would, and reads its output and exit status.
         .testTarget(name: "NeuronCLITests", dependencies: ["neuron"]),
-        /// Runs `neuron train` under `mpirun -np 2` against one process (with the trait `MPI`; without it, nothing).
-        .testTarget(name: "NeuronMPITests", dependencies: ["neuron", "NeuronTraining"]),
+        /// Runs `neuron train` under `mpirun -np 2` against one process (with the trait `MPI`; without it, only
+        /// that a neuron built without MPI refuses to start under mpirun).
+        .testTarget(name: "NeuronMPITests", dependencies: ["neuron", "NeuronTraining", "NeuronDistributed"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -67,7 +67,8 @@ struct Train: AsyncParsableCommand {
         config.data = config.data.withAbsolutePaths()
         let checkpoint = try resume.map(Checkpoint.read)
         if let checkpoint {
-            for line in try ResumeSettings.changes(from: checkpoint, to: config) { FileHandle.standardError.write(Data("neuron: \(line)\n".utf8)) }
+            let changes = try ResumeSettings.changes(from: checkpoint, to: config)
+            for line in changes where (group?.rank ?? 0) == 0 { FileHandle.standardError.write(Data("neuron: \(line)\n".utf8)) }
         }
         let name = ((self.config as NSString).lastPathComponent as NSString).deletingPathExtension
         let directory = output ?? checkpoint?.path ?? config.output.directory ?? "runs/\(name)"
@@ -89,6 +90,7 @@ struct Train: AsyncParsableCommand {
             let length = config.model.neuron == nil ? "\(checkpoint.state.epoch) epochs" : "\(checkpoint.state.step) iterations"
             FileHandle.standardError.write(
                 Data("neuron: \(checkpoint.path) already finished its \(length); nothing to do (give a larger --epochs to train on)\n".utf8))
+            group?.end(status: 0, together: true)  // the other ranks found their replicas finished too
             return
         }
 

@@ -1,13 +1,31 @@
 // `neuron train` under `mpirun -np 2` against one process, run as a user would: the built
 // executable, its run directory, its exit. Built with the trait MPI only (`swift test --traits MPI`,
-// as CI runs it); without the trait this target holds no tests. With the trait, a missing or
-// broken Open MPI fails these tests: none is skipped.
-#if MPI
+// as CI runs it); without the trait this target checks only that starting under mpirun is refused.
+// With the trait, a missing or broken Open MPI fails these tests: none is skipped.
 import Foundation
 import NeuronCore
+import NeuronDistributed
 import NeuronTraining
 import Testing
 
+@Suite("Starting a process group")
+struct ProcessGroupStartTests {
+    @Test("Started alone (no launcher's environment, or one process), a neuron trains alone, with or without MPI")
+    func alone() throws {
+        #expect(try ProcessGroup.start(environment: [:]) == nil)
+        #expect(try ProcessGroup.start(environment: ["OMPI_COMM_WORLD_SIZE": "1"]) == nil)
+    }
+
+    #if !MPI
+    @Test("Built without MPI and started as one of 2 processes, it refuses, saying how to build with MPI")
+    func refusedWithoutMPI() {
+        #expect(throws: DistributedError.notBuilt) { try ProcessGroup.start(environment: ["OMPI_COMM_WORLD_SIZE": "2"]) }
+        #expect(DistributedError.notBuilt.description.contains("swift build --traits MPI"))
+    }
+    #endif
+}
+
+#if MPI
 @Suite("neuron train under mpirun", .serialized)
 struct DataParallelTests {
     @Test("XOR in Double: 2 ranks reach one process's weights within 1e-12 after 100 steps, the same bits run to run")
@@ -58,6 +76,9 @@ struct DataParallelTests {
         try expectTrains(config, epochs: 30, output: scratch.path("two-two"), ranks: 2)
         try expectTrains(config, epochs: 100, output: scratch.path("two-two"), ranks: 2, resume: true)
         #expect(try relativeDifference(Checkpoint.read(scratch.path("two")), Checkpoint.read(scratch.path("two-two")), as: Double.self) == 0)
+        // A finished run resumed on 2 ranks: nothing to do, said once, and every rank ends cleanly.
+        let finished = try launch(["train", config, "--epochs", "100", "--resume", scratch.path("two")], ranks: 2, timeout: 300)
+        #expect(finished.status == 0 && finished.stderr.contains("nothing to do"), "\(finished.stderr)")
         try expectTrains(config, epochs: 40, output: scratch.path("one-two"))
         try expectTrains(config, epochs: 100, output: scratch.path("one-two"), ranks: 2, resume: true)
         #expect(try relativeDifference(Checkpoint.read(scratch.path("one")), Checkpoint.read(scratch.path("one-two")), as: Double.self) <= 1e-12)
