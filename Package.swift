@@ -10,6 +10,9 @@ let package = Package(
         .library(name: "NeuronTraining", targets: ["NeuronTraining"]),
         .executable(name: "neuron", targets: ["neuron"]),
     ],
+    // `swift build --traits MPI` (Open MPI installed: `apt-get install openmpi-bin libopenmpi-dev`): `neuron train`
+    // under `mpirun -np N` trains one model on N processes. Without the trait nothing touches MPI.
+    traits: [.trait(name: "MPI", description: "Data-parallel training over Open MPI (needs libopenmpi-dev).")],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -33,6 +36,13 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]
         ),
 
+        /// Open MPI's `mpi.h`, with the trait `MPI` only. Imported by `NeuronDistributed/MPI.swift` alone.
+        .systemLibrary(
+            name: "CMPI",
+            pkgConfig: "ompi",
+            providers: [.apt(["libopenmpi-dev"])]
+        ),
+
         // MARK: - The engine
 
         /// Tensors, the neuron, layers, networks, optimizers, gradient checks, data. No I/O beyond data files.
@@ -45,6 +55,13 @@ let package = Package(
         /// preview view model, the progress renderer.
         .target(name: "NeuronTraining", dependencies: ["NeuronCore", .product(name: "Yams", package: "Yams")]),
 
+        /// Data parallelism: one model trained by N processes under `mpirun`, gradients summed by one
+        /// allreduce per step. Without the trait `MPI` it builds, and says that it was built without MPI.
+        .target(
+            name: "NeuronDistributed",
+            dependencies: ["NeuronCore", "NeuronTraining", .target(name: "CMPI", condition: .when(traits: ["MPI"]))]
+        ),
+
         // MARK: - Tools
 
         /// The `neuron` command line: a short declaration per command, calling into the library.
@@ -53,6 +70,7 @@ let package = Package(
             dependencies: [
                 "NeuronCore",
                 "NeuronTraining",
+                "NeuronDistributed",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -65,6 +83,7 @@ let package = Package(
                 "NeuronCore",
                 "NeuronTraining",
                 "AllocationCounter",
+                "NeuronDistributed",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/Runner"
@@ -83,6 +102,9 @@ let package = Package(
         .testTarget(name: "NeuronTrainingTests", dependencies: ["NeuronTraining"]),
         /// Runs the built `neuron` executable, as a user would, and reads its output and exit status.
         .testTarget(name: "NeuronCLITests", dependencies: ["neuron"]),
+        /// Runs `neuron train` under `mpirun -np 2` against one process (with the trait `MPI`; without it, only
+        /// that a neuron built without MPI refuses to start under mpirun).
+        .testTarget(name: "NeuronMPITests", dependencies: ["neuron", "NeuronTraining", "NeuronDistributed"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -32,6 +32,12 @@ struct Benchmarks: AsyncParsableCommand {
     @Option(help: "Interleaved rounds of timing.")
     var rounds: Int?
 
+    @Flag(
+        help:
+            "Data parallelism instead (DataParallel.swift): alone, the 1-process step and shard steps; under mpirun, allreduce and step of the ranks."
+    )
+    var mpi = false
+
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
@@ -52,6 +58,7 @@ struct Benchmarks: AsyncParsableCommand {
             ************************************************************************
             """)
         #endif
+        if mpi { return try dataParallel() }
         BLAS.threadCount = threads
         func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && id == "F1") : workloads.contains(id) }
         var report = Report(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NeuronCore
+import NeuronDistributed
 import NeuronTraining
 
 /// `neuron`: the command line of the Neuron engine.
@@ -41,6 +42,7 @@ struct NeuronCommand: AsyncParsableCommand {
     static func isBadInput(_ error: Error) -> Bool {
         error is ConfigError || error is DataError || error is CheckpointError || error is RunError
             || error is NetworkError || error is OptimizerError || error is NeuronError || error is TensorError
+            || error is DistributedError
     }
 }
 

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import NeuronCore
+import NeuronDistributed
 import NeuronTraining
+import Synchronization
 
 /// `neuron train CONFIG`: trains as the config says, showing progress, leaving a run directory.
 struct Train: AsyncParsableCommand {
@@ -12,6 +14,8 @@ struct Train: AsyncParsableCommand {
             to the run directory. Ctrl-C (SIGINT), SIGTERM and SIGHUP finish the current step, write a
             checkpoint and exit 128 + the signal (130, 143, 129);
             --resume goes on from it with exactly the numbers of an uninterrupted run.
+            Under `mpirun -np N` (a neuron built with `--traits MPI`), N processes train the one model, each on its
+            share of every batch (training.batchSize stays the whole batch); rank 0 shows progress and writes the run directory.
             """)
 
     @Argument(help: "The config file (.yaml, .yml or .json).")
@@ -50,6 +54,8 @@ struct Train: AsyncParsableCommand {
 
     @MainActor
     func run() async throws {
+        // Under mpirun: this process's place among those training the run (nil alone).
+        let group = try ProcessGroup.start()
         var config = try ConfigLoader.load(self.config)
         if let epochs {
             if config.model.neuron != nil { config.training.iterations = epochs } else { config.training.epochs = epochs }
@@ -61,18 +67,30 @@ struct Train: AsyncParsableCommand {
         config.data = config.data.withAbsolutePaths()
         let checkpoint = try resume.map(Checkpoint.read)
         if let checkpoint {
-            for line in try ResumeSettings.changes(from: checkpoint, to: config) { FileHandle.standardError.write(Data("neuron: \(line)\n".utf8)) }
+            let changes = try ResumeSettings.changes(from: checkpoint, to: config)
+            for line in changes where (group?.rank ?? 0) == 0 { FileHandle.standardError.write(Data("neuron: \(line)\n".utf8)) }
         }
         let name = ((self.config as NSString).lastPathComponent as NSString).deletingPathExtension
         let directory = output ?? checkpoint?.path ?? config.output.directory ?? "runs/\(name)"
         let outputs = RunOutputs(directory: directory)
         if checkpoint == nil && outputs.holdsRun { throw RunError.outputExists(path: directory) }
         BLAS.threadCount = config.training.blasThreads
-        let run = try RunBuilder.build(config, resume: checkpoint)
+        // Under mpirun the launcher's OPENBLAS_NUM_THREADS (one per rank on one machine) wins over the
+        // config's count, which is one process's.
+        if group != nil, let threads = ProcessInfo.processInfo.environment["OPENBLAS_NUM_THREADS"].flatMap({ Int($0) }), threads >= 1 {
+            BLAS.threadCount = threads
+        }
+        var run = try RunBuilder.build(config, resume: checkpoint)
+        if let group {
+            try group.agree(on: ProcessGroup.fingerprint(of: run))
+            try run.engine.join(group)
+            if group.rank != 0 { trainReplica(run, in: group) }
+        }
         if let checkpoint, run.engine.isFinished {
             let length = config.model.neuron == nil ? "\(checkpoint.state.epoch) epochs" : "\(checkpoint.state.step) iterations"
             FileHandle.standardError.write(
                 Data("neuron: \(checkpoint.path) already finished its \(length); nothing to do (give a larger --epochs to train on)\n".utf8))
+            group?.end(status: 0, together: true)  // the other ranks found their replicas finished too
             return
         }
 
@@ -90,7 +108,26 @@ struct Train: AsyncParsableCommand {
         defer { StopSignals.onStop(nil) }
         let status = try await session.train(run)
         withExtendedLifetime(lock) {}
+        if let group {
+            // Together: every process left training at this step (the others finish, stop or diverge with it).
+            let together = status == 0 || group.agreedToStop || group.lastLossDiverged
+            group.end(status: status == 130 ? StopSignals.stoppedStatus : status, together: together)
+        }
         if status == 130 { throw ExitCode(StopSignals.stoppedStatus) }
         if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// Rank 1 and up: the replica trains in step with rank 0, shows and writes nothing, and the process
+/// ends as rank 0's will (a signal asks every process to stop after the same step).
+@MainActor
+private func trainReplica(_ run: Run, in group: ProcessGroup) -> Never {
+    let asked = Atomic<Bool>(false)
+    StopSignals.onStop { _ in asked.store(true, ordering: .relaxed) }
+    let end = group.trainReplica(run) { asked.load(ordering: .relaxed) }
+    switch end {
+    case .finished: group.end(status: 0, together: true)
+    case .stopped: group.end(status: StopSignals.stoppedStatus, together: true)
+    case .diverged: group.end(status: 1, together: true)
     }
 }

@@ -71,8 +71,18 @@ public struct MiniBatches: Sendable, Equatable, Codable {
         batch index: Int, from dataset: Dataset<Scalar>,
         features: inout Tensor<Scalar>, targets: inout Tensor<Scalar>, labels: inout [Int]
     ) {
+        fill(positions: range(ofBatch: index), from: dataset, features: &features, targets: &targets, labels: &labels)
+    }
+
+    /// Copies the samples at `positions` of the current order (a batch, or a process's share of
+    /// one) from `dataset` into the buffers, as ``fill(batch:from:features:targets:labels:)`` does.
+    /// - Precondition: `dataset.count == count`, and `positions` is within `0..<count`.
+    public func fill<Scalar: TensorScalar>(
+        positions: Range<Int>, from dataset: Dataset<Scalar>,
+        features: inout Tensor<Scalar>, targets: inout Tensor<Scalar>, labels: inout [Int]
+    ) {
         precondition(dataset.count == count, "batches over \(count) samples filled from a dataset of \(dataset.count)")
-        let positions = range(ofBatch: index)
+        precondition(positions.lowerBound >= 0 && positions.upperBound <= count, "positions \(positions) outside 0..<\(count)")
         features.resize(rows: positions.count, columns: dataset.featureCount)
         targets.resize(rows: positions.count, columns: dataset.outputCount)
         copyRows(at: positions, of: dataset.features, into: &features)

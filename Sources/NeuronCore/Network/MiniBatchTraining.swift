@@ -30,6 +30,13 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     private var targets = Tensor<Scalar>(zeros: [0, 0])
     private var labels: [Int] = []
 
+    /// With data parallelism, what sums this process's share of each batch with the others';
+    /// nil (the default) trains on whole batches alone.
+    public var reducer: (any GradientReducer)?
+    // The gradients and totals (weighted loss, correct count) summed over the processes; sized at the first step.
+    private var summed: [Scalar] = []
+    private var totals = [0.0, 0.0]
+
     /// Training of `network` on `dataset` in batches of `batchSize`, shuffled by a generator seeded with `seed`.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the dataset's features or targets do not
     ///   fit the network, ``DataError`` for a batch size below 1 or an empty dataset.
@@ -100,16 +107,25 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
             batches.shuffle(using: &generator)
             epochProgress = EpochProgress()
         }
-        batches.fill(batch: batchIndex, from: dataset, features: &features, targets: &targets, labels: &labels)
-        // The shapes were checked against the network when training was set up.
-        let loss = try! network.lossAndGradients(features, targets: targets)
-        if !labels.isEmpty {
-            epochProgress.correct += ConfusionMatrix.correctCount(network.output, labels: labels)
+        let batch = batches.range(ofBatch: batchIndex)
+        let share = reducer?.share(of: batch) ?? batch
+        var loss: Scalar = 0, correct = 0
+        if !share.isEmpty {
+            batches.fill(positions: share, from: dataset, features: &features, targets: &targets, labels: &labels)
+            // The shapes were checked against the network when training was set up.
+            loss = try! network.lossAndGradients(features, targets: targets)
+            if !labels.isEmpty { correct = ConfusionMatrix.correctCount(network.output, labels: labels) }
         }
-        optimizer.update(parameters: &network.parameters, gradients: network.gradients)
+        if let reducer {
+            (loss, correct) = sumShares(with: reducer, share: share.count, of: batch.count, loss: loss, correct: correct)
+            optimizer.update(parameters: &network.parameters, gradients: summed)
+        } else {
+            optimizer.update(parameters: &network.parameters, gradients: network.gradients)
+        }
+        epochProgress.correct += correct
         epochProgress.lossSum += Double(loss)
         epochProgress.batches += 1
-        epochProgress.samples += features.rows
+        epochProgress.samples += batch.count
         stepsTaken += 1
         batchIndex += 1
         if batchIndex == batches.batchesPerEpoch {
@@ -117,6 +133,30 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
             epoch += 1
         }
         return loss
+    }
+
+    /// The whole batch's gradients, loss and correct count from every process's share of it.
+    ///
+    /// The loss and its gradients are means over a share of `b` rows out of the batch's `B`; each
+    /// process weighs its own by `b / B`, so that their sum is the mean over the whole batch, as
+    /// one process computes it (a process with no rows adds zeros).
+    ///
+    ///     // gradients: (parameters)  summed: (parameters)  totals: (loss · b/B, correct)
+    private mutating func sumShares(with reducer: any GradientReducer, share: Int, of batch: Int, loss: Scalar, correct: Int) -> (Scalar, Int) {
+        let weight = Scalar(share) / Scalar(batch)
+        if summed.count != network.gradients.count { summed = Array(repeating: 0, count: network.gradients.count) }
+        summed.withUnsafeMutableBufferPointer { summed in
+            if share == 0 {
+                Tensor<Scalar>.zero(summed)  // the gradient buffer still holds an earlier step's
+            } else {
+                // summed = weight · gradients: a copy, then BLAS's scal (this loop is generic code, unspecialized)
+                network.gradients.withUnsafeBufferPointer { g in _ = summed.update(fromContentsOf: g) }
+                Scalar.blasScal(n: summed.count, alpha: weight, x: summed.baseAddress!)
+            }
+        }
+        (totals[0], totals[1]) = (Double(weight * loss), Double(correct))
+        reducer.sum(gradients: &summed, totals: &totals)
+        return (Scalar(totals[0]), Int(totals[1]))
     }
 
     /// Steps to the end of the current epoch.

@@ -43,6 +43,12 @@ public protocol TrainingEngine: Sendable {
     func gradientCheck(_ check: GradientCheck, batchSize: Int) throws -> GradientCheckReport
     /// Loss and accuracy on the test rows (or the validation rows when there is no test set); nil when there are neither.
     func finalEvaluation() throws -> (name: String, evaluation: Evaluation)?
+    /// Whether to stop at this step boundary, given whether this process asks to (``TrainingGroup``;
+    /// alone: `asked`).
+    mutating func agreesToStop(_ asked: Bool) -> Bool
+    /// Trains from here on as one of `group`'s processes, from rank 0's state.
+    /// - Throws: ``RunError`` for an engine that trains alone, or a state that differs between processes.
+    mutating func join(_ group: any TrainingGroup) throws
 }
 
 extension TrainingEngine {
@@ -113,6 +119,8 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public let test: Dataset<Scalar>?
     /// One record per completed epoch.
     public private(set) var records: [EpochRecord] = []
+    /// The processes this engine trains with; nil alone.
+    public private(set) var group: (any TrainingGroup)?
 
     /// Training of `network` on `dataset` for `epochs` epochs of `batchSize`, shuffled from `seed`.
     /// - Throws: ``NetworkError`` or ``DataError`` when the data does not fit or a size is out of range.
@@ -194,6 +202,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         var snapshot = TrainingSnapshot(progressOf: self)
         (snapshot.validationLoss, snapshot.validationAccuracy) = (lastValidation?.loss, lastValidation?.accuracy)
         snapshot.layers = training.network.layerStatistics()
+        snapshot.rankStepSeconds = group?.stepSeconds()
         return snapshot
     }
 
@@ -210,6 +219,23 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     }
 
     public func divergenceLocation() -> String { training.network.divergenceLocation() }
+
+    public mutating func agreesToStop(_ asked: Bool) -> Bool { group?.agreesToStop(asked) ?? asked }
+
+    /// Every process built its replica from the same config, data and checkpoint; rank 0's
+    /// parameters, state and optimizer buffers replace the others', and each step from here sums
+    /// the shares of the batch over `group`.
+    public mutating func join(_ group: any TrainingGroup) throws {
+        group.broadcast(&training.network.parameters)
+        group.broadcast(&training.network.state)
+        var optimizer = training.optimizer
+        var state = optimizer.state
+        for name in state.keys.sorted() { group.broadcast(&state[name]!) }
+        try optimizer.restore(state: state, step: optimizer.step)
+        training.optimizer = optimizer
+        training.reducer = group
+        self.group = group
+    }
 
     public func checkGradients() throws -> GradientCheckReport {
         // Large networks are checked on a sample of each tensor: a full check would take minutes.

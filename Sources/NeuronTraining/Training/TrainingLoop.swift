@@ -123,11 +123,10 @@ func runTrainingLoop<Engine: TrainingEngine>(
     while true {
         if engine.isFinished { snapshot(at: clock.now); return .finished }
         if let maxSteps, taken == maxSteps { return .paused }
-        switch control.request.load(ordering: .relaxed) {
-        case TrainingControl.pause: return .paused
-        case TrainingControl.stop: return .stopped
-        default: break
-        }
+        let request = control.request.load(ordering: .relaxed)
+        if request == TrainingControl.pause { return .paused }
+        // Alone, a stop is taken at once; processes training together all stop after the same step.
+        if engine.agreesToStop(request == TrainingControl.stop) { return .stopped }
         if control.checkRequested.exchange(false, ordering: .relaxed) {
             do {
                 record.gradientCheck = try engine.checkGradients()

@@ -214,6 +214,7 @@ extension TrainingViewState {
         (epoch, totalEpochs, step, totalSteps) = (snapshot.epoch, snapshot.totalEpochs, snapshot.step, snapshot.totalSteps)
         (learningRate, seed) = (snapshot.learningRate, snapshot.seed)
         (validationLoss, validationAccuracy) = (snapshot.validationLoss, snapshot.validationAccuracy)
+        rankStepSeconds = snapshot.rankStepSeconds
         layers = snapshot.layers.map { LayerViewState($0) }
         neuron = snapshot.neuron
         records = snapshot.records

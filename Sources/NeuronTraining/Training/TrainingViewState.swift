@@ -66,6 +66,9 @@ public struct TrainingViewState: Sendable, Equatable {
     public var samplesPerSecond: Double?
     /// Seconds to the last planned step at the current speed.
     public var secondsRemaining: Double?
+    /// With several processes, each one's mean seconds of computing per step, rank order
+    /// (``samplesPerSecond`` then counts the samples of all of them).
+    public var rankStepSeconds: [Double]?
     /// The learning rate of the next step (after the schedule).
     public var learningRate: Double = 0
     /// The seed every random choice of the run flows from.
