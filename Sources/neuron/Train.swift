@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NeuronCore
+import NeuronDashboard
 import NeuronTraining
 
 /// `neuron train CONFIG`: trains as the config says, showing progress, leaving a run directory.
@@ -41,11 +42,21 @@ struct Train: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per state update, then a summary object.")
     var json = false
 
+    @Flag(help: "Serve a live dashboard of the run in the browser; its address, with a token, is printed at start.")
+    var dashboard = false
+
+    @Option(help: "The dashboard's port (0: any free port).")
+    var port: Int = 0
+
+    @Option(help: "The dashboard's address (default loopback only; another address exposes the run to the network).")
+    var host: String = "127.0.0.1"
+
     func validate() throws {
         if quiet && json { throw ValidationError("--quiet and --json exclude each other") }
         if let epochs, epochs < 1 { throw ValidationError("--epochs must be at least 1, got \(epochs)") }
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1, got \(batchSize)") }
         if let learningRate, learningRate <= 0 { throw ValidationError("--learning-rate must be greater than 0, got \(learningRate)") }
+        if !(0...65535).contains(port) { throw ValidationError("--port must be 0 to 65535, got \(port)") }
     }
 
     @MainActor
@@ -88,9 +99,34 @@ struct Train: AsyncParsableCommand {
         // Ctrl-C, SIGTERM, SIGHUP: finish the current step, write a checkpoint, say where, exit 128 + the signal.
         StopSignals.onStop { _ in DispatchQueue.main.async { MainActor.assumeIsolated { session.stop() } } }
         defer { StopSignals.onStop(nil) }
+        var server: DashboardServer?
+        if dashboard {
+            session.onViewModel = { model, engine in
+                do {
+                    server = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: engine), host: host, port: port)
+                } catch {
+                    throw RunError.invalid("\(error)")
+                }
+                announce(server!)
+            }
+        }
         let status = try await session.train(run)
+        await server?.stop()
         withExtendedLifetime(lock) {}
         if status == 130 { throw ExitCode(StopSignals.stoppedStatus) }
         if status != 0 { throw ExitCode(status) }
     }
+}
+
+/// Says where the dashboard is, on standard error (standard output carries the progress), and
+/// warns when it listens beyond this machine.
+@MainActor
+func announce(_ server: DashboardServer) {
+    var lines = ["neuron: dashboard at \(server.url)"]
+    if !DashboardServer.isLoopback(server.host) {
+        lines.append(
+            "neuron: warning: the dashboard listens on \(server.host), not loopback: anyone who can reach this machine and learns the token can steer the run (the token travels unencrypted over HTTP)"
+        )
+    }
+    FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 }
