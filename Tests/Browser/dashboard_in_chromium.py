@@ -11,6 +11,7 @@ bounded. Called by the Swift test `DashboardBrowserTests`, which checks the CLI'
 """
 import json
 import sys
+import tempfile
 import time
 
 from selenium import webdriver
@@ -19,7 +20,16 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 
+STARTED = time.monotonic()
+
+
+def say(what):
+    """Progress on stderr, timed, so that a failure shows how far the page got."""
+    print(f"{time.monotonic() - STARTED:7.2f} s  {what}", file=sys.stderr, flush=True)
+
+
 def wait_for(what, condition, timeout=30.0):
+    say(f"waiting for {what}")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -33,15 +43,19 @@ def main():
     url, screenshot = sys.argv[1], sys.argv[2]
     options = Options()
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1500,1250", "--hide-scrollbars"):
+                     "--window-size=1500,1250", "--hide-scrollbars", "--no-first-run",
+                     f"--user-data-dir={tempfile.mkdtemp(prefix='neuron-chromium-')}"):
         options.add_argument(argument)
     options.binary_location = "/usr/bin/chromium"
+    say("starting chromium")
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    say("chromium started")
     driver.set_page_load_timeout(30)
     driver.set_script_timeout(30)
     seen = {}
     try:
         driver.get(url)
+        say("page loaded")
         frame = lambda: driver.execute_script("return window.dashboard && window.dashboard.last")
         phase = lambda: driver.find_element(By.ID, "phase").get_attribute("data-phase")
         step = lambda: int(driver.find_element(By.ID, "step").get_attribute("data-step"))
