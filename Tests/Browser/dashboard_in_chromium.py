@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives the Neuron dashboard of a running `neuron train --dashboard` in headless Chromium.
 
-Usage: dashboard_in_chromium.py URL SCREENSHOT.png
+Usage: dashboard_in_chromium.py URL SCREENSHOT.png [MIN_EPOCH [HEIGHT]]
 
 Opens the page, sees the loss curve grow, presses Pause and waits for the page to show the phase
 paused, presses Step with 5 and checks that the step advances by exactly 5, presses Check gradients
@@ -41,9 +41,12 @@ def wait_for(what, condition, timeout=30.0):
 
 def main():
     url, screenshot = sys.argv[1], sys.argv[2]
+    # For the README's picture: let a few epochs pass first, in a taller window.
+    min_epoch = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    height = int(sys.argv[4]) if len(sys.argv) > 4 else 1250
     options = Options()
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1500,1250", "--hide-scrollbars", "--no-first-run",
+                     f"--window-size=1500,{height}", "--hide-scrollbars", "--no-first-run",
                      f"--user-data-dir={tempfile.mkdtemp(prefix='neuron-chromium-')}"):
         options.add_argument(argument)
     options.binary_location = "/usr/bin/chromium"
@@ -66,6 +69,7 @@ def main():
         grown = wait_for("the loss curve to grow", lambda: ((frame()["lossSteps"] or [0])[-1] > first) and frame()["lossSteps"][-1])
         seen["curve"] = {"lastStepBefore": first, "lastStepAfter": grown, "pointsDrawn": points}
 
+        wait_for(f"epoch {min_epoch}", lambda: frame()["epoch"] >= min_epoch, 1800)
         driver.find_element(By.ID, "btn-pause").click()
         wait_for("the phase paused", lambda: phase() == "paused")
         paused_at = step()
