@@ -20,7 +20,7 @@ public final class DashboardBinding {
     /// The layers' shapes, read once from the engine (they do not change during a run).
     public private(set) var layouts: [LayerLayout]
     private var histories: [LayerHistory] = []
-    private var observing: Task<Void, Never>?
+    private var observing: Task<Void, Never>?, keepingAlive: Task<Void, Never>?
     /// Frames published so far.
     public private(set) var publishedFrames = 0
 
@@ -60,12 +60,21 @@ public final class DashboardBinding {
                 try? await Task.sleep(for: Self.frameInterval)
             }
         }
+        // While nothing changes (a paused run) a frame every 15 s still goes out: a page that went
+        // away is noticed when its connection refuses the write, and its slot is let go.
+        keepingAlive = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(15))
+                self?.publish()
+            }
+        }
     }
 
     /// Stops publishing and ends every page's stream.
     public func stop() {
         observing?.cancel()
-        observing = nil
+        keepingAlive?.cancel()
+        (observing, keepingAlive) = (nil, nil)
         broadcaster.closeAll()
     }
 
