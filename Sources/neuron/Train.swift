@@ -57,6 +57,7 @@ struct Train: AsyncParsableCommand {
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1, got \(batchSize)") }
         if let learningRate, learningRate <= 0 { throw ValidationError("--learning-rate must be greater than 0, got \(learningRate)") }
         if !(0...65535).contains(port) { throw ValidationError("--port must be 0 to 65535, got \(port)") }
+        if !dashboard && (port != 0 || host != "127.0.0.1") { throw ValidationError("--port and --host need --dashboard") }
     }
 
     @MainActor

@@ -52,6 +52,8 @@ struct DashboardCommandTests {
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("a/checkpoint.safetensors").path))
         let port = try runNeuron(["train", "\(dataDirectory)/xor.yaml", "--dashboard", "--port", "70000"])
         #expect(port.status == 2 && port.stderr.contains("--port must be 0 to 65535"))
+        let alone = try runNeuron(["train", "\(dataDirectory)/xor.yaml", "--port", "8000"])
+        #expect(alone.status == 2 && alone.stderr.contains("--port and --host need --dashboard"))
         // 0.0.0.0 listens on every interface; the test only reads the warning, then stops the run.
         let wide = try LiveNeuron([
             "train", "\(dataDirectory)/xor.yaml", "--epochs", "100000", "--output", dir.appendingPathComponent("b").path, "--dashboard", "--host",
