@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // `swift package generate-documentation --target NeuronCore`: the DocC catalog in Sources/NeuronCore.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The dashboard's HTTP server: small (no swift-nio), so the first build stays quick.
+        .package(url: "https://github.com/swhitty/FlyingFox", exact: "0.27.1"),
     ],
     targets: [
         // MARK: - C seams
@@ -62,6 +64,17 @@ let package = Package(
             dependencies: ["NeuronCore", "NeuronTraining", .target(name: "CMPI", condition: .when(traits: ["MPI"]))]
         ),
 
+        // MARK: - Views
+
+        /// The browser view: an HTTP server binding a page (plain HTML, CSS and JavaScript, embedded in
+        /// the binary) to a training view model: state out as Server-Sent Events, events in as POSTs;
+        /// loopback and a token by default.
+        .target(
+            name: "NeuronDashboard",
+            dependencies: ["NeuronCore", "NeuronTraining", .product(name: "FlyingFox", package: "FlyingFox")],
+            resources: [.embedInCode("Resources/dashboard.html")]
+        ),
+
         // MARK: - Tools
 
         /// The `neuron` command line: a short declaration per command, calling into the library.
@@ -71,6 +84,7 @@ let package = Package(
                 "NeuronCore",
                 "NeuronTraining",
                 "NeuronDistributed",
+                "NeuronDashboard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -82,6 +96,7 @@ let package = Package(
             dependencies: [
                 "NeuronCore",
                 "NeuronTraining",
+                "NeuronDashboard",
                 "AllocationCounter",
                 "NeuronDistributed",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -100,6 +115,7 @@ let package = Package(
 
         .testTarget(name: "NeuronCoreTests", dependencies: ["NeuronCore"]),
         .testTarget(name: "NeuronTrainingTests", dependencies: ["NeuronTraining"]),
+        .testTarget(name: "NeuronDashboardTests", dependencies: ["NeuronDashboard"]),
         /// Runs the built `neuron` executable, as a user would, and reads its output and exit status.
         .testTarget(name: "NeuronCLITests", dependencies: ["neuron"]),
         /// Runs `neuron train` under `mpirun -np 2` against one process (with the trait `MPI`; without it, only

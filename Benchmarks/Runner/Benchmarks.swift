@@ -14,7 +14,7 @@ struct Benchmarks: AsyncParsableCommand {
         commandName: "Benchmarks",
         abstract: "Check, then time, Neuron's training steps against the BLAS ceiling and the peers (NumPy, PyTorch).")
 
-    @Argument(help: "Workloads to run: W1…W6, F1, ceiling, observer, neuron (default: all; --quick: all but F1).")
+    @Argument(help: "Workloads to run: W1…W6, F1, ceiling, observer, dashboard, neuron (default: all; --quick: all but F1).")
     var workloads: [String] = []
 
     @Flag(help: "A few seconds in all, for CI smoke runs.")
@@ -41,7 +41,7 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
-        let known = Set(Workload.all.map(\.id) + ["W7", "F1", "ceiling", "observer", "neuron"])
+        let known = Set(Workload.all.map(\.id) + ["W7", "F1", "ceiling", "observer", "dashboard", "neuron"])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
         }
@@ -76,6 +76,7 @@ struct Benchmarks: AsyncParsableCommand {
         if selected("W7") { report.convolution = try convolution(ceiling: report.ceiling?.best) }
         if selected("F1") { report.fashion = try fashion() }
         if selected("observer") { report.observer = try await observerCost() }
+        if selected("dashboard") { report.dashboard = try await dashboardCost() }
         if selected("neuron") { try neuronStruct() }
 
         if let json {
@@ -436,4 +437,5 @@ struct Report: Encodable {
     var fashion: Fashion?
     var observer: Observer?
     var convolution: Convolution?
+    var dashboard: Benchmarks.DashboardCost?
 }

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
 import NeuronCore
+import NeuronTraining
 
-/// `neuron explain`: the table a learner would draw for one tanh neuron.
+/// `neuron explain`: the table a learner would draw for one tanh neuron, or for one unit of a trained network.
 struct Explain: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Explain one tanh neuron: forward quantities, local, global and faux gradients.",
@@ -10,6 +11,11 @@ struct Explain: ParsableCommand {
             Defaults are Docs/Reference.md §1's reference neuron: x = 0.4, w = 0.5, b = 0.6, target 0.7.
             With --iterations and --learning-rate the neuron is trained by gradient descent first,
             and the trained neuron is explained.
+            With --checkpoint RUN --layer L --unit U [--sample I], the same table for unit U of dense
+            layer L of a trained network on training sample I (default 0), in Double: its inputs are the
+            layer's inputs, its weights its column of the layer's weights, and its output gradient flows
+            back from the network's loss; faux gradients by forward difference (or --central) through
+            the network's forward pass, with the network's own backward pass beside them.
             """
     )
 
@@ -47,12 +53,33 @@ struct Explain: ParsableCommand {
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
+    @Option(help: "Explain a unit of this run's trained network (its run directory or checkpoint file).")
+    var checkpoint: String?
+
+    @Option(help: "With --checkpoint: the dense layer, counted from 0.")
+    var layer: Int?
+
+    @Option(help: "With --checkpoint: the unit of the layer, counted from 0.")
+    var unit: Int?
+
+    @Option(help: "With --checkpoint: the training sample, counted from 0 (as the run's training rows are read, before shuffling).")
+    var sample: Int = 0
+
     func validate() throws {
+        guard tiny > 0 else { throw ValidationError("--tiny must be greater than 0, got \(tiny)") }
+        if checkpoint != nil {
+            guard let layer, let unit else { throw ValidationError("--checkpoint needs --layer L and --unit U") }
+            guard layer >= 0, unit >= 0, sample >= 0 else { throw ValidationError("--layer, --unit and --sample count from 0") }
+            guard iterations == nil, learningRate == nil else {
+                throw ValidationError("--iterations and --learning-rate train the single neuron; a checkpoint's network is explained as trained")
+            }
+            return
+        }
+        guard layer == nil, unit == nil, sample == 0 else { throw ValidationError("--layer, --unit and --sample need --checkpoint") }
         guard inputs.count == weights.count else {
             throw ValidationError(
                 "--input has \(inputs.count) value\(inputs.count == 1 ? "" : "s") but --weight has \(weights.count); give one weight per input")
         }
-        guard tiny > 0 else { throw ValidationError("--tiny must be greater than 0, got \(tiny)") }
         switch (iterations, learningRate) {
         case (nil, nil): break
         case (nil, _?): throw ValidationError("--learning-rate needs --iterations")
@@ -64,6 +91,19 @@ struct Explain: ParsableCommand {
     }
 
     func run() throws {
+        if let checkpoint, let layer, let unit {
+            let explanation = try Self.explainUnit(
+                checkpoint: checkpoint, layer: layer, unit: unit, sample: sample,
+                difference: FiniteDifference(central ? .central : .forward, tiny: tiny))
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try encoder.encode(explanation), as: UTF8.self))
+            } else {
+                print(explanation.table)
+            }
+            return
+        }
         switch precision {
         case .double: try explain(Double.self)
         case .float: try explain(Float.self)
@@ -84,6 +124,44 @@ struct Explain: ParsableCommand {
         } else {
             print(explanation.table)
         }
+    }
+}
+
+extension Explain {
+    /// Unit `unit` of layer `layer` of the checkpoint's network on training sample `sample`.
+    /// - Throws: ``CheckpointError``, ``RunError``, ``NetworkError`` or ``DataError`` naming what does not fit.
+    static func explainUnit(checkpoint path: String, layer: Int, unit: Int, sample: Int, difference: FiniteDifference<Double>) throws
+        -> UnitExplanation
+    {
+        let saved = try Checkpoint.read(path)
+        let config = saved.state.config
+        if config.model.neuron != nil, let input = config.data.input, let target = config.data.target {
+            // The neuron is saved as the Network[Dense(1→1, tanh)] it equals, on its one sample.
+            guard sample == 0 else { throw RunError.invalid("\(saved.path): --sample \(sample): the neuron has one sample, 0") }
+            let network: Network<Double> = try Prediction<Double>.network(saved)
+            return try UnitExplanation(network: network, sample: [input], target: [target], layer: layer, unit: unit, difference: difference)
+        }
+        switch saved.state.precision {
+        case .float: return try explainUnit(Float.self, saved, layer: layer, unit: unit, sample: sample, difference: difference)
+        case .double: return try explainUnit(Double.self, saved, layer: layer, unit: unit, sample: sample, difference: difference)
+        }
+    }
+
+    private static func explainUnit<Scalar: TensorScalar>(
+        _: Scalar.Type, _ saved: LoadedCheckpoint, layer: Int, unit: Int, sample: Int, difference: FiniteDifference<Double>
+    ) throws -> UnitExplanation {
+        let network: Network<Scalar> = try Prediction<Scalar>.network(saved)
+        // The training rows as the run read them: the same split and the same fitted statistics.
+        let data = try RunData<Scalar>(saved.state.config.data, seed: saved.state.seed)
+        guard data.preprocessing == saved.state.preprocessing else {
+            throw RunError.invalid("\(saved.path): the data's statistics differ from the checkpoint's (did the data files change?)")
+        }
+        guard (0..<data.training.count).contains(sample) else {
+            throw RunError.invalid("--sample \(sample): the run has training samples 0 to \(data.training.count - 1)")
+        }
+        let row = data.training.subset([sample])
+        return try UnitExplanation(
+            network: network, sample: row.features.scalars, target: row.targets.scalars, layer: layer, unit: unit, difference: difference)
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NeuronCore
 import NeuronDistributed
+import NeuronDashboard
 import NeuronTraining
 import Synchronization
 
@@ -45,11 +46,22 @@ struct Train: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per state update, then a summary object.")
     var json = false
 
+    @Flag(help: "Serve a live dashboard of the run in the browser; its address, with a token, is printed at start.")
+    var dashboard = false
+
+    @Option(help: "The dashboard's port (0: any free port).")
+    var port: Int = 0
+
+    @Option(help: "The dashboard's address (default loopback only; another address exposes the run to the network).")
+    var host: String = "127.0.0.1"
+
     func validate() throws {
         if quiet && json { throw ValidationError("--quiet and --json exclude each other") }
         if let epochs, epochs < 1 { throw ValidationError("--epochs must be at least 1, got \(epochs)") }
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1, got \(batchSize)") }
         if let learningRate, learningRate <= 0 { throw ValidationError("--learning-rate must be greater than 0, got \(learningRate)") }
+        if !(0...65535).contains(port) { throw ValidationError("--port must be 0 to 65535, got \(port)") }
+        if !dashboard && (port != 0 || host != "127.0.0.1") { throw ValidationError("--port and --host need --dashboard") }
     }
 
     @MainActor
@@ -106,7 +118,19 @@ struct Train: AsyncParsableCommand {
         // Ctrl-C, SIGTERM, SIGHUP: finish the current step, write a checkpoint, say where, exit 128 + the signal.
         StopSignals.onStop { _ in DispatchQueue.main.async { MainActor.assumeIsolated { session.stop() } } }
         defer { StopSignals.onStop(nil) }
+        var server: DashboardServer?
+        if dashboard {
+            session.onViewModel = { model, engine in
+                do {
+                    server = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: engine), host: host, port: port)
+                } catch {
+                    throw RunError.invalid("\(error)")
+                }
+                announce(server!)
+            }
+        }
         let status = try await session.train(run)
+        await server?.stop()
         withExtendedLifetime(lock) {}
         if let group {
             // Together: every process left training at this step (the others finish, stop or diverge with it).
@@ -130,4 +154,15 @@ private func trainReplica(_ run: Run, in group: ProcessGroup) -> Never {
     case .stopped: group.end(status: StopSignals.stoppedStatus, together: true)
     case .diverged: group.end(status: 1, together: true)
     }
+/// Says where the dashboard is, on standard error (standard output carries the progress), and
+/// warns when it listens beyond this machine.
+@MainActor
+func announce(_ server: DashboardServer) {
+    var lines = ["neuron: dashboard at \(server.url)"]
+    if !DashboardServer.isLoopback(server.host) {
+        lines.append(
+            "neuron: warning: the dashboard listens on \(server.host), not loopback: anyone who can reach this machine and learns the token can steer the run (the token travels unencrypted over HTTP)"
+        )
+    }
+    FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 }

@@ -23,6 +23,11 @@ public final class TrainingSession {
     /// Where failures are said (standard error): a divergence, a write the disk refused.
     private let writeError: @MainActor (String) -> Void
     private var stopRequested: (@MainActor () -> Void)?
+    /// Called with the run's view model before it starts, and a way to read its engine at a step
+    /// boundary (nil while a run owns it): where a second view, such as the browser dashboard, binds.
+    /// What it throws ends the run before its first step.
+    public var onViewModel:
+        (@MainActor (_ model: any TrainingViewModeling, _ engine: @escaping @MainActor () -> (any TrainingEngine)?) async throws -> Void)?
     /// When metrics and curves were last written, and how many epochs they held.
     private var lastEpochFiles: (at: ContinuousClock.Instant, epochs: Int)?
     /// When the last checkpoint was written (or the run started), and at which epoch.
@@ -70,6 +75,7 @@ public final class TrainingSession {
             case .json: .json
             case .quiet: .quiet
             }
+        try await onViewModel?(model, { model.engine })
         let started = ContinuousClock.now
         model.handle(event: .start)
         let final = await ProgressView(model: model, mode: mode, write: write).run()

@@ -36,6 +36,8 @@ public struct TrainingViewState: Sendable, Equatable {
     public struct IgnoredEvent: Sendable, Equatable {
         public var event: TrainingEvent
         public var phase: Phase
+
+        public init(event: TrainingEvent, phase: Phase) { (self.event, self.phase) = (event, phase) }
     }
 
     /// The single neuron's row of Docs/Reference.md §1's table, shown as the engine reports it.

@@ -1,0 +1,289 @@
+// The neuron's table (Docs/Reference.md §1–2) for any unit of a dense layer in a network: the unit
+// is a neuron whose inputs are the layer's inputs for one sample, whose weights are its column of
+// the layer's weight matrix, and whose output gradient flows back from the network's loss. Computed
+// in Double whatever the network's precision, so that the faux gradients mean what they say.
+
+/// One unit of a dense layer explained on one sample: forward quantities, local gradients, the
+/// global gradients from the loss by the chain rule, faux gradients by finite differences, and
+/// the network's own backward pass beside them.
+///
+/// The faux gradients nudge one quantity and recompute everything downstream through the
+/// network's own forward pass: a weight or the bias is nudged in the parameters; the net like the
+/// bias (`net = Σ xⱼ·wⱼ + b`); an input xⱼ as this unit sees it (its net moves by `tiny·wⱼ`); the
+/// output as the next dense layer sees it (each of its nets moves by `tiny·wᵤₖ`) or, for an output
+/// unit under half the squared error, as the loss sees it (the target moved by `-tiny`).
+public struct UnitExplanation: Sendable, Equatable {
+    /// ∂loss/∂quantity for each quantity of the unit, from one method.
+    public struct Gradients: Sendable, Equatable {
+        /// ∂L/∂output; nil where it cannot be taken alone (a softmax output depends on every logit).
+        public var output: Double?
+        /// ∂L/∂net.
+        public var net: Double
+        /// ∂L/∂b.
+        public var bias: Double
+        /// ∂L/∂wⱼ, one per input.
+        public var weights: [Double]
+        /// ∂L/∂xⱼ through this unit alone (the input's whole gradient sums this over the layer's units).
+        public var inputs: [Double]
+    }
+
+    /// The layer's index in the network, and the unit's in the layer.
+    public var layer: Int, unit: Int
+    /// `Dense(784→256, tanh)`.
+    public var layerTitle: String
+    /// The layer's activation.
+    public var activation: Activation
+    /// Whether the unit is one of the network's outputs.
+    public var isOutput: Bool
+    /// xⱼ: the layer's inputs for the sample.
+    public var inputs: [Double]
+    /// wⱼ: the unit's column of the layer's weights.
+    public var weights: [Double]
+    /// b.
+    public var bias: Double
+    /// The unit's target, for an output unit.
+    public var target: Double?
+    /// `Σ xⱼ·wⱼ + b` (a softmax layer's logit).
+    public var net: Double
+    /// `f(net)` (for a softmax layer, the unit's probability).
+    public var output: Double
+    /// The network's loss on the sample.
+    public var loss: Double
+    /// ∂output/∂net from the activation's definition at `net` (softmax: the diagonal term `p(1 - p)`).
+    public var localNet: Double
+    /// By the chain rule: ∂L/∂output from the next layer (or the loss), times the local gradients.
+    public var gradients: Gradients
+    /// By finite differences through the network's forward pass.
+    public var faux: Gradients
+    /// The network's own backward pass: its gradient buffer's entries for this unit's weights and bias.
+    public var backpropagatedWeights: [Double], backpropagatedBias: Double
+    /// The rule behind ``faux``.
+    public var difference: FiniteDifference<Double>
+
+    /// Explains unit `unit` of dense layer `layer` of `network` on one sample.
+    /// - Parameters:
+    ///   - sample: one sample's features, as the network takes them (preprocessed).
+    ///   - target: the sample's target row (one-hot for classification).
+    /// - Throws: ``NetworkError`` when the layer is not dense, the unit or layer is out of range, or
+    ///   the sample or target does not fit the network.
+    public init<Scalar: TensorScalar>(
+        network: Network<Scalar>, sample: [Scalar], target: [Scalar], layer: Int, unit: Int,
+        difference: FiniteDifference<Double> = .reference
+    ) throws(NetworkError) {
+        var n = network.converted(to: Double.self)
+        guard n.layers.indices.contains(layer) else {
+            throw .invalidLayer("layer \(layer)", reason: "\(network) has layers 0 to \(n.layers.count - 1)")
+        }
+        guard let dense = n.layers[layer] as? Dense<Double> else {
+            throw .invalidLayer("layer \(layer) \(n.layers[layer])", reason: "only a dense layer's units can be explained")
+        }
+        guard (0..<dense.outputs).contains(unit) else {
+            throw .invalidLayer("layer \(layer) \(dense)", reason: "unit \(unit) is out of range; it has units 0 to \(dense.outputs - 1)")
+        }
+        guard sample.count == n.featureCount, target.count == n.outputCount else {
+            throw .shapeMismatch(
+                "the sample has \(sample.count) features and \(target.count) targets but \(network) takes \(n.featureCount) and gives \(n.outputCount)"
+            )
+        }
+        let last = n.layers.count - 1
+        let x = try! Tensor(shape: [1] + n.inputShape, scalars: sample.map { Double($0) })  // sizes checked above
+        let t = try! Tensor(shape: [1, n.outputCount], scalars: target.map { Double($0) })
+        // The network's own forward and backward pass on the one sample.
+        loss = try n.lossAndGradients(x, targets: t)
+
+        let units = dense.outputs
+        let weightOffset = n.parameterTensors.first { $0.layer == layer && $0.tensor == "weight" }!.offset
+        let biasIndex = n.parameterTensors.first { $0.layer == layer && $0.tensor == "bias" }!.offset + unit
+        // w: (inputs, outputs) row-major: the unit's column is every `units`-th entry from `unit`.
+        let weightIndices = (0..<dense.inputs).map { weightOffset + $0 * units + unit }
+        let layerInput = layer == 0 ? x : n.layers[layer - 1].output
+        (self.layer, self.unit, layerTitle, activation) = (layer, unit, dense.description, dense.activation)
+        isOutput = layer == last
+        inputs = Array(layerInput.scalars.prefix(dense.inputs))
+        weights = weightIndices.map { n.parameters[$0] }
+        bias = n.parameters[biasIndex]
+        self.target = isOutput ? t[0, unit] : nil
+        var sum = bias
+        for (xj, wj) in zip(inputs, weights) { sum += xj * wj }
+        net = sum
+        let softmax = dense.activation == .softmax
+        output = softmax ? n.output[0, unit] : Naive.activation(dense.activation, net)
+        localNet = softmax ? output * (1 - output) : Naive.activationDerivative(dense.activation, net)
+        (backpropagatedWeights, backpropagatedBias) = (weightIndices.map { n.gradients[$0] }, n.gradients[biasIndex])
+        self.difference = difference
+
+        // Chain rule: ∂L/∂output comes from the next layer's input gradient (its backward pass) or the loss.
+        let outputGradient: Double?
+        let netGradient: Double
+        if softmax {
+            // Fused with cross-entropy: ∂L/∂z = p - t over a batch of one.
+            (outputGradient, netGradient) = (nil, output - t[0, unit])
+        } else {
+            let g = isOutput ? output - t[0, unit] : n.layers[layer + 1].inputGradient[0, unit]
+            (outputGradient, netGradient) = (g, g * localNet)
+        }
+        gradients = Gradients(
+            output: outputGradient, net: netGradient, bias: netGradient,
+            weights: inputs.map { $0 * netGradient }, inputs: weights.map { $0 * netGradient })
+
+        // Faux: nudge, recompute the loss through the network's forward pass, restore exactly.
+        let base = try n.loss(x, targets: t)
+        func fauxGradient(_ nudges: [(index: Int, per: Double)], targetNudge: Int? = nil) throws(NetworkError) -> Double {
+            try difference.derivative { (delta: Double) throws(NetworkError) -> Double in
+                if delta == 0 { return base }
+                let saved = nudges.map { n.parameters[$0.index] }
+                for (index, per) in nudges { n.parameters[index] += delta * per }
+                var moved = t
+                if let targetNudge { moved[0, targetNudge] -= delta }
+                defer { for (k, nudge) in nudges.enumerated() { n.parameters[nudge.index] = saved[k] } }
+                return try n.loss(x, targets: moved)
+            }
+        }
+        var fauxOutput: Double?
+        if layer < last, let next = n.layers[layer + 1] as? Dense<Double> {
+            // The output as the next layer sees it: each of its nets moves by tiny·wᵤₖ, as its bias would.
+            let nextWeight = n.parameterTensors.first { $0.layer == layer + 1 && $0.tensor == "weight" }!.offset
+            let nextBias = n.parameterTensors.first { $0.layer == layer + 1 && $0.tensor == "bias" }!.offset
+            let nudges = (0..<next.outputs).map { k in (index: nextBias + k, per: n.parameters[nextWeight + unit * next.outputs + k]) }
+            fauxOutput = try fauxGradient(nudges)
+        } else if isOutput, !softmax, n.loss == .halfSquaredError {
+            // (y + tiny - t)² = (y - (t - tiny))²: the loss sees the output moved when the target moves back.
+            fauxOutput = try fauxGradient([], targetNudge: unit)
+        }
+        let fauxNet = try fauxGradient([(biasIndex, 1)])
+        faux = Gradients(
+            output: fauxOutput, net: fauxNet, bias: fauxNet,
+            weights: try weightIndices.map { (i: Int) throws(NetworkError) in try fauxGradient([(i, 1)]) },
+            inputs: try weights.map { (w: Double) throws(NetworkError) in try fauxGradient([(biasIndex, w)]) })
+    }
+
+    /// Each chain-rule gradient beside its faux one, in the table's order: output (when both
+    /// exist), net, bias, each weight, each input.
+    public var comparisons: [(quantity: String, comparison: GradientComparison<Double>)] {
+        var rows: [(String, GradientComparison<Double>)] = []
+        if let analytic = gradients.output, let fake = faux.output { rows.append(("output", .init(analytic: analytic, faux: fake))) }
+        rows.append(("net", .init(analytic: gradients.net, faux: faux.net)))
+        rows.append(("bias", .init(analytic: gradients.bias, faux: faux.bias)))
+        for j in weights.indices { rows.append(("w[\(j)]", .init(analytic: gradients.weights[j], faux: faux.weights[j]))) }
+        for j in inputs.indices { rows.append(("x[\(j)]", .init(analytic: gradients.inputs[j], faux: faux.inputs[j]))) }
+        return rows
+    }
+}
+
+// MARK: - JSON
+
+extension UnitExplanation: Encodable {
+    private enum Key: String, CodingKey {
+        case layer, unit, title, activation, isOutput, inputs, weights, bias, target, net, output, loss
+        case local, gradients, faux, backpropagated, absoluteError, relativeError, difference
+        case input, weight, method, tiny
+    }
+
+    /// Keys as `neuron explain --json` (always arrays for weights and inputs): `layer`, `unit`,
+    /// `title`, `activation`, `isOutput`, `inputs`, `weights`, `bias`, `target`, `net`, `output`,
+    /// `loss`, `local` (`net`, `bias`, `weight`, `input`), `gradients` and `faux` (`output`, `net`,
+    /// `bias`, `weight`, `input`), `backpropagated` (`weight`, `bias`), `difference`.
+    public func encode(to encoder: Encoder) throws {
+        var root = encoder.container(keyedBy: Key.self)
+        try root.encode(layer, forKey: .layer)
+        try root.encode(unit, forKey: .unit)
+        try root.encode(layerTitle, forKey: .title)
+        try root.encode(activation, forKey: .activation)
+        try root.encode(isOutput, forKey: .isOutput)
+        try root.encode(inputs, forKey: .inputs)
+        try root.encode(weights, forKey: .weights)
+        try root.encode(bias, forKey: .bias)
+        try root.encodeIfPresent(target, forKey: .target)
+        try root.encode(net, forKey: .net)
+        try root.encode(output, forKey: .output)
+        try root.encode(loss, forKey: .loss)
+        var local = root.nestedContainer(keyedBy: Key.self, forKey: .local)
+        try local.encode(localNet, forKey: .net)
+        try local.encode(1.0, forKey: .bias)
+        try local.encode(inputs, forKey: .weight)
+        try local.encode(weights, forKey: .input)
+        for (key, g) in [(Key.gradients, gradients), (.faux, faux)] {
+            var container = root.nestedContainer(keyedBy: Key.self, forKey: key)
+            try container.encodeIfPresent(g.output, forKey: .output)
+            try container.encode(g.net, forKey: .net)
+            try container.encode(g.bias, forKey: .bias)
+            try container.encode(g.weights, forKey: .weight)
+            try container.encode(g.inputs, forKey: .input)
+        }
+        var network = root.nestedContainer(keyedBy: Key.self, forKey: .backpropagated)
+        try network.encode(backpropagatedWeights, forKey: .weight)
+        try network.encode(backpropagatedBias, forKey: .bias)
+        var differenceContainer = root.nestedContainer(keyedBy: Key.self, forKey: .difference)
+        try differenceContainer.encode(difference.method, forKey: .method)
+        try differenceContainer.encode(difference.tiny, forKey: .tiny)
+    }
+}
+
+// MARK: - Text table
+
+extension UnitExplanation {
+    /// The table a learner would draw, as plain text with aligned columns: one row per weight and input.
+    public var table: String {
+        let f = activation
+        let formula =
+            switch f {
+            case .tanh: "1 - output²"
+            case .sigmoid: "output·(1 - output)"
+            case .relu: "1 if net > 0, else 0"
+            case .identity: "1"
+            case .softmax: "p·(1 - p) (diagonal term)"
+            }
+        var lines = ["Unit \(unit) of layer \(layer) \(layerTitle)\(isOutput ? " (an output unit)" : "")"]
+        lines.append("")
+        lines.append("Forward")
+        var forward = [
+            ["net", "Σ xⱼ·wⱼ + b", "\(net)"],
+            ["output", f == .softmax ? "softmax(net)ᵤ" : "\(f)(net)", "\(output)"],
+        ]
+        if let target { forward.append(["target", "", "\(target)"]) }
+        forward.append(["loss", "the network's, on this sample", "\(loss)"])
+        lines += Self.rows(forward)
+        lines.append("")
+        lines.append("Local gradients")
+        lines += Self.rows([
+            ["net", "∂output/∂net = \(formula)", "\(localNet)"],
+            ["bias", "∂net/∂b = 1", "1.0"],
+            ["weights", "∂net/∂wⱼ = xⱼ", "(the x column below)"],
+            ["inputs", "∂net/∂xⱼ = wⱼ", "(the w column below)"],
+        ])
+        lines.append("")
+        lines.append("Global gradients (chain rule from the loss), faux gradients (\(difference)), the network's backward pass")
+        var table = [["quantity", "value", "∂loss/∂quantity", "faux", "abs error", "rel error", "network"]]
+        let byName = Dictionary(comparisons.map { ($0.quantity, $0.comparison) }, uniquingKeysWith: { a, _ in a })
+        func row(_ name: String, value: Double, network: Double?) {
+            if let c = byName[name] {
+                table.append([
+                    name, "\(value)", "\(c.analytic)", "\(c.faux)", "\(c.absoluteError)", "\(c.relativeError)", network.map { "\($0)" } ?? "",
+                ])
+            }
+        }
+        if gradients.output == nil || faux.output == nil {
+            table.append(["output", "\(output)", gradients.output.map { "\($0)" } ?? "-", faux.output.map { "\($0)" } ?? "-", "", "", ""])
+        } else {
+            row("output", value: output, network: nil)
+        }
+        row("net", value: net, network: nil)
+        row("bias", value: bias, network: backpropagatedBias)
+        for j in weights.indices { row("w[\(j)]", value: weights[j], network: backpropagatedWeights[j]) }
+        for j in inputs.indices { row("x[\(j)]", value: inputs[j], network: nil) }
+        lines += Self.rows(table)
+        return lines.joined(separator: "\n")
+    }
+
+    /// Rows with each column padded to its widest cell, indented by two spaces.
+    private static func rows(_ cells: [[String]]) -> [String] {
+        let columns = cells.map(\.count).max() ?? 0
+        let widths = (0..<columns).map { j in cells.map { $0.count > j ? $0[j].count : 0 }.max() ?? 0 }
+        return cells.map { row in
+            "  "
+                + row.enumerated().map { j, cell in
+                    j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2)
+                }.joined()
+        }
+    }
+}

@@ -1,0 +1,123 @@
+// The page's side of the view-model protocol, on the main actor: it observes `viewState` as the
+// terminal's progress view does, turns each state into a frame at most 20 times a second, and
+// hands the page's events to `handle(event:)`. It never guesses: the page shows the state the
+// view model answers with.
+import Foundation
+import NeuronCore
+import NeuronTraining
+import Observation
+
+/// Binds a training view model to the dashboard's frames and events.
+@MainActor
+public final class DashboardBinding {
+    /// Where frames come from, for the page: `live` or `files`.
+    public let source: String
+    private let state: @MainActor () -> TrainingViewState
+    private let send: @MainActor (TrainingEvent) -> Void
+    private let engine: @MainActor () -> (any InspectableEngine)?
+    /// Frames to the connected pages.
+    public let broadcaster = FrameBroadcaster()
+    /// The layers' shapes, read once from the engine (they do not change during a run).
+    public private(set) var layouts: [LayerLayout]
+    private var histories: [LayerHistory] = []
+    private var observing: Task<Void, Never>?, keepingAlive: Task<Void, Never>?
+    /// Frames published so far.
+    public private(set) var publishedFrames = 0
+
+    /// The shortest time between two frames: at most 20 a second.
+    public static let frameInterval = Duration.milliseconds(50)
+
+    /// A binding to `model`.
+    /// - Parameters:
+    ///   - engine: the engine when the model holds it (not while a run owns it), for explanations and weights.
+    ///   - source: `live` for a run training, `files` for a run directory.
+    public init<Model: TrainingViewModeling>(
+        model: Model, engine: @escaping @MainActor () -> (any TrainingEngine)?, source: String = "live"
+    ) {
+        self.source = source
+        state = { model.viewState }
+        send = { model.handle(event: $0) }
+        self.engine = { engine() as? any InspectableEngine }
+        layouts = (engine() as? any InspectableEngine)?.layerLayouts() ?? []
+    }
+
+    /// The current state's frame, as the page receives it.
+    public func frame() -> DashboardFrame {
+        let state = self.state()
+        record(state)
+        return DashboardFrame(state, source: source, layouts: layouts, histories: histories, engineAvailable: engine() != nil)
+    }
+
+    /// Starts publishing a frame for every state change, at most one per ``frameInterval``
+    /// (the newest state then), while any page is connected.
+    public func start() {
+        guard observing == nil else { return }
+        observing = Task { [weak self] in
+            guard let states = self.map({ binding in Observations { binding.state() } }) else { return }
+            for await _ in states {
+                guard let self, !Task.isCancelled else { return }
+                self.publish()
+                try? await Task.sleep(for: Self.frameInterval)
+            }
+        }
+        // While nothing changes (a paused run) a frame every 15 s still goes out: a page that went
+        // away is noticed when its connection refuses the write, and its slot is let go.
+        keepingAlive = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(15))
+                self?.publish()
+            }
+        }
+    }
+
+    /// Stops publishing and ends every page's stream.
+    public func stop() {
+        observing?.cancel()
+        keepingAlive?.cancel()
+        (observing, keepingAlive) = (nil, nil)
+        broadcaster.closeAll()
+    }
+
+    /// Publishes the current frame now (a page that just connected, a keep-alive).
+    public func publish() {
+        let state = self.state()
+        // The layers' curves need every state's numbers, whether or not a page is there to see them.
+        record(state)
+        guard broadcaster.subscriberCount > 0 else { return }
+        let frame = DashboardFrame(state, source: source, layouts: layouts, histories: histories, engineAvailable: engine() != nil)
+        publishedFrames += 1
+        broadcaster.publish(Self.event(frame.json()))
+    }
+
+    /// Hands `event` to the view model and returns the frame of its answer.
+    public func handle(_ event: TrainingEvent) -> DashboardFrame {
+        send(event)
+        return frame()
+    }
+
+    /// Unit `unit` of layer `layer` explained on training sample `sample`; nil while a run owns the engine.
+    public func explain(layer: Int, unit: Int, sample: Int) async throws -> UnitExplanation? {
+        guard let engine = engine() else { return nil }
+        return try await Self.explain(engine, layer: layer, unit: unit, sample: sample)
+    }
+
+    /// Off the main actor: a unit of a wide layer takes two forward passes per weight.
+    nonisolated private static func explain(_ engine: any InspectableEngine, layer: Int, unit: Int, sample: Int) async throws -> UnitExplanation {
+        try await Task.detached(priority: .userInitiated) { try engine.explainUnit(layer: layer, unit: unit, sample: sample) }.value
+    }
+
+    /// Layer `index`'s weights and shape, when the model holds the engine and the layer has weights.
+    public func weights(ofLayer index: Int) -> (shape: [Int], values: [Double])? {
+        engine()?.layerWeights(index)
+    }
+
+    /// One Server-Sent Event holding `json`.
+    nonisolated static func event(_ json: Data) -> [UInt8] {
+        Array("data: ".utf8) + Array(json) + Array("\n\n".utf8)
+    }
+
+    private func record(_ state: TrainingViewState) {
+        if histories.count != state.layers.count { histories = state.layers.map { _ in LayerHistory() } }
+        for (i, layer) in state.layers.enumerated() { histories[i].append(step: state.step, layer) }
+    }
+}

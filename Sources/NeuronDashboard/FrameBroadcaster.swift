@@ -1,0 +1,166 @@
+// Frames to every connected page without ever waiting for one: each page has a slot that holds
+// only the newest frame not yet sent. A slow page skips frames; a closed one is forgotten when its
+// connection ends. Publishing takes a lock per page for the time of a pointer swap; the training
+// thread never publishes at all (the view model's snapshots reach the main actor first).
+import FlyingSocks
+import Synchronization
+
+/// Hands each frame to every subscriber, keeping at most one unsent frame per subscriber.
+public final class FrameBroadcaster: Sendable {
+    private struct Clients {
+        var slots: [Int: FrameSlot] = [:]
+        var nextID = 0
+        var latest: [UInt8]?
+    }
+
+    private let clients = Mutex(Clients())
+
+    public init() {}
+
+    /// How many pages are connected.
+    public var subscriberCount: Int { clients.withLock { $0.slots.count } }
+
+    /// Frames dropped so far because a page had not taken the previous one.
+    public var droppedFrames: Int { clients.withLock { $0.slots.values.reduce(0) { $0 + $1.dropped } } }
+
+    /// Sends `frame` (one Server-Sent Event's bytes) to every subscriber, replacing any frame it has not taken.
+    public func publish(_ frame: [UInt8]) {
+        let slots = clients.withLock { clients in
+            clients.latest = frame
+            return Array(clients.slots.values)
+        }
+        for slot in slots { slot.offer(frame) }
+    }
+
+    /// A new subscriber, handed the latest frame at once.
+    public func subscribe() -> FrameSubscription {
+        let slot = FrameSlot()
+        let (id, latest) = clients.withLock { clients in
+            clients.nextID += 1
+            clients.slots[clients.nextID] = slot
+            return (clients.nextID, clients.latest)
+        }
+        if let latest { slot.offer(latest) }
+        return FrameSubscription(slot: slot) { [weak self] in self?.remove(id) }
+    }
+
+    /// Ends every subscription (the server stops).
+    public func closeAll() {
+        let slots = clients.withLock { clients in
+            defer { clients.slots = [:] }
+            return Array(clients.slots.values)
+        }
+        for slot in slots { slot.close() }
+    }
+
+    private func remove(_ id: Int) {
+        _ = clients.withLock { $0.slots.removeValue(forKey: id) }
+    }
+}
+
+/// One page's place in the broadcast: the newest frame not yet taken, or a waiting reader.
+final class FrameSlot: Sendable {
+    private struct State {
+        var pending: [UInt8]?
+        var reader: CheckedContinuation<[UInt8]?, Never>?
+        var closed = false
+        var dropped = 0
+    }
+
+    private let state = Mutex(State())
+
+    var dropped: Int { state.withLock { $0.dropped } }
+
+    /// Hands `frame` to a waiting reader, or keeps it in place of the one not yet taken.
+    func offer(_ frame: [UInt8]) {
+        let reader = state.withLock { state -> CheckedContinuation<[UInt8]?, Never>? in
+            guard !state.closed else { return nil }
+            if let reader = state.reader {
+                state.reader = nil
+                return reader
+            }
+            if state.pending != nil { state.dropped += 1 }
+            state.pending = frame
+            return nil
+        }
+        reader?.resume(returning: frame)
+    }
+
+    /// The next frame, waiting for one; nil once closed (or when the waiting task is cancelled).
+    func next() async -> [UInt8]? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<[UInt8]?, Never>) in
+                let ready = state.withLock { state -> [UInt8]?? in
+                    if let frame = state.pending {
+                        state.pending = nil
+                        return .some(frame)
+                    }
+                    if state.closed || Task.isCancelled { return .some(nil) }
+                    state.reader = continuation
+                    return .none
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            close()
+        }
+    }
+
+    /// Ends the slot: a waiting reader gets nil.
+    func close() {
+        let reader = state.withLock { state -> CheckedContinuation<[UInt8]?, Never>? in
+            state.closed = true
+            defer { state.reader = nil }
+            return state.reader
+        }
+        reader?.resume(returning: nil)
+    }
+}
+
+/// A subscriber's frames as a byte stream for an HTTP body; leaving it (the connection closed)
+/// unsubscribes.
+public final class FrameSubscription: Sendable, AsyncBufferedSequence {
+    public typealias Element = UInt8
+    private let slot: FrameSlot
+    private let onEnd: @Sendable () -> Void
+
+    init(slot: FrameSlot, onEnd: @escaping @Sendable () -> Void) {
+        (self.slot, self.onEnd) = (slot, onEnd)
+    }
+
+    deinit {
+        slot.close()
+        onEnd()
+    }
+
+    /// The next frame, waiting for one; nil once the broadcaster is closed.
+    public func next() async -> [UInt8]? { await slot.next() }
+
+    public func makeAsyncIterator() -> Iterator { Iterator(subscription: self) }
+
+    /// Frames whole, one per buffer (the HTTP body sends each as one chunk).
+    public struct Iterator: AsyncBufferedIteratorProtocol {
+        let subscription: FrameSubscription
+        private var bytes: [UInt8] = []
+        private var offset = 0
+
+        init(subscription: FrameSubscription) { self.subscription = subscription }
+
+        public mutating func nextBuffer(suggested count: Int) async throws -> [UInt8]? {
+            if offset < bytes.count {
+                defer { (bytes, offset) = ([], 0) }
+                return Array(bytes[offset...])
+            }
+            return await subscription.next()
+        }
+
+        public mutating func next() async throws -> UInt8? {
+            if offset == bytes.count {
+                guard let frame = await subscription.next() else { return nil }
+                (bytes, offset) = (frame, 0)
+            }
+            offset += 1
+            return bytes[offset - 1]
+        }
+    }
+}

@@ -1,0 +1,72 @@
+// What the dashboard reads of an engine beyond its snapshots, at a step boundary where the view
+// model holds it: the layers' shapes, one layer's weights (filters to draw), and a unit explained
+// on a training sample. Kept out of the engines themselves: only a display needs these.
+import NeuronCore
+import NeuronTraining
+
+/// An engine whose network the dashboard can look into.
+public protocol InspectableEngine: TrainingEngine {
+    /// Each layer's title, units (dense layers) and weight shape.
+    func layerLayouts() -> [LayerLayout]
+    /// Layer `index`'s weight tensor as Doubles with its shape; nil when it has none.
+    func layerWeights(_ index: Int) -> (shape: [Int], values: [Double])?
+    /// The training samples a unit can be explained on.
+    var explainableSampleCount: Int { get }
+    /// Unit `unit` of dense layer `layer` explained on training sample `sample` (Docs/Reference.md §1–2's table).
+    /// - Throws: ``NetworkError`` for a layer or unit out of range or not dense; ``DataError`` for a sample out of range.
+    func explainUnit(layer: Int, unit: Int, sample: Int) throws -> UnitExplanation
+}
+
+extension Network {
+    /// Each layer's ``LayerLayout``.
+    func layouts() -> [LayerLayout] {
+        layers.enumerated().map { i, layer in
+            let weight = parameterTensors.first { $0.layer == i && $0.tensor == "weight" }
+            return LayerLayout(
+                title: layer.description, units: (layer as? Dense<Scalar>).map(\.outputs), weightShape: weight?.shape)
+        }
+    }
+
+    /// Layer `index`'s weights, or nil.
+    func weights(ofLayer index: Int) -> (shape: [Int], values: [Double])? {
+        guard let weight = parameterTensors.first(where: { $0.layer == index && $0.tensor == "weight" }) else { return nil }
+        return (weight.shape, parameters[weight.range].map { Double($0) })
+    }
+}
+
+extension NetworkTrainingEngine: InspectableEngine {
+    public func layerLayouts() -> [LayerLayout] { network.layouts() }
+
+    public func layerWeights(_ index: Int) -> (shape: [Int], values: [Double])? { network.weights(ofLayer: index) }
+
+    public var explainableSampleCount: Int { training.dataset.count }
+
+    public func explainUnit(layer: Int, unit: Int, sample: Int) throws -> UnitExplanation {
+        let dataset = training.dataset
+        guard (0..<dataset.count).contains(sample) else {
+            throw DataError.invalidArgument(name: "sample", value: "\(sample)", expected: "0 to \(dataset.count - 1) (the training rows)")
+        }
+        let row = dataset.subset([sample])
+        return try UnitExplanation(network: network, sample: row.features.scalars, target: row.targets.scalars, layer: layer, unit: unit)
+    }
+}
+
+extension NeuronTrainingEngine: InspectableEngine {
+    /// The neuron as the `Network[Dense(1→1, tanh)]` it equals.
+    private var network: Network<Double> {
+        var network = try! Network<Double>([try! Dense<Double>(1, 1, activation: .tanh)], loss: .halfSquaredError)  // fixed sizes
+        network.parameters = [neuron.weights[0], neuron.bias]
+        return network
+    }
+
+    public func layerLayouts() -> [LayerLayout] { network.layouts() }
+
+    public func layerWeights(_ index: Int) -> (shape: [Int], values: [Double])? { network.weights(ofLayer: index) }
+
+    public var explainableSampleCount: Int { 1 }
+
+    public func explainUnit(layer: Int, unit: Int, sample: Int) throws -> UnitExplanation {
+        guard sample == 0 else { throw DataError.invalidArgument(name: "sample", value: "\(sample)", expected: "0 (the neuron's one sample)") }
+        return try UnitExplanation(network: network, sample: [input], target: [target], layer: layer, unit: unit)
+    }
+}

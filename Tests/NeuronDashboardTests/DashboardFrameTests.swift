@@ -1,0 +1,39 @@
+import Foundation
+import NeuronTraining
+import Testing
+
+@testable import NeuronDashboard
+
+@Suite("State out: the frame a page receives")
+struct DashboardFrameTests {
+    @Test("The neuron's reference row, the check, the ignored events and non-finite numbers travel in the frame")
+    func frame() throws {
+        var state = TrainingViewState()
+        (state.phase, state.step, state.seed) = (.diverged(step: 3, location: "layers.1 output"), 3, .max)
+        state.loss = .nan
+        state.neuron = .init(
+            input: 0.4, weight: 0.5, bias: 0.6, target: 0.7, net: 0.8, output: 0.6640367702678491, error: -0.035963229732150825,
+            loss: 0.0006466769463837285, outputGradient: -0.035963229732150825, netGradient: -0.020105429430100793,
+            weightGradient: -0.008042171772040318, inputGradient: -0.010052714715050396)
+        state.ignoredEvents = [.init(event: .start, phase: .running)]
+        state.ignoredEventCount = 1
+        let json = String(decoding: DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false).json(), as: UTF8.self)
+        #expect(json.contains(#""phase":"diverged""#) && json.contains(#""phaseText":"diverged at step 3 in layers.1 output""#))
+        #expect(json.contains(#""loss":"NaN""#))
+        #expect(json.contains(#""seed":"18446744073709551615""#))  // beyond a JavaScript number's integers
+        #expect(json.contains(#""netGradient":-0.020105429430100793"#) && json.contains(#""output":0.6640367702678491"#))
+        #expect(json.contains(#""ignoredEvents":[{"event":"start","phase":"running"}]"#))
+    }
+
+    @Test("A layer's curve keeps at most its capacity, halving its resolution when full")
+    func history() {
+        var history = LayerHistory(capacity: 4)
+        for step in 1...9 {
+            history.append(step: step, LayerViewState(index: 0, title: "", weightNorm: Double(step), gradientNorm: 1, saturation: nil))
+        }
+        #expect(history.steps.count <= 4 && history.steps.first == 1 && history.saturations.allSatisfy { $0 == -1 })
+        #expect(history.weightNorms == history.steps.map(Double.init))
+        history.append(step: history.steps.last!, LayerViewState(index: 0, title: "", weightNorm: 99, gradientNorm: 1, saturation: 0.5))
+        #expect(history.weightNorms.last == 99 && history.saturations.last == 0.5)  // the same step replaced, not added
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import NeuronCore
+import NeuronTraining
+import Testing
+
+@testable import NeuronDashboard
+
+/// Serves `model` on a free loopback port for the length of `body`.
+@MainActor
+private func serving<Model: TrainingViewModeling>(
+    _ model: Model, engine: @escaping @MainActor () -> (any TrainingEngine)? = { nil },
+    _ body: (DashboardServer) async throws -> Void
+) async throws {
+    let server = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: engine))
+    do {
+        try await body(server)
+    } catch {
+        await server.stop()
+        throw error
+    }
+    await server.stop()
+}
+
+/// One request, sent off the main actor (the server's handlers need it).
+private func fetch(
+    _ server: DashboardServer, method: String = "GET", _ path: String, token: Bool = true, headers: [String: String] = [:],
+    body: String = "", until: String? = nil, timeout: Double = 10
+) async throws -> RawHTTP.Answer {
+    let port = server.port
+    let target = token ? path + (path.contains("?") ? "&" : "?") + "token=\(server.gate.token)" : path
+    return try await Task.detached {
+        try RawHTTP.request(port: port, method: method, path: target, headers: headers, body: body, until: until, timeout: timeout)
+    }.value
+}
+
+private let json = ["Content-Type": "application/json"]
+
+@MainActor
+private func previewState(phase: TrainingViewState.Phase = .running, step: Int = 7) -> TrainingViewState {
+    var state = TrainingViewState()
+    (state.phase, state.title, state.step, state.totalSteps) = (phase, "Network[Dense(2→3, tanh), Dense(3→1, tanh)]", step, 100)
+    state.loss = 0.25
+    state.layers = [
+        LayerViewState(index: 0, title: "Dense(2→3, tanh)", weightNorm: 1.5, gradientNorm: 0.01, saturation: 0.2),
+        LayerViewState(index: 1, title: "Dense(3→1, tanh)", weightNorm: 0.5, gradientNorm: 0.02, saturation: nil),
+    ]
+    return state
+}
+
+@Suite("The dashboard server: routes, the gate, the event stream, events in", .serialized)
+@MainActor
+struct DashboardServerTests {
+    @Test("The page, the state and the routes answer with the token, and nothing answers without it")
+    func routes() async throws {
+        let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
+        try await serving(model) { server in
+            #expect(server.url == "http://127.0.0.1:\(server.port)/?token=\(server.gate.token)")
+            let page = try await fetch(server, "/")
+            #expect(page.status == 200 && page.body.contains("<title>Neuron dashboard</title>"))
+            #expect(page.head.contains("Content-Security-Policy: default-src 'none'"))
+            #expect(page.head.contains("Referrer-Policy: no-referrer"))
+            let state = try await fetch(server, "/api/state")
+            #expect(state.status == 200 && state.head.contains("application/json"))
+            let frame = try JSONSerialization.jsonObject(with: Data(state.body.utf8)) as? [String: Any]
+            #expect(frame?["phase"] as? String == "running" && frame?["step"] as? Int == 7)
+            #expect((frame?["layers"] as? [Any])?.count == 2)
+
+            for path in ["/", "/events", "/api/state", "/api/explain?layer=0&unit=0", "/api/weights?layer=0", "/nope"] {
+                #expect(try await fetch(server, path, token: false).status == 403, "\(path)")
+                #expect(try await fetch(server, path + (path.contains("?") ? "&" : "?") + "token=wrong", token: false).status == 403)
+            }
+            #expect(try await fetch(server, method: "POST", "/api/event", token: false, headers: json, body: #"{"event":"stop"}"#).status == 403)
+            #expect(try await fetch(server, "/nope").status == 404)
+            #expect(try await fetch(server, method: "POST", "/api/state").status == 405)
+            #expect(try await fetch(server, "/api/event").status == 405)
+            // While the view model holds no engine (a run owns it) there is nothing to explain yet.
+            let explain = try await fetch(server, "/api/explain?layer=0&unit=1")
+            #expect(explain.status == 409 && explain.body.contains("pause it"))
+            #expect(try await fetch(server, "/api/explain?layer=x").status == 400)
+            #expect(model.receivedEvents.isEmpty)
+        }
+    }
+
+    @Test("Requests from another origin, another site or for another host are refused, token or not")
+    func crossOrigin() async throws {
+        let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
+        try await serving(model) { server in
+            let evil = try await fetch(
+                server, method: "POST", "/api/event", headers: json.merging(["Origin": "http://evil.example"]) { $1 }, body: #"{"event":"stop"}"#)
+            #expect(evil.status == 403 && evil.body.contains("cross-origin request from http://evil.example"))
+            let site = try await fetch(
+                server, method: "POST", "/api/event", headers: json.merging(["Sec-Fetch-Site": "cross-site"]) { $1 }, body: #"{"event":"stop"}"#)
+            #expect(site.status == 403)
+            let rebound = try await fetch(server, "/api/state", headers: ["Host": "rebind.example:\(server.port)"])
+            #expect(rebound.status == 403 && rebound.body.contains("request for host"))
+            #expect(model.receivedEvents.isEmpty)
+            // The page's own origin passes.
+            let own = try await fetch(
+                server, method: "POST", "/api/event",
+                headers: json.merging(["Origin": "http://127.0.0.1:\(server.port)", "Sec-Fetch-Site": "same-origin"]) { $1 },
+                body: #"{"event":"stop"}"#)
+            #expect(own.status == 200)
+            #expect(model.receivedEvents == [.stop])
+        }
+    }
+
+    @Test("Each event posted reaches the view model as its TrainingEvent; bad bodies do not")
+    func events() async throws {
+        let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
+        try await serving(model) { server in
+            for body in [#"{"event":"pause"}"#, #"{"event":"resume"}"#, #"{"event":"step","count":5}"#, #"{"event":"checkGradients"}"#] {
+                #expect(try await fetch(server, method: "POST", "/api/event", headers: json, body: body).status == 200)
+            }
+            #expect(model.receivedEvents == [.pause, .resume, .step(count: 5), .checkGradients])
+            #expect(
+                try await fetch(server, method: "POST", "/api/event", headers: ["Content-Type": "text/plain"], body: #"{"event":"stop"}"#).status
+                    == 415)
+            let bad = try await fetch(server, method: "POST", "/api/event", headers: json, body: #"{"event":"step","count":-1}"#)
+            #expect(bad.status == 400 && bad.body.contains("step needs a count"))
+            #expect(try await fetch(server, method: "POST", "/api/event", headers: json, body: "pause").status == 400)
+            #expect(model.receivedEvents.count == 4)
+        }
+    }
+
+    @Test("The event stream sends the state at once, then each new state")
+    func stream() async throws {
+        let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
+        try await serving(model) { server in
+            async let answer = fetch(server, "/events", until: #""step":42"#)
+            try await Task.sleep(for: .milliseconds(500))
+            model.viewState = previewState(phase: .paused, step: 42)
+            let events = try await answer
+            #expect(events.status == 200 && events.head.contains("text/event-stream"))
+            #expect(events.body.contains(#""phase":"running""#) && events.body.contains(#""step":7"#))
+            #expect(events.body.contains(#""phase":"paused""#) && events.body.contains(#""step":42"#))
+        }
+    }
+
+    @Test("State changes as fast as the main actor can make them travel at most 20 times a second")
+    func rate() async throws {
+        let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
+        let binding = DashboardBinding(model: model, engine: { nil })
+        let subscription = binding.broadcaster.subscribe()
+        binding.start()
+        let before = binding.publishedFrames
+        let clock = ContinuousClock(), start = clock.now
+        var changes = 0
+        while clock.now - start < .seconds(1) {
+            model.viewState.step += 1
+            changes += 1
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let published = binding.publishedFrames - before
+        binding.stop()
+        withExtendedLifetime(subscription) {}
+        // One frame per 50 ms over a second, plus the one at the start: an upper bound a slow machine only lowers.
+        #expect(published <= 21 && published >= 1, "\(published) frames for \(changes) changes")
+        #expect(changes > published)
+    }
+
+    @Test("A page that never reads costs a publisher nothing: its slot keeps the newest frame only")
+    func slowPage() async throws {
+        let broadcaster = FrameBroadcaster()
+        var subscription: FrameSubscription? = broadcaster.subscribe()
+        for i in 0..<10_000 { broadcaster.publish(Array("data: \(i)\n\n".utf8)) }
+        #expect(broadcaster.droppedFrames == 9_999)
+        let newest = await subscription?.next()
+        #expect(newest == Array("data: 9999\n\n".utf8))
+        #expect(broadcaster.subscriberCount == 1)
+        subscription = nil  // the connection ended
+        #expect(broadcaster.subscriberCount == 0)
+        broadcaster.publish(Array("data: after\n\n".utf8))  // no one left: nothing kept for anyone
+    }
+
+    @Test("A real view model steered through the server: step 5 from idle, a gradient check, a unit explained")
+    func realViewModel() async throws {
+        let network = try Network<Double>(features: 2, layers: [(3, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 3)
+        let engine = try NetworkTrainingEngine(
+            network: network, optimizer: try SGD(learningRate: 0.5), dataset: Synthetic.xor(as: Double.self), batchSize: 4, epochs: 50, seed: 3)
+        let model = TrainingViewModel(engine: engine)
+        let held: @MainActor () -> (any TrainingEngine)? = { model.engine }
+        try await serving(model, engine: held) { server in
+            let layout = try await fetch(server, "/api/state")
+            #expect(layout.body.contains(#""units":3"#) && layout.body.contains(#""weightShape":[2,3]"#))
+            #expect(try await fetch(server, method: "POST", "/api/event", headers: json, body: #"{"event":"step","count":5}"#).status == 200)
+            await model.activity?.value
+            #expect(model.viewState.phase == .paused && model.viewState.step == 5)
+            let state = try await fetch(server, "/api/state")
+            #expect(state.body.contains(#""phase":"paused""#) && state.body.contains(#""step":5,"#))
+
+            #expect(try await fetch(server, method: "POST", "/api/event", headers: json, body: #"{"event":"checkGradients"}"#).status == 200)
+            await model.activity?.value
+            let checked = try await fetch(server, "/api/state")
+            #expect(checked.body.contains(#""gradientCheck":{"#) && checked.body.contains("layers.0.weight"))
+
+            let explained = try await fetch(server, "/api/explain?layer=0&unit=2&sample=3")
+            #expect(explained.status == 200 && explained.body.contains(#""title":"Dense(2→3, tanh)""#))
+            let expected = try UnitExplanation(network: model.engine!.network, sample: [1, 1], target: [0], layer: 0, unit: 2)
+            #expect(explained.body.contains(#""net":\#(expected.net)"#))
+            #expect(try await fetch(server, "/api/explain?layer=0&unit=2&sample=4").status == 400)  // XOR has rows 0 to 3
+            let weights = try await fetch(server, "/api/weights?layer=1")
+            #expect(weights.status == 200 && weights.body.contains(#""shape":[3,1]"#))
+
+            // Ignored events show up in the state the page reads.
+            #expect(try await fetch(server, method: "POST", "/api/event", headers: json, body: #"{"event":"pause"}"#).status == 200)
+            #expect(model.viewState.ignoredEventCount == 1)
+        }
+    }
+
+    @Test("A port already taken is an error naming it")
+    func portTaken() async throws {
+        let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
+        try await serving(model) { server in
+            do {
+                let second = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: { nil }), port: server.port)
+                await second.stop()
+                Issue.record("a second server listened on port \(server.port)")
+            } catch {
+                #expect("\(error)".contains("cannot serve the dashboard on 127.0.0.1:\(server.port)"))
+            }
+        }
+        await #expect(throws: DashboardServer.Failure.badHost("not-an-address")) {
+            _ = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: { nil }), host: "not-an-address")
+        }
+    }
+}
