@@ -64,7 +64,7 @@ struct Benchmarks: AsyncParsableCommand {
         print("Machine: \(report.machine)")
         print("Timings: median [p10–p90] per training step (forward, backward, SGD update), float32.\n")
 
-        if selected("ceiling") || Workload.all.contains(where: { selected($0.id) }) {
+        if selected("ceiling") || selected("scaling") || Workload.all.contains(where: { selected($0.id) }) {
             report.ceiling = try ceiling()
         }
         let chosen = Workload.all.filter { selected($0.id) }
@@ -72,7 +72,9 @@ struct Benchmarks: AsyncParsableCommand {
         if selected("F1") { report.fashion = try fashion() }
         if selected("observer") { report.observer = try await observerCost() }
         if selected("neuron") { try neuronStruct() }
-        if selected("scaling") { try Scaling.run(peers: peers ? try Peers(threads: threads) : nil, quick: quick, csv: scalingCSV) }
+        if selected("scaling") {
+            try Scaling.run(peers: peers ? try Peers(threads: threads) : nil, quick: quick, ceiling: report.ceiling?.best, csv: scalingCSV)
+        }
 
         if let json {
             let encoder = JSONEncoder()

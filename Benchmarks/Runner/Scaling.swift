@@ -25,8 +25,9 @@ enum Scaling {
     static let peers = PeerSpec.steps.filter { ["jax", "numpy"].contains($0.name) }
 
     /// Times every point (Neuron, then each peer on the same exchange file, checked on its losses)
-    /// and writes `sweep,batch,width,gflop,engine,median_s,p10_s,p90_s` rows to `csv`.
-    static func run(peers runner: Peers?, quick: Bool, csv: String) throws {
+    /// and writes `sweep,batch,width,gflop,engine,median_s,p10_s,p90_s` rows to `csv`; with the
+    /// sgemm ceiling, an `sgemm ceiling` row per point: the step's flops at that rate.
+    static func run(peers runner: Peers?, quick: Bool, ceiling: Double?, csv: String) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-scaling-\(ProcessInfo.processInfo.processIdentifier)")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -40,6 +41,10 @@ enum Scaling {
                 let timing = Timing(try w.time(blocks: quick ? 3 : 15).seconds)
                 let point = "\(sweep),\(w.batch),\(w.sizes[1]),\(w.flops / 1e9)"
                 lines.append("\(point),neuron,\(timing.median),\(timing.p10),\(timing.p90)")
+                if let ceiling, ceiling > 0 {
+                    let bound = w.flops / (ceiling * 1e9)
+                    lines.append("\(point),sgemm ceiling,\(bound),\(bound),\(bound)")
+                }
                 var row = [sweep, w.id, format(timing.median)]
                 if let runner {
                     let file = try w.writeExchangeFile(to: directory, checkSteps: checkSteps)
