@@ -1,6 +1,6 @@
 // `swift run -c release Benchmarks`: each workload is first checked against its naive
-// reference, then timed, next to the machine's sgemm ceiling and, with --peers, NumPy and PyTorch
-// doing the same work from the same weights, in interleaved rounds.
+// reference, then timed, next to the machine's sgemm ceiling and, with --peers, NumPy, PyTorch
+// (eager and torch.compile) and JAX doing the same work from the same weights, in interleaved rounds.
 import AllocationCounter
 import ArgumentParser
 import Foundation
@@ -12,9 +12,9 @@ import Observation
 struct Benchmarks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "Benchmarks",
-        abstract: "Check, then time, Neuron's training steps against the BLAS ceiling and the peers (NumPy, PyTorch).")
+        abstract: "Check, then time, Neuron's training steps against the BLAS ceiling and the peers (NumPy, PyTorch, JAX).")
 
-    @Argument(help: "Workloads to run: W1…W6, F1, ceiling, observer, dashboard, neuron (default: all; --quick: all but F1).")
+    @Argument(help: "Workloads to run: W1…W7, F1, ceiling, observer, dashboard, neuron, scaling (default: all but scaling; --quick: also not F1).")
     var workloads: [String] = []
 
     @Flag(help: "A few seconds in all, for CI smoke runs.")
@@ -37,11 +37,13 @@ struct Benchmarks: AsyncParsableCommand {
             "Data parallelism instead (DataParallel.swift): alone, the 1-process step and shard steps; under mpirun, allreduce and step of the ranks."
     )
     var mpi = false
+    @Option(help: "Where the scaling workload writes its CSV.")
+    var scalingCSV = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../scaling.csv").standardized.path
 
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
-        let known = Set(Workload.all.map(\.id) + ["W7", "F1", "ceiling", "observer", "dashboard", "neuron"])
+        let known = Set(Workload.all.map(\.id) + ["W7", "F1", "ceiling", "observer", "dashboard", "neuron", "scaling"])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
         }
@@ -60,7 +62,7 @@ struct Benchmarks: AsyncParsableCommand {
         #endif
         if mpi { return try dataParallel() }
         BLAS.threadCount = threads
-        func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && id == "F1") : workloads.contains(id) }
+        func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && id == "F1") && id != "scaling" : workloads.contains(id) }
         var report = Report(
             date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, threads: threads,
             machine: Self.machine())
@@ -68,7 +70,7 @@ struct Benchmarks: AsyncParsableCommand {
         print("Machine: \(report.machine)")
         print("Timings: median [p10–p90] per training step (forward, backward, SGD update), float32.\n")
 
-        if selected("ceiling") || Workload.all.contains(where: { selected($0.id) }) {
+        if selected("ceiling") || selected("scaling") || Workload.all.contains(where: { selected($0.id) }) {
             report.ceiling = try ceiling()
         }
         let chosen = Workload.all.filter { selected($0.id) }
@@ -78,6 +80,9 @@ struct Benchmarks: AsyncParsableCommand {
         if selected("observer") { report.observer = try await observerCost() }
         if selected("dashboard") { report.dashboard = try await dashboardCost() }
         if selected("neuron") { try neuronStruct() }
+        if selected("scaling") {
+            try Scaling.run(peers: peers ? try Peers(threads: threads) : nil, quick: quick, ceiling: report.ceiling?.best, csv: scalingCSV)
+        }
 
         if let json {
             let encoder = JSONEncoder()
@@ -141,7 +146,7 @@ struct Benchmarks: AsyncParsableCommand {
         // The peers get the same batch and weights through files, and must agree before they are timed.
         var peerRunner: Peers?
         var files: [String: String] = [:]
-        let peerNames = ["numpy", "torch"]
+        let peerSpecs = PeerSpec.steps
         if peers {
             peerRunner = try Peers(threads: threads)
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)")
@@ -149,19 +154,19 @@ struct Benchmarks: AsyncParsableCommand {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             for w in chosen {
                 files[w.id] = try w.writeExchangeFile(to: directory, checkSteps: checkSteps)
-                for peer in peerNames {
+                for peer in peerSpecs {
                     let check: PeerResult
                     do {
-                        check = try peerRunner!.run("\(peer)_peer.py", ["--file", files[w.id]!, "--warmup", "0", "--steps", "1"])
+                        check = try peerRunner!.run(peer.script, ["--file", files[w.id]!, "--warmup", "0", "--steps", "1"] + peer.arguments)
                     } catch {
-                        print("  \(w.id) \(peer) failed its check: \(error)")
-                        results[w.id]!.peers[peer] = Report.PeerTiming(version: "?", checked: false, seconds: [])
+                        print("  \(w.id) \(peer.name) failed its check: \(error)")
+                        results[w.id]!.peers[peer.name] = Report.PeerTiming(version: "?", checked: false, seconds: [])
                         continue
                     }
                     let ok = agree(check.checkLosses ?? [], results[w.id]!.checkLosses)
-                    results[w.id]!.peers[peer] = Report.PeerTiming(version: check.version, checked: ok, seconds: [])
+                    results[w.id]!.peers[peer.name] = Report.PeerTiming(version: check.version, checked: ok, seconds: [])
                     if !ok {
-                        print("  \(w.id) \(peer): losses \(check.checkLosses ?? []) disagree with ours \(results[w.id]!.checkLosses); not timed")
+                        print("  \(w.id) \(peer.name): losses \(check.checkLosses ?? []) disagree with ours \(results[w.id]!.checkLosses); not timed")
                     }
                 }
             }
@@ -175,23 +180,23 @@ struct Benchmarks: AsyncParsableCommand {
                 results[w.id]!.seconds += seconds
                 results[w.id]!.allocationsPerStep = allocations
                 guard let runner = peerRunner else { continue }
-                for peer in peerNames where results[w.id]!.peers[peer]!.checked {
+                for peer in peerSpecs where results[w.id]!.peers[peer.name]!.checked {
                     let steps = quick ? max(5, w.peerSteps / 10) : w.peerSteps
                     do {
                         let timed = try runner.run(
-                            "\(peer)_peer.py", ["--file", files[w.id]!, "--warmup", "\(max(3, steps / 10))", "--steps", "\(steps)"])
-                        results[w.id]!.peers[peer]!.seconds += timed.stepSeconds ?? []
+                            peer.script, ["--file", files[w.id]!, "--warmup", "\(max(3, steps / 10))", "--steps", "\(steps)"] + peer.arguments)
+                        results[w.id]!.peers[peer.name]!.seconds += timed.stepSeconds ?? []
                     } catch {
                         // One peer failing must not lose every other number of the run; its row says so.
-                        print("  \(w.id) \(peer) failed: \(error)")
-                        results[w.id]!.peers[peer]!.checked = false
+                        print("  \(w.id) \(peer.name) failed: \(error)")
+                        results[w.id]!.peers[peer.name]!.checked = false
                     }
                 }
             }
         }
         // The table.
         var header = ["", "workload", "Neuron", "p10–p90", "GFLOP/s", "of ceiling", "allocs/step"]
-        if peers { header += ["NumPy", "PyTorch", "NumPy/Neuron", "PyTorch/Neuron"] }
+        if peers { header += peerSpecs.map(\.column) + ["best peer / Neuron"] }
         var rows = [header]
         for w in chosen {
             var r = results[w.id]!
@@ -203,22 +208,22 @@ struct Benchmarks: AsyncParsableCommand {
                 ceiling.map { String(format: "%.1f%%", r.gflops! / $0 * 100) } ?? "–", String(format: "%.2f", r.allocationsPerStep ?? .nan),
             ]
             if peers {
-                var ratios: [String] = []
-                for peer in peerNames {
-                    let p = r.peers[peer]!
-                    guard p.checked, !p.seconds.isEmpty else { row.append("unchecked"); ratios.append("–"); continue }
+                var best: (name: String, ratio: Double)?
+                for peer in peerSpecs {
+                    let p = r.peers[peer.name]!
+                    guard p.checked, !p.seconds.isEmpty else { row.append("unchecked"); continue }
                     let pt = Timing(p.seconds)
-                    r.peers[peer]!.timing = pt
-                    r.peers[peer]!.ratio = pt.median / t.median
+                    r.peers[peer.name]!.timing = pt
+                    r.peers[peer.name]!.ratio = pt.median / t.median
                     row.append(format(pt.median))
-                    ratios.append(String(format: "%.2f×", pt.median / t.median))
+                    if best == nil || pt.median / t.median < best!.ratio { best = (peer.column, pt.median / t.median) }
                 }
-                row += ratios
+                row.append(best.map { String(format: "%.2f× (%@)", $0.ratio, $0.name) } ?? "–")
             }
             results[w.id] = r
             rows.append(row)
         }
-        print("\nTraining steps (median of \(rounds) interleaved round\(rounds == 1 ? "" : "s"); peer/Neuron > 1 means Neuron is faster)")
+        print("\nTraining steps (median of \(rounds) interleaved round\(rounds == 1 ? "" : "s"); best peer / Neuron > 1 means Neuron is faster)")
         print(table(rows))
         print("")
         return chosen.map { results[$0.id]! }
@@ -256,21 +261,28 @@ struct Benchmarks: AsyncParsableCommand {
                     "schedule": config.optimizer.schedule.kind.rawValue,
                     "validationSplit": "\(config.data.validationSplit ?? 0.1)", "seed": "\(config.training.seed)",
                 ], to: file)
-            let torch = try runner.run(
-                "torch_fashion.py",
-                [
-                    "--data", "/usr/share/datasets/fashion-mnist", "--init", file,
-                    "--target", "\(target)", "--max-epochs", "\(config.training.epochs)",
-                ])
-            fashion.torchSeconds = torch.trainSeconds
-            fashion.torchEpochs = torch.epochs
-            fashion.torchReached = torch.reached
-            fashion.torchVersion = torch.version
-            print(
-                String(
-                    format: "   PyTorch %@: %@ in %d epochs; PyTorch/Neuron %.2f×", torch.version,
-                    torch.reached == true ? format(torch.trainSeconds ?? .nan) : "not reached", torch.epochs ?? 0,
-                    (torch.trainSeconds ?? .nan) / result.seconds))
+            for script in ["torch_fashion.py", "jax_fashion.py"] {
+                let peer: PeerResult
+                do {
+                    peer = try runner.run(
+                        script,
+                        [
+                            "--data", "/usr/share/datasets/fashion-mnist", "--init", file,
+                            "--target", "\(target)", "--max-epochs", "\(config.training.epochs)",
+                        ])
+                } catch {
+                    print("   \(script) failed: \(error)")
+                    continue
+                }
+                fashion.peers[peer.peer] = Report.FashionPeer(
+                    version: peer.version, seconds: peer.trainSeconds, epochs: peer.epochs, reached: peer.reached,
+                    accuracies: peer.testAccuracies)
+                print(
+                    String(
+                        format: "   %@ %@: %@ in %d epochs; %@/Neuron %.2f×", peer.peer, peer.version,
+                        peer.reached == true ? format(peer.trainSeconds ?? .nan) : "not reached", peer.epochs ?? 0,
+                        peer.peer, (peer.trainSeconds ?? .nan) / result.seconds))
+            }
         }
         print("")
         return fashion
@@ -417,10 +429,15 @@ struct Report: Encodable {
         var neuronEpochs: Int
         var neuronReached: Bool
         var neuronAccuracies: [Double]
-        var torchSeconds: Double?
-        var torchEpochs: Int?
-        var torchReached: Bool?
-        var torchVersion: String?
+        /// By the peer's name (`torch`, `jax`).
+        var peers: [String: FashionPeer] = [:]
+    }
+    struct FashionPeer: Encodable {
+        var version: String
+        var seconds: Double?
+        var epochs: Int?
+        var reached: Bool?
+        var accuracies: [Double]?
     }
     struct Observer: Encodable {
         var steps: Int

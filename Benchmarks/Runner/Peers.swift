@@ -16,6 +16,24 @@ struct PeerResult: Decodable {
     var testAccuracies: [Double]?
 }
 
+/// One peer row of the workload table: a script and its arguments.
+struct PeerSpec: Sendable {
+    /// The key in the JSON report (what the script prints as `peer`).
+    var name: String
+    /// The table's column heading.
+    var column: String
+    var script: String
+    var arguments: [String] = []
+
+    /// The W1–W6 peers, in the table's order.
+    static let steps: [PeerSpec] = [
+        PeerSpec(name: "numpy", column: "NumPy", script: "numpy_peer.py"),
+        PeerSpec(name: "torch", column: "PyTorch", script: "torch_peer.py"),
+        PeerSpec(name: "torch.compile", column: "torch.compile", script: "torch_peer.py", arguments: ["--compile"]),
+        PeerSpec(name: "jax", column: "JAX (jit)", script: "jax_peer.py"),
+    ]
+}
+
 struct PeerError: Error, CustomStringConvertible {
     var description: String
 }

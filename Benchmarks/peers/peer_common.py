@@ -26,10 +26,29 @@ def pin_threads(n):
         os.environ[var] = str(n)
 
 
-def parse_step_args(prog, description):
+def pin_xla_threads(n):
+    """Limits XLA's CPU runtime (JAX) to n threads. Call before importing jax.
+
+    XLA sizes its intra-op thread pool by the CPUs the process may run on, so the process is
+    pinned to the first n of them (a no-op when n covers them all, as with 2 threads on this
+    2-core machine); Eigen's multi-threading inside XLA stays on (its default) and XLA_FLAGS
+    given by the caller are kept."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if n < len(allowed):
+        os.sched_setaffinity(0, allowed[:n])
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_cpu_multi_thread_eigen" not in flags:
+        os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=true").strip()
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def parse_step_args(prog, description, compile_flag=False):
     """A step peer's arguments, checked, with its threads pinned before its library is imported."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     add_step_args(parser)
+    if compile_flag:
+        parser.add_argument("--compile", action="store_true",
+                            help="wrap the model in torch.compile (reported as peer 'torch.compile')")
     args = parser.parse_args()
     if args.warmup < 0 or args.steps < 1:
         raise PeerError("--warmup must be >= 0 and --steps >= 1")
@@ -253,3 +272,92 @@ def split_train(n, fraction, seed):
     perm = np.random.default_rng(seed).permutation(n)
     n_val = int(round(n * fraction))
     return perm[: n - n_val], perm[n - n_val:]
+
+
+# The W7 CNN (issue 11): our layer indices and PyTorch's names and layouts.
+#   0 conv2d 3×3 valid + relu   layers.0.weight (c1, channels, 3, 3)  layers.0.bias (c1)
+#   1 maxPool2d 2 (stride 2)
+#   2 conv2d 3×3 valid + relu   layers.2.weight (c2, c1, 3, 3)        layers.2.bias (c2)
+#   3 maxPool2d 2 (stride 2)
+#   4 flatten, (C, H, W) order
+#   5 dense + relu              layers.5.weight (hidden, c2·h·w)      layers.5.bias (hidden)
+#   6 dense, softmax in the loss layers.6.weight (classes, hidden)    layers.6.bias (classes)
+CNN_TENSORS = ("layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias",
+               "layers.5.weight", "layers.5.bias", "layers.6.weight", "layers.6.bias")
+
+
+def cnn_shapes(channels, height, width, c1, c2):
+    """The feature map sizes along the W7 network: (h1, w1) after conv 0, … (h, w) after pool 3."""
+    h1, w1 = height - 2, width - 2
+    h2, w2 = h1 // 2, w1 // 2
+    h3, w3 = h2 - 2, w2 - 2
+    h4, w4 = h3 // 2, w3 // 2
+    if min(h1, w1, h2, w2, h3, w3, h4, w4) < 1:
+        raise PeerError(f"a {height}×{width} input is too small for conv 3×3 → pool 2 → conv 3×3 → pool 2")
+    return h4, w4
+
+
+def check_cnn_layers(tensors, path, input_shape):
+    """Checks the W7 parameter tensors against each other and the (channels, height, width)
+    input; returns them as a dict of C-contiguous float32 arrays."""
+    import numpy as np
+    for name in CNN_TENSORS:
+        if name not in tensors:
+            raise PeerError(f"{path}: tensor {name!r} is missing (W7 needs {', '.join(CNN_TENSORS)})")
+        if tensors[name].dtype != np.float32:
+            raise PeerError(f"{path}: {name} must be F32 (got {tensors[name].dtype})")
+    p = {name: np.ascontiguousarray(tensors[name]) for name in CNN_TENSORS}
+    channels, height, width = input_shape
+    w0, w2, w5, w6 = (p[f"layers.{i}.weight"] for i in (0, 2, 5, 6))
+    c1, c2 = w0.shape[0], w2.shape[0] if w2.ndim == 4 else -1
+    expect = {"layers.0.weight": (c1, channels, 3, 3), "layers.0.bias": (c1,),
+              "layers.2.weight": (c2, c1, 3, 3), "layers.2.bias": (c2,)}
+    if w0.ndim == 4 and w2.ndim == 4:
+        h, w = cnn_shapes(channels, height, width, c1, c2)
+        hidden = w5.shape[0] if w5.ndim == 2 else -1
+        classes = w6.shape[0] if w6.ndim == 2 else -1
+        expect.update({"layers.5.weight": (hidden, c2 * h * w), "layers.5.bias": (hidden,),
+                       "layers.6.weight": (classes, hidden), "layers.6.bias": (classes,)})
+    for name, shape in expect.items():
+        if tuple(p[name].shape) != shape:
+            raise PeerError(f"{path}: {name} has shape {tuple(p[name].shape)}, expected {shape} "
+                            f"(input {tuple(input_shape)}, PyTorch layouts: conv (out, in, kh, kw), "
+                            "dense (out, in))")
+    if len(expect) < len(CNN_TENSORS):
+        raise PeerError(f"{path}: layers.0.weight and layers.2.weight must be 4-D (out, in, kh, kw)")
+    return p
+
+
+def load_cnn_workload(path):
+    """Reads a W7 exchange file. Returns a dict with x (batch, channels, height, width), t
+    (batch, classes), params (name -> array, PyTorch layouts), lr, check_steps."""
+    import numpy as np
+    from safetensors.numpy import load_file
+    if not os.path.isfile(path):
+        raise PeerError(f"no such file: {path}")
+    try:
+        tensors = load_file(path)
+        meta = read_metadata(path)
+    except Exception as e:
+        raise PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    for name, ndim in (("x", 4), ("t", 2)):
+        if name not in tensors:
+            raise PeerError(f"{path}: tensor {name!r} is missing")
+        if tensors[name].dtype != np.float32 or tensors[name].ndim != ndim:
+            raise PeerError(f"{path}: {name} must be a {ndim}-D F32 tensor "
+                            f"(got {tensors[name].dtype} {tensors[name].shape})")
+    x = np.ascontiguousarray(tensors["x"])
+    t = np.ascontiguousarray(tensors["t"])
+    params = check_cnn_layers(tensors, path, x.shape[1:])
+    if t.shape != (x.shape[0], params["layers.6.bias"].shape[0]):
+        raise PeerError(f"{path}: t is {t.shape}, expected {(x.shape[0], params['layers.6.bias'].shape[0])}")
+    if meta.get("loss", "softmaxCrossEntropy") != "softmaxCrossEntropy":
+        raise PeerError(f"{path}: metadata loss {meta.get('loss')!r}: W7 trains with softmaxCrossEntropy")
+    try:
+        lr = float(meta["learningRate"])
+        check_steps = int(meta.get("checkSteps", "3"))
+    except (KeyError, ValueError) as e:
+        raise PeerError(f"{path}: bad or missing metadata learningRate/checkSteps: {e}") from e
+    if check_steps < 0:
+        raise PeerError(f"{path}: checkSteps must be >= 0")
+    return {"x": x, "t": t, "params": params, "lr": lr, "check_steps": check_steps}

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Self-test of the Python peers: writes exchange files itself (seeded random weights in Neuron's
-(inputs, outputs) layout), runs numpy_peer.py and torch_peer.py on them as separate processes, and
-checks that their check losses agree within 1e-5 relative and that each reports --steps timings.
+(inputs, outputs) layout; for the W7 CNN, PyTorch's layouts under our names), runs the peers on
+them as separate processes — numpy_peer.py, torch_peer.py, jax_peer.py for the MLPs; torch_cnn.py
+and jax_cnn.py (NHWC and NCHW) for the CNN — and checks that every peer's check losses agree with
+the first one's within 1e-5 relative (2e-5 for the CNN, whose sums run over 1,600-long products in
+orders that differ more) and that each reports --steps timings.
 
-    $NEURON_PEERS_VENV/bin/python3 Benchmarks/peers/selftest.py [--steps 20] [--no-torch]
+    $NEURON_PEERS_VENV/bin/python3 Benchmarks/peers/selftest.py [--steps 20] [--no-torch] [--no-jax] [--compile]
 
-Without torch installed the torch runs are skipped (reported as such, never as passed).
+Without torch or jax installed their runs are skipped (reported as such, never as passed).
+--compile adds torch_peer.py --compile (torch.compile; slow to compile) to the MLP cases.
 Ends with a line 'N passed, N failed'; exits non-zero if anything failed.
 """
 import argparse
@@ -27,7 +31,37 @@ CASES = {
     "W2like": ([2, 4, 1], 4, "tanh,sigmoid", "halfSquaredError", "0.5", "5"),
     "mixedHSE": ([16, 32, 24, 8], 16, "relu,sigmoid,identity", "halfSquaredError", "0.05", "4"),
     "W6like": ([1024, 1024, 1024, 1024], 128, "tanh,tanh,tanh", "halfSquaredError", "0.01", "3"),
+    # the W7 CNN: (channels, height, width, c1, c2, hidden, classes), batch, -, loss, lr, checkSteps
+    "W7cnn": ([1, 28, 28, 32, 64, 128, 10], 64, "", "softmaxCrossEntropy", "0.01", "3"),
+    "smallCnn": ([3, 13, 11, 4, 5, 7, 3], 5, "", "softmaxCrossEntropy", "0.1", "4"),
 }
+CNN_CASES = ("W7cnn", "smallCnn")
+
+
+def write_cnn_case(path, name, seed):
+    """A W7 exchange file (README.md, "W7"): x (batch, channels, height, width) in [0, 1), one-hot
+    t, PyTorch-default-like uniform weights (U(±1/√fan_in)) in PyTorch's layouts."""
+    import numpy as np
+    from safetensors.numpy import save_file
+    sys.path.insert(0, HERE)
+    import peer_common as pc
+    (channels, height, width, c1, c2, hidden, classes), batch, _, loss, lr, check = CASES[name]
+    rng = np.random.default_rng(seed)
+    h, w = pc.cnn_shapes(channels, height, width, c1, c2)
+    shapes = {"layers.0.weight": (c1, channels, 3, 3), "layers.0.bias": (c1,),
+              "layers.2.weight": (c2, c1, 3, 3), "layers.2.bias": (c2,),
+              "layers.5.weight": (hidden, c2 * h * w), "layers.5.bias": (hidden,),
+              "layers.6.weight": (classes, hidden), "layers.6.bias": (classes,)}
+    tensors = {"x": rng.uniform(0, 1, (batch, channels, height, width)).astype(np.float32)}
+    t = np.zeros((batch, classes), dtype=np.float32)
+    t[np.arange(batch), rng.integers(0, classes, batch)] = 1
+    tensors["t"] = t
+    for key, shape in shapes.items():
+        weight = shapes[key.replace("bias", "weight")]
+        bound = 1 / np.sqrt(np.prod(weight[1:]))
+        tensors[key] = rng.uniform(-bound, bound, shape).astype(np.float32)
+    save_file(tensors, path, metadata={"loss": loss, "learningRate": lr, "checkSteps": check})
+    return int(check)
 
 
 def write_case(path, name, seed):
@@ -62,9 +96,9 @@ def write_case(path, name, seed):
     return int(check)
 
 
-def run_peer(script, path, warmup, steps, threads):
+def run_peer(script, path, warmup, steps, threads, extra=()):
     cmd = [sys.executable, os.path.join(HERE, script), "--file", path, "--warmup", str(warmup),
-           "--steps", str(steps), "--threads", str(threads)]
+           "--steps", str(steps), "--threads", str(threads), *extra]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         raise RuntimeError(f"{script} exited {p.returncode}: {p.stderr.strip()}")
@@ -80,18 +114,24 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--no-jax", action="store_true")
+    ap.add_argument("--compile", action="store_true", help="also torch_peer.py --compile")
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ",".join(CASES))
     args = ap.parse_args()
 
-    have_torch = False
-    if not args.no_torch:
+    import importlib.util
+
+    def installed(module, flag):
+        if flag:
+            return False
         try:
-            import importlib.util
-            have_torch = importlib.util.find_spec("torch") is not None
+            return importlib.util.find_spec(module) is not None
         except Exception:
-            have_torch = False
-    if not have_torch:
-        print("selftest: torch is not installed for this python: torch runs SKIPPED")
+            return False
+    have = {"numpy": True, "torch": installed("torch", args.no_torch), "jax": installed("jax", args.no_jax)}
+    for lib in ("torch", "jax"):
+        if not have[lib]:
+            print(f"selftest: {lib} is not installed for this python (or turned off): {lib} runs SKIPPED")
 
     passed = failed = skipped = 0
 
@@ -105,36 +145,56 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="neuron-peers-selftest-") as d:
         for k, name in enumerate(args.cases.split(",")):
+            if name not in CASES:
+                print(f"selftest: unknown case {name!r}")
+                return 2
             path = os.path.join(d, f"{name}.safetensors")
-            n_check = write_case(path, name, seed=1234 + k)
-            print(f"{name}: {CASES[name][0]} batch {CASES[name][1]} {CASES[name][2]} {CASES[name][3]}")
-            results = {}
-            for peer, script in (("numpy", "numpy_peer.py"), ("torch", "torch_peer.py")):
-                if peer == "torch" and not have_torch:
+            cnn = name in CNN_CASES
+            if cnn:
+                n_check = write_cnn_case(path, name, seed=1234 + k)
+                peers = [("torch", "torch_cnn.py", ()), ("jax", "jax_cnn.py", ("--layout", "NHWC")),
+                         ("jax", "jax_cnn.py", ("--layout", "NCHW"))]
+            else:
+                n_check = write_case(path, name, seed=1234 + k)
+                peers = [("numpy", "numpy_peer.py", ()), ("torch", "torch_peer.py", ()),
+                         ("jax", "jax_peer.py", ())]
+                if args.compile:
+                    peers.append(("torch.compile", "torch_peer.py", ("--compile",)))
+            print(f"{name}: {CASES[name][0]} batch {CASES[name][1]} {CASES[name][2] or 'cnn'} {CASES[name][3]}")
+            results = []
+            for peer, script, extra in peers:
+                if not have[peer.split(".")[0]]:
                     skipped += 1
                     continue
+                label = " ".join([script, *extra])
                 try:
-                    r = run_peer(script, path, args.warmup, args.steps, args.threads)
+                    r = run_peer(script, path, args.warmup, args.steps, args.threads, extra)
                 except Exception as e:
-                    check(False, f"{peer} ran: {e}")
+                    check(False, f"{label} ran: {e}")
                     continue
-                results[peer] = r
                 ok = (r.get("peer") == peer and r.get("threads") == args.threads
                       and len(r.get("checkLosses", [])) == n_check
                       and len(r.get("stepSeconds", [])) == args.steps
                       and all(s > 0 for s in r["stepSeconds"]))
                 med = statistics.median(r["stepSeconds"]) if r.get("stepSeconds") else float("nan")
-                check(ok, f"{peer} {r.get('version')}: {len(r.get('checkLosses', []))} check losses, "
-                          f"{len(r.get('stepSeconds', []))} step times, median {med * 1e6:.1f} µs, "
-                          f"min {min(r['stepSeconds']) * 1e6:.1f} µs")
+                check(ok, f"{label} ({r.get('peer')} {r.get('version')}): {len(r.get('checkLosses', []))} "
+                          f"check losses, {len(r.get('stepSeconds', []))} step times, median "
+                          f"{med * 1e6:.1f} µs, min {min(r['stepSeconds']) * 1e6:.1f} µs")
                 print(f"    checkLosses {r.get('checkLosses')}")
-            if "numpy" in results and "torch" in results:
-                a, b = results["numpy"]["checkLosses"], results["torch"]["checkLosses"]
+                results.append((label, r))
+            # the losses must fall (a step that does nothing would agree with itself)
+            if results and n_check >= 2:
+                first = results[0][1]["checkLosses"]
+                check(first[-1] < first[0], f"{results[0][0]}: the loss falls over the check steps "
+                                            f"({first[0]:.6f} → {first[-1]:.6f})")
+            limit = 2e-5 if cnn else RTOL
+            for label, r in results[1:]:
+                a, b = results[0][1]["checkLosses"], r["checkLosses"]
                 worst = max((abs(p - q) / max(abs(p), abs(q), 1e-30) for p, q in zip(a, b)), default=0.0)
-                check(len(a) == len(b) and worst <= RTOL,
-                      f"numpy and torch check losses agree: worst relative difference {worst:.2e} "
-                      f"(limit {RTOL:.0e})")
-    print(f"selftest: {passed + failed} checks, torch runs skipped: {skipped}")
+                check(len(a) == len(b) and worst <= limit,
+                      f"{results[0][0]} and {label} check losses agree: worst relative difference "
+                      f"{worst:.2e} (limit {limit:.0e})")
+    print(f"selftest: {passed + failed} checks, peer runs skipped (library missing): {skipped}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Python peers' libraries (numpy, safetensors, torch) from PyPI into a virtual
+# Installs the Python peers' libraries (numpy, safetensors, torch, jax with its CPU jaxlib) from PyPI into a virtual
 # environment OUTSIDE the repository, and prints the python to use.
 #
 #   bash Benchmarks/peers/setup.sh            # venv at ${NEURON_PEERS_VENV:-$HOME/.cache/neuron-peers}
 #   NEURON_PEERS_VENV=/some/dir bash Benchmarks/peers/setup.sh
-#   PEERS_SKIP_TORCH=1 bash Benchmarks/peers/setup.sh   # numpy + safetensors only
+#   PEERS_SKIP_TORCH=1 bash Benchmarks/peers/setup.sh   # no torch
+#   PEERS_SKIP_JAX=1 bash Benchmarks/peers/setup.sh     # no jax/jaxlib
 #
 # Idempotent: an existing venv is reused and a package that already imports is not reinstalled.
 # Note: PyPI's torch wheel for Linux x86_64 depends on the CUDA libraries (nvidia-* wheels, about
@@ -34,6 +35,10 @@ have safetensors || want+=(safetensors)
 if [ "${PEERS_SKIP_TORCH:-0}" != "1" ]; then
   have torch || want+=(torch)
 fi
+if [ "${PEERS_SKIP_JAX:-0}" != "1" ]; then
+  # PyPI's plain `jax` + `jaxlib` are the CPU build (the CUDA plugins are separate extras).
+  { have jax && have jaxlib; } || want+=(jax jaxlib)
+fi
 
 if [ "${#want[@]}" -gt 0 ]; then
   echo "setup.sh: installing ${want[*]} from PyPI into $VENV" >&2
@@ -44,11 +49,11 @@ fi
 
 "$PY" - >&2 <<'PYEOF'
 import importlib
-for name in ("numpy", "safetensors", "torch"):
+for name in ("numpy", "safetensors", "torch", "jax", "jaxlib"):
     try:
         m = importlib.import_module(name)
         print(f"setup.sh: {name} {getattr(m, '__version__', '?')}")
-    except Exception as e:  # torch may be skipped
+    except Exception as e:  # torch or jax may be skipped
         print(f"setup.sh: {name} not available ({type(e).__name__})")
 PYEOF
 

@@ -2,7 +2,10 @@
 """PyTorch CPU peer for Neuron's benchmarks W1–W6, written the idiomatic way: nn.Sequential of
 nn.Linear and activation modules, loss.backward(), torch.optim.SGD; float32.
 
-    python3 Benchmarks/peers/torch_peer.py --file DIR/W4.safetensors --warmup N --steps M --threads 2
+    python3 Benchmarks/peers/torch_peer.py --file DIR/W4.safetensors --warmup N --steps M --threads 2 [--compile]
+
+With --compile the nn.Sequential is wrapped in torch.compile (default inductor backend; forward and
+backward compiled, the optimizer step left eager) and the peer reports itself as "torch.compile".
 
 Prints one JSON line: {"peer","version","threads","checkLosses","stepSeconds"}. See README.md.
 """
@@ -52,37 +55,24 @@ def make_loss(torch, kind, t_np):
     return half_squared_error, t
 
 
-def main():
-    args = pc.parse_step_args(PROG, __doc__.splitlines()[0])  # threads pinned before the library is imported
-
-    import torch
-    torch.set_num_threads(args.threads)
-    torch.set_num_interop_threads(1)
-
-    w = pc.load_workload(args.file)
-    x = torch.from_numpy(w["x"].copy())
-    loss_fn, target = make_loss(torch, w["loss"], w["t"])
-
-    def fresh():
-        model = build_model(torch, w["layers"], w["activations"])
-        optimizer = torch.optim.SGD(model.parameters(), lr=w["lr"])
-        return model, optimizer
-
+def time_torch_steps(torch, args, fresh, forward_loss, check_steps, peer):
+    """The check, then the timing, of `zero_grad(set_to_none=True)`, `loss = forward_loss(model)`,
+    `loss.backward()`, `optimizer.step()` from `fresh()` models; emits the JSON line."""
     def step(model, optimizer):
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), target)
+        loss = forward_loss(model)
         loss.backward()
         optimizer.step()
         return loss
 
-    # (1) check: checkSteps plain SGD steps, loss recorded before each update
+    # (1) check: check_steps plain SGD steps, loss recorded before each update
     model, optimizer = fresh()
-    if any(p.dtype != torch.float32 for p in model.parameters()) or x.dtype != torch.float32:
-        raise pc.PeerError("model or data is not float32")
-    check = [step(model, optimizer).item() for _ in range(w["check_steps"])]
+    if any(p.dtype != torch.float32 for p in model.parameters()):
+        raise pc.PeerError("the model is not float32")
+    check = [step(model, optimizer).item() for _ in range(check_steps)]
     pc.finite(check, "a check loss")
 
-    # (2) timing, from the initial weights again
+    # (2) timing, from the initial weights again (torch.compile: compiled on the first warm-up step)
     model, optimizer = fresh()
     for _ in range(args.warmup):
         step(model, optimizer)
@@ -94,8 +84,31 @@ def main():
         seconds.append((clock() - start) * 1e-9)
     pc.finite([step(model, optimizer).item()], "the loss after the timed steps")
 
-    pc.emit({"peer": "torch", "version": torch.__version__, "threads": args.threads,
+    pc.emit({"peer": peer, "version": torch.__version__, "threads": args.threads,
              "checkLosses": check, "stepSeconds": seconds})
+
+
+def main():
+    args = pc.parse_step_args(PROG, __doc__.splitlines()[0], compile_flag=True)  # threads pinned first
+
+    import torch
+    torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
+
+    w = pc.load_workload(args.file)
+    x = torch.from_numpy(w["x"].copy())
+    if x.dtype != torch.float32:
+        raise pc.PeerError("the data is not float32")
+    loss_fn, target = make_loss(torch, w["loss"], w["t"])
+
+    def fresh():
+        model = build_model(torch, w["layers"], w["activations"])
+        if args.compile:
+            model = torch.compile(model)
+        return model, torch.optim.SGD(model.parameters(), lr=w["lr"])
+
+    time_torch_steps(torch, args, fresh, lambda model: loss_fn(model(x), target), w["check_steps"],
+                     "torch.compile" if args.compile else "torch")
 
 
 if __name__ == "__main__":
