@@ -48,5 +48,6 @@ struct BatchNormTests {
             message { () throws(NetworkError) in try BatchNorm<Float>(input: [2, 3]) }.contains(
                 "BatchNorm(2×3): takes (features) vectors or (height, width, channels) images"))
         #expect(message { () throws(NetworkError) in try BatchNorm<Float>(input: [4], momentum: 2) }.contains("momentum must be between 0 and 1"))
+        #expect(message { () throws(NetworkError) in try BatchNorm<Float>(input: [1 << 32, 1 << 32, 1]) }.contains("takes (features) vectors or"))
     }
 }

@@ -33,6 +33,10 @@ struct DropoutTests {
         #expect(
             message { () throws(NetworkError) in try Dropout<Float>(input: [4], rate: 1) }
                 == "Dropout(rate 1.0): the rate must be at least 0 and below 1")
+        // 2³² · 2³² wraps to 0 in an Int: the count is refused, not taken as wrapped.
+        #expect(
+            message { () throws(NetworkError) in try Dropout<Float>(input: [1 << 32, 1 << 32], rate: 0.5) }.contains(
+                "takes samples of a positive shape"))
     }
 
     @Test("A network draws a new mask each step from its seed, and the same seed replays them")

@@ -46,9 +46,7 @@ public struct BatchNorm<Scalar: TensorScalar>: ActivatedLayer {
     ///   momentum outside `[0, 1]` or `ε ≤ 0`.
     public init(input: [Int], momentum: Double = 0.1, epsilon: Double = 1e-5, activation: Activation = .identity) throws(NetworkError) {
         let name = "BatchNorm(\(imageDescription(input)))"
-        guard input.count == 1 || input.count == 3, input.allSatisfy({ $0 >= 1 }),
-            input.reduce(1, { $0.multipliedReportingOverflow(by: $1).partialValue }) <= 1 << 40
-        else {
+        guard input.count == 1 || input.count == 3, heldCount(input) != nil else {
             throw .invalidLayer(name, reason: "takes (features) vectors or (height, width, channels) images, got \(TensorError.format(input))")
         }
         guard momentum >= 0, momentum <= 1 else { throw .invalidLayer(name, reason: "momentum must be between 0 and 1, got \(momentum)") }

@@ -51,9 +51,11 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
         guard filters >= 1, filters <= 1 << 24 else {
             throw .invalidLayer(name, reason: "the number of filters must be between 1 and \(1 << 24), got \(filters)")
         }
-        let (weights, overflow) = window.patchSize.multipliedReportingOverflow(by: filters)
-        guard !overflow, weights <= 1 << 40, window.outputPixels.multipliedReportingOverflow(by: filters).partialValue <= 1 << 40 else {
+        guard heldCount([window.patchSize, filters]) != nil else {
             throw .invalidLayer(name, reason: "\(window.patchSize) × \(filters) weights are more than can be held")
+        }
+        guard heldCount([window.outputPixels, filters]) != nil else {
+            throw .invalidLayer(name, reason: "\(window.outputPixels) × \(filters) outputs per sample are more than can be held")
         }
         self.filters = filters
         self.activation = activation

@@ -31,8 +31,7 @@ public struct Dropout<Scalar: TensorScalar>: Layer {
         guard rate >= 0, rate < 1 else {
             throw .invalidLayer("Dropout(rate \(rate))", reason: "the rate must be at least 0 and below 1")
         }
-        guard !input.isEmpty, input.allSatisfy({ $0 >= 1 }), input.reduce(1, { $0.multipliedReportingOverflow(by: $1).partialValue }) <= 1 << 40
-        else {
+        guard !input.isEmpty, heldCount(input) != nil else {
             throw .invalidLayer("Dropout(rate \(rate))", reason: "takes samples of a positive shape, got \(TensorError.format(input))")
         }
         inputShape = input

@@ -25,12 +25,7 @@ public struct Flatten<Scalar: TensorScalar>: Layer {
         guard !input.isEmpty, input.allSatisfy({ $0 >= 1 }), input.count <= 8 else {
             throw .invalidLayer("Flatten", reason: "takes samples of 1 to 8 dimensions, each at least 1, got \(TensorError.format(input))")
         }
-        var count = 1
-        for extent in input {
-            let (next, overflow) = count.multipliedReportingOverflow(by: extent)
-            guard !overflow, next <= 1 << 40 else { throw .invalidLayer("Flatten", reason: "\(TensorError.format(input)) is more than can be held") }
-            count = next
-        }
+        guard heldCount(input) != nil else { throw .invalidLayer("Flatten", reason: "\(TensorError.format(input)) is more than can be held") }
         inputShape = input
     }
 

@@ -100,15 +100,9 @@ public struct Window2D: Sendable, Equatable {
         outputWidth = (paddedWidth - kernel.width) / stride.width + 1
         // Every count a buffer is sized by must fit an Int: a shape past that is an error here,
         // not a trap in a later multiplication.
-        for factors in [[height, width, channels], [kernel.height, kernel.width, channels], [outputHeight, outputWidth, channels]] {
-            var product = 1
-            for factor in factors {
-                let (next, overflow) = product.multipliedReportingOverflow(by: factor)
-                guard !overflow, next <= 1 << 40 else {
-                    throw .invalidLayer(layer, reason: "\(factors.map(String.init).joined(separator: " × ")) elements are more than can be held")
-                }
-                product = next
-            }
+        for factors in [[height, width, channels], [kernel.height, kernel.width, channels], [outputHeight, outputWidth, channels]]
+        where heldCount(factors) == nil {
+            throw .invalidLayer(layer, reason: "\(factors.map(String.init).joined(separator: " × ")) elements are more than can be held")
         }
         self.height = height
         self.width = width
@@ -144,6 +138,23 @@ public struct Window2D: Sendable, Equatable {
         }
         return parts.joined(separator: ", ")
     }
+}
+
+/// The largest number of elements a layer's buffer may be sized for, per sample or per tensor.
+let maximumHeldCount = 1 << 40
+
+/// The product of `factors` when every one is at least 1 and the product is at most
+/// ``maximumHeldCount``, else nil: sizes come from configs, so a count past that is an error where
+/// the layer is built, not a trap (or a wrapped product) in a later multiplication.
+func heldCount(_ factors: [Int]) -> Int? {
+    var product = 1
+    for factor in factors {
+        guard factor >= 1 else { return nil }
+        let (next, overflow) = product.multipliedReportingOverflow(by: factor)
+        guard !overflow, next <= maximumHeldCount else { return nil }
+        product = next
+    }
+    return product
 }
 
 /// `28×28×1`: an image shape as layer descriptions show it.
