@@ -14,7 +14,7 @@ struct Benchmarks: AsyncParsableCommand {
         commandName: "Benchmarks",
         abstract: "Check, then time, Neuron's training steps against the BLAS ceiling and the peers (NumPy, PyTorch, JAX).")
 
-    @Argument(help: "Workloads to run: W1…W7, F1, ceiling, observer, dashboard, neuron, scaling (default: all but scaling; --quick: also not F1).")
+    @Argument(help: "Workloads to run: W1…W7, F1, F2, ceiling, observer, dashboard, neuron, scaling (default: all but scaling; --quick: also not F1 and F2).")
     var workloads: [String] = []
 
     @Flag(help: "A few seconds in all, for CI smoke runs.")
@@ -43,7 +43,7 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
-        let known = Set(Workload.all.map(\.id) + ["W7", "F1", "ceiling", "observer", "dashboard", "neuron", "scaling"])
+        let known = Set(Workload.all.map(\.id) + ["W7", "F1", "F2", "ceiling", "observer", "dashboard", "neuron", "scaling"])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
         }
@@ -62,7 +62,7 @@ struct Benchmarks: AsyncParsableCommand {
         #endif
         if mpi { return try dataParallel() }
         BLAS.threadCount = threads
-        func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && id == "F1") && id != "scaling" : workloads.contains(id) }
+        func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && (id == "F1" || id == "F2")) && id != "scaling" : workloads.contains(id) }
         var report = Report(
             date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, threads: threads,
             machine: Self.machine())
@@ -76,7 +76,8 @@ struct Benchmarks: AsyncParsableCommand {
         let chosen = Workload.all.filter { selected($0.id) }
         if !chosen.isEmpty { report.workloads = try await compare(chosen, ceiling: report.ceiling?.best) }
         if selected("W7") { report.convolution = try convolution(ceiling: report.ceiling?.best) }
-        if selected("F1") { report.fashion = try fashion() }
+        if selected("F1") { report.fashion = try fashion(.mlp) }
+        if selected("F2") { report.fashionCNN = try fashion(.cnn) }
         if selected("observer") { report.observer = try await observerCost() }
         if selected("dashboard") { report.dashboard = try await dashboardCost() }
         if selected("neuron") { try neuronStruct() }
@@ -229,39 +230,57 @@ struct Benchmarks: AsyncParsableCommand {
         return chosen.map { results[$0.id]! }
     }
 
-    // MARK: F1: Fashion-MNIST to 0.88
+    // MARK: F1 and F2: Fashion-MNIST to a test accuracy
 
-    /// Time to reach 0.88 test accuracy with Data/fashion-mnist.yaml's recipe, training time only.
-    func fashion() throws -> Report.Fashion {
-        let configPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Data/fashion-mnist.yaml")
+    /// The end-to-end workloads: a shipped config trained until its test accuracy reaches the
+    /// target, training time only, then the peers with the same recipe from the same initial weights.
+    struct FashionWorkload {
+        var id: String
+        /// The config, relative to the package.
+        var config: String
+        var target: Double
+        var scripts: [String]
+        /// Whether the peers take the weights in PyTorch's layouts (F2, as W7) or ours (F1, as W1–W6).
+        var pytorchLayouts: Bool
+
+        /// F1: 784-256-128-10 tanh (Data/fashion-mnist.yaml) to 0.88.
+        static let mlp = FashionWorkload(
+            id: "F1", config: "Data/fashion-mnist.yaml", target: 0.88, scripts: ["torch_fashion.py", "jax_fashion.py"], pytorchLayouts: false)
+        /// F2: W7's CNN with F2's recipe (Benchmarks/fashion-mnist-w7.yaml) to 0.91.
+        static let cnn = FashionWorkload(
+            id: "F2", config: "Benchmarks/fashion-mnist-w7.yaml", target: 0.91, scripts: ["torch_fashion_cnn.py"], pytorchLayouts: true)
+    }
+
+    /// Time to reach the workload's test accuracy with its config's recipe, training time only.
+    func fashion(_ workload: FashionWorkload) throws -> Report.Fashion {
+        let configPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../\(workload.config)")
             .standardized.path
         let config = try ConfigLoader.load(configPath)
-        let target = 0.88
+        let target = workload.target
         let run = try RunBuilder.build(config)
+        // The run's own initial weights, for the peers (taken before the first step).
+        let initial = run.engine.resumePoint().tensors.filter { $0.name.hasPrefix("layers.") }
         let result = try fashionRun(run.engine, target: target)
         print(
             String(
-                format: "F1 Fashion-MNIST to %.2f test accuracy (%@): Neuron %@ in %d epochs (training time only; accuracies %@)",
-                target, run.engine.title, result.reached ? format(result.seconds) : "not reached", result.epochs,
+                format: "%@ Fashion-MNIST to %.2f test accuracy (%@): Neuron %@ in %d epochs (training time only; accuracies %@)",
+                workload.id, target, run.engine.title, result.reached ? format(result.seconds) : "not reached", result.epochs,
                 result.accuracies.map { String(format: "%.4f", $0) }.joined(separator: " ")))
         var fashion = Report.Fashion(
             target: target, neuronSeconds: result.seconds, neuronEpochs: result.epochs,
             neuronReached: result.reached, neuronAccuracies: result.accuracies)
         if peers {
             let runner = try Peers(threads: threads)
-            let network = try Network<Float>(
-                features: 784, layers: [(256, .tanh), (128, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy,
-                seed: config.training.seed)
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-F1.safetensors").path
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(workload.id).safetensors").path
             try SafeTensors.write(
-                network.parameterTensors.map { SafeTensors.entry($0.name, network.parameter($0)) },
+                initial.map { SafeTensors.entry($0.name, workload.pytorchLayouts ? Checkpoint.fileLayout($0.name, $0.tensor) : $0.tensor) },
                 metadata: [
                     "learningRate": "\(config.optimizer.learningRate)", "momentum": "\(config.optimizer.momentum)",
                     "batchSize": "\(config.training.batchSize)", "epochs": "\(config.training.epochs)",
-                    "schedule": config.optimizer.schedule.kind.rawValue,
+                    "schedule": config.optimizer.schedule.kind.rawValue, "optimizer": config.optimizer.kind.rawValue,
                     "validationSplit": "\(config.data.validationSplit ?? 0.1)", "seed": "\(config.training.seed)",
                 ], to: file)
-            for script in ["torch_fashion.py", "jax_fashion.py"] {
+            for script in workload.scripts {
                 let peer: PeerResult
                 do {
                     peer = try runner.run(
@@ -279,9 +298,10 @@ struct Benchmarks: AsyncParsableCommand {
                     accuracies: peer.testAccuracies)
                 print(
                     String(
-                        format: "   %@ %@: %@ in %d epochs; %@/Neuron %.2f×", peer.peer, peer.version,
+                        format: "   %@ %@: %@ in %d epochs; %@/Neuron %.2f× (accuracies %@)", peer.peer, peer.version,
                         peer.reached == true ? format(peer.trainSeconds ?? .nan) : "not reached", peer.epochs ?? 0,
-                        peer.peer, (peer.trainSeconds ?? .nan) / result.seconds))
+                        peer.peer, (peer.trainSeconds ?? .nan) / result.seconds,
+                        (peer.testAccuracies ?? []).map { String(format: "%.4f", $0) }.joined(separator: " ")))
             }
         }
         print("")
@@ -452,6 +472,7 @@ struct Report: Encodable {
     var ceiling: Ceiling?
     var workloads: [Report.WorkloadResult] = []
     var fashion: Fashion?
+    var fashionCNN: Fashion?
     var observer: Observer?
     var convolution: Convolution?
     var dashboard: Benchmarks.DashboardCost?

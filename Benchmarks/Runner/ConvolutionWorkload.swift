@@ -92,6 +92,20 @@ struct ConvolutionWorkload {
         return try (0..<steps).map { _ in Double(try network.trainStep(x, targets: t, optimizer: &sgd)) }
     }
 
+    /// Writes W7's exchange file for the peers (Benchmarks/peers/README.md, "W7"): the batch as
+    /// NCHW `x` (one channel, so the same numbers as ours), one-hot `t`, and the parameters under
+    /// our names in PyTorch's layouts (as our checkpoints store them), with the learning rate and
+    /// the number of check steps.
+    func writeExchangeFile(to directory: String, checkSteps: Int) throws -> String {
+        let (network, x, t) = try make()
+        var entries = [SafeTensors.entry("x", try x.reshaped(to: [batch, 1, 28, 28])), SafeTensors.entry("t", t)]
+        entries += network.parameterTensors.map { SafeTensors.entry($0.name, Checkpoint.fileLayout($0.name, network.parameter($0))) }
+        let path = (directory as NSString).appendingPathComponent("\(id).safetensors")
+        try SafeTensors.write(
+            entries, metadata: ["loss": "softmaxCrossEntropy", "learningRate": "\(learningRate)", "checkSteps": "\(checkSteps)"], to: path)
+        return path
+    }
+
     /// Per-step seconds and heap allocations per step after the first.
     func time(blocks: Int) throws -> (seconds: [Double], allocationsPerStep: Double) {
         var (network, x, t) = try make()
@@ -102,6 +116,56 @@ struct ConvolutionWorkload {
         for _ in 0..<steps { try network.trainStep(x, targets: t, optimizer: &sgd) }
         let allocations = allocation_counter_stop()
         return (seconds, Double(allocations) / Double(steps))
+    }
+
+    /// The layout question measured on W7's two convolutions: the forward product as channels-last
+    /// takes it (one gemm for the batch, `columns (batch·pixels, patch) · w (patch, filters)`, whose
+    /// result is already the next layer's NHWC input), against the two ways channels-first can
+    /// (one gemm per sample, `w (filters, patch) · columns_n (patch, pixels)`; or one gemm for the
+    /// batch, `w · columns (patch, batch·pixels)`, then a pass that moves it to (batch, filters,
+    /// pixels)). Median seconds of each.
+    func layoutTimes(blocks: Int) throws -> [(layer: String, nhwc: Double, nchwPerSample: Double, nchwBatched: Double)] {
+        try layers().compactMap { $0 as? Conv2D<Float> }.map { conv in
+            let (p, k, f) = (conv.window.outputPixels, conv.window.patchSize, conv.filters)
+            var generator = SeededGenerator(seed: 5)
+            let columns = (0..<batch * p * k).map { _ in Float(generator.uniform(-1, 1)) }
+            let weight = (0..<k * f).map { _ in Float(generator.uniform(-1, 1)) }
+            var product = [Float](repeating: 0, count: batch * p * f), moved = product
+            let batch = batch
+            func median(_ body: () -> Void) -> Double { Timing(measureSteps(blocks: blocks, blockTarget: .milliseconds(20), body)).median }
+            let nhwc = median {
+                Float.blasGemm(
+                    transposeA: false, transposeB: false, m: batch * p, n: f, k: k, alpha: 1, a: columns, lda: k, b: weight, ldb: f,
+                    beta: 0, c: &product, ldc: f)
+            }
+            let perSample = median {
+                columns.withUnsafeBufferPointer { pc in
+                    product.withUnsafeMutableBufferPointer { py in
+                        for n in 0..<batch {
+                            Float.blasGemm(
+                                transposeA: false, transposeB: false, m: f, n: p, k: k, alpha: 1, a: weight, lda: k,
+                                b: pc.baseAddress! + n * k * p, ldb: p, beta: 0, c: py.baseAddress! + n * f * p, ldc: p)
+                        }
+                    }
+                }
+            }
+            let batched = median {
+                Float.blasGemm(
+                    transposeA: false, transposeB: false, m: f, n: batch * p, k: k, alpha: 1, a: weight, lda: k, b: columns,
+                    ldb: batch * p, beta: 0, c: &product, ldc: batch * p)
+                product.withUnsafeBufferPointer { py in
+                    moved.withUnsafeMutableBufferPointer { pm in
+                        // (filters, batch, pixels) → (batch, filters, pixels)
+                        for filter in 0..<f {
+                            for n in 0..<batch {
+                                (pm.baseAddress! + (n * f + filter) * p).update(from: py.baseAddress! + (filter * batch + n) * p, count: p)
+                            }
+                        }
+                    }
+                }
+            }
+            return (conv.description, nhwc, perSample, batched)
+        }
     }
 
     /// Median seconds of each layer's forward and backward pass within a step.
@@ -154,38 +218,108 @@ extension Report {
         var ceilingPercent: Double?
         var allocationsPerStep: Double
         var layers: [LayerTime]
+        var checkLosses: [Double]
+        var peers: [String: PeerTiming] = [:]
+        var layouts: [LayoutTime] = []
+        struct LayoutTime: Encodable { var layer: String, nhwc: Double, nchwPerSample: Double, nchwBatched: Double }
         struct LayerTime: Encodable { var layer: String, forward: Double, backward: Double }
     }
 }
 
 extension Benchmarks {
-    /// W7: checked against the naive loops on 4 rows, then timed with its per-layer split.
+    /// W7: checked against the naive loops on 4 rows, then timed with its per-layer split; with
+    /// `--peers`, PyTorch (eager and compiled) and JAX on the same weights and batch, each checked
+    /// to agree on the losses of the first steps before it is timed, in interleaved rounds.
     func convolution(ceiling: Double?) throws -> Report.Convolution {
         let w = ConvolutionWorkload()
+        let checkSteps = 3
         let engine = try w.engineLosses(steps: 1, rows: 4)[0], naive = try w.naiveLoss(rows: 4)
         guard abs(engine - naive) <= 1e-4 * max(1, abs(naive)) else {
             throw ValidationError("W7 check failed: engine loss \(engine) vs naive \(naive)")
         }
-        let (seconds, allocations) = try w.time(blocks: quick ? 5 : 30)
+        let checkLosses = try w.engineLosses(steps: checkSteps)
+        let specs = PeerSpec.convolution
+        var peerTimings: [String: Report.PeerTiming] = [:]
+        var runner: Peers?
+        var file = ""
+        if peers {
+            runner = try Peers(threads: threads)
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            file = try w.writeExchangeFile(to: directory, checkSteps: checkSteps)
+            for peer in specs {
+                do {
+                    let check = try runner!.run(peer.script, ["--file", file, "--warmup", "0", "--steps", "1"] + peer.arguments)
+                    // 2e-4: the convolutions sum in other orders than ours, in Float, over three steps.
+                    let ok = agree(check.checkLosses ?? [], checkLosses, tolerance: 2e-4)
+                    peerTimings[peer.name] = Report.PeerTiming(version: check.version, checked: ok, seconds: [])
+                    if !ok { print("  W7 \(peer.name): losses \(check.checkLosses ?? []) disagree with ours \(checkLosses); not timed") }
+                } catch {
+                    print("  W7 \(peer.name) failed its check: \(error)")
+                    peerTimings[peer.name] = Report.PeerTiming(version: "?", checked: false, seconds: [])
+                }
+            }
+        }
+        var seconds: [Double] = [], allocations = 0.0
+        let rounds = self.rounds ?? (quick ? 1 : (peers ? 3 : 1))
+        for _ in 1...rounds {
+            let timed = try w.time(blocks: quick ? 5 : 30)
+            seconds += timed.seconds
+            allocations = timed.allocationsPerStep
+            guard let runner else { continue }
+            for peer in specs where peerTimings[peer.name]!.checked {
+                let steps = quick ? 10 : 60
+                do {
+                    let result = try runner.run(peer.script, ["--file", file, "--warmup", "5", "--steps", "\(steps)"] + peer.arguments)
+                    peerTimings[peer.name]!.seconds += result.stepSeconds ?? []
+                } catch {
+                    print("  W7 \(peer.name) failed: \(error)")
+                    peerTimings[peer.name]!.checked = false
+                }
+            }
+        }
         let timing = Timing(seconds)
         let gflops = w.flops / timing.median / 1e9
         let layers = try w.layerTimes(repeats: quick ? 3 : 15).map {
             Report.Convolution.LayerTime(layer: $0.layer, forward: $0.forward, backward: $0.backward)
         }
         print("W7: \(w.title), float32 (checked: loss \(String(format: "%.6f", engine)) = naive \(String(format: "%.6f", naive)) on 4 rows)")
-        print(
-            table([
-                ["", "median", "p10–p90", "GFLOP/s", "of ceiling", "allocs/step"],
-                [
-                    "Neuron", format(timing.median), "\(format(timing.p10))–\(format(timing.p90))", String(format: "%.1f", gflops),
-                    ceiling.map { String(format: "%.1f%%", gflops / $0 * 100) } ?? "–", String(format: "%.2f", allocations),
-                ],
-            ]))
+        var rows = [
+            ["", "median", "p10–p90", "GFLOP/s", "of ceiling", "allocs/step", "peer / Neuron"],
+            [
+                "Neuron", format(timing.median), "\(format(timing.p10))–\(format(timing.p90))", String(format: "%.1f", gflops),
+                ceiling.map { String(format: "%.1f%%", gflops / $0 * 100) } ?? "–", String(format: "%.2f", allocations), "",
+            ],
+        ]
+        for peer in specs {
+            guard var p = peerTimings[peer.name] else { continue }
+            guard p.checked, !p.seconds.isEmpty else {
+                rows.append(["\(peer.column) \(p.version)", "unchecked", "", "", "", "", ""])
+                continue
+            }
+            let t = Timing(p.seconds)
+            p.timing = t
+            p.ratio = t.median / timing.median
+            peerTimings[peer.name] = p
+            rows.append([
+                "\(peer.column) \(p.version)", format(t.median), "\(format(t.p10))–\(format(t.p90))", String(format: "%.1f", w.flops / t.median / 1e9),
+                ceiling.map { String(format: "%.1f%%", w.flops / t.median / 1e9 / $0 * 100) } ?? "–", "", String(format: "%.2f×", p.ratio!),
+            ])
+        }
+        print(table(rows))
         print("  by layer (median forward / backward):")
         print(table(layers.map { [$0.layer, format($0.forward), format($0.backward)] }))
+        let layouts = try w.layoutTimes(blocks: quick ? 3 : 15)
+        print("  the forward product by layout (median; im2col not included):")
+        print(
+            table(
+                [["", "NHWC: one gemm", "NCHW: a gemm per sample", "NCHW: one gemm + permute"]]
+                    + layouts.map { [$0.layer, format($0.nhwc), format($0.nchwPerSample), format($0.nchwBatched)] }))
         print()
         return Report.Convolution(
             title: w.title, flops: w.flops, checkLoss: engine, naiveLoss: naive, timing: timing, gflops: gflops,
-            ceilingPercent: ceiling.map { gflops / $0 * 100 }, allocationsPerStep: allocations, layers: layers)
+            ceilingPercent: ceiling.map { gflops / $0 * 100 }, allocationsPerStep: allocations, layers: layers,
+            checkLosses: checkLosses, peers: peerTimings,
+            layouts: layouts.map { .init(layer: $0.layer, nhwc: $0.nhwc, nchwPerSample: $0.nchwPerSample, nchwBatched: $0.nchwBatched) })
     }
 }

@@ -32,6 +32,13 @@ struct PeerSpec: Sendable {
         PeerSpec(name: "torch.compile", column: "torch.compile", script: "torch_peer.py", arguments: ["--compile"]),
         PeerSpec(name: "jax", column: "JAX (jit)", script: "jax_peer.py"),
     ]
+
+    /// The W7 peers: the same CNN in `nn.Conv2d` (eager and compiled) and `lax.conv` (jit).
+    static let convolution: [PeerSpec] = [
+        PeerSpec(name: "torch", column: "PyTorch", script: "torch_cnn.py"),
+        PeerSpec(name: "torch.compile", column: "torch.compile", script: "torch_cnn.py", arguments: ["--compile"]),
+        PeerSpec(name: "jax", column: "JAX (jit)", script: "jax_cnn.py"),
+    ]
 }
 
 struct PeerError: Error, CustomStringConvertible {

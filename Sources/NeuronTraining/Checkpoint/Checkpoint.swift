@@ -43,7 +43,7 @@ public struct Checkpoint: Sendable {
     /// The tensor as the file stores it, in PyTorch's layout: a dense weight (rank 2) transposed
     /// to `nn.Linear`'s (outputs, inputs), a convolution's weight (rank 4) permuted to `nn.Conv2d`'s
     /// (filters, inputChannels, kh, kw); everything else as is.
-    static func fileLayout<Scalar: TensorScalar>(_ name: String, _ tensor: Tensor<Scalar>) -> Tensor<Scalar> {
+    public static func fileLayout<Scalar: TensorScalar>(_ name: String, _ tensor: Tensor<Scalar>) -> Tensor<Scalar> {
         guard isWeight(name) else { return tensor }
         switch tensor.shape.count {
         case 2: return permuted(tensor, to: [1, 0])
