@@ -46,4 +46,20 @@ struct MetricsTests {
         #expect(try handmade(input: .nan).divergenceLocation() == "layers.0 output")
     }
 
+    @Test("Shares of magnitudes: counted exactly up to 65,536 entries, estimated from 64 evenly spread runs past that")
+    func shareOfMagnitudes() throws {
+        // Small: exact. [0, -2, 0.5, 3] above 1: two of four.
+        #expect(try Tensor<Float>(rows: [[0, -2], [0.5, 3]]).shareOfMagnitudes(above: 1) == 0.5)
+        #expect(Tensor<Float>(zeros: [0, 3]).shareOfMagnitudes(above: 0) == 0)
+        // 65,536 entries, every third above 0: still counted exactly (21,846 of them).
+        let exact = try Tensor<Float>(shape: [65_536, 1], scalars: (0..<65_536).map { $0 % 3 == 0 ? -1 : 0 })
+        #expect(exact.shareOfMagnitudes(above: 0) == 21_846.0 / 65_536)
+        // 200,000 entries, every fourth above 0: each run of 1,024 holds 256, so the estimate is exact.
+        let strided = try Tensor<Float>(shape: [2_000, 100], scalars: (0..<200_000).map { $0 % 4 == 0 ? 5 : 0 })
+        #expect(strided.shareOfMagnitudes(above: 0) == 0.25)
+        // The first 30% dead, the rest alive: the runs spread over the whole tensor see it, within one run's weight.
+        let split = try Tensor<Float>(shape: [2_000, 100], scalars: (0..<200_000).map { $0 < 60_000 ? 0 : 1 })
+        #expect(abs(split.shareOfMagnitudes(above: 0) - 0.7) <= 1.0 / 64)
+    }
+
 }

@@ -29,7 +29,7 @@ extension TensorScalar {
         case .sigmoid:
             for i in y.indices { y[i] = sigmoid(y[i]) }
         case .relu:
-            for i in y.indices where y[i] < 0 { y[i] = 0 }  // NaN stays NaN, so divergence stays visible
+            for i in y.indices { y[i] = y[i] < 0 ? 0 : y[i] }  // NaN stays NaN, so divergence stays visible; a select, not a branch
         case .identity, .softmax:
             break
         }

@@ -255,7 +255,8 @@ extension TensorScalar {
                         if y >= 0 && y < w.height {
                             let from = max(0, -x0) * c, to = (min(w.kernelWidth, w.width - x0)) * c  // the part inside the image
                             let first = (y * w.width + x0) * c  // where the window's row would start (left of the image if x0 < 0)
-                            for i in from..<max(from, to) { image[first + i] += row[i] }
+                            let target = image + first  // pointers, so that the run over the window's row vectorizes
+                            for i in from..<max(from, to) { target[i] += row[i] }
                         }
                         row += span
                     }

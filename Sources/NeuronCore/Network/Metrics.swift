@@ -142,10 +142,22 @@ extension Network {
 }
 
 extension Tensor {
-    /// The share of entries with `|x| > threshold`; 0 for an empty tensor.
+    /// The share of entries with `|x| > threshold`; 0 for an empty tensor. Past 65,536 entries it
+    /// is estimated from 64 runs of 1,024 spread evenly over the tensor (across the batch): the
+    /// statistic rides on every snapshot, 20 a second, and counting a conv layer's whole output
+    /// each time cost 4% of a CNN's training.
     public func shareOfMagnitudes(above threshold: Scalar) -> Double {
         guard count > 0 else { return 0 }
-        return Double(withUnsafeBufferPointer { Scalar.countMagnitudes($0, above: threshold) }) / Double(count)
+        let runs = 64, run = 1_024
+        return withUnsafeBufferPointer { x in
+            guard x.count > runs * run else { return Double(Scalar.countMagnitudes(x, above: threshold)) / Double(x.count) }
+            var above = 0
+            for k in 0..<runs {
+                let start = k * (x.count - run) / (runs - 1)
+                above += Scalar.countMagnitudes(UnsafeBufferPointer(rebasing: x[start..<start + run]), above: threshold)
+            }
+            return Double(above) / Double(runs * run)
+        }
     }
 
     /// Whether any entry is NaN or infinite.

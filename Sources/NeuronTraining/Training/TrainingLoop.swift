@@ -99,14 +99,16 @@ func runTrainingLoop<Engine: TrainingEngine>(
 ) -> LoopEnd {
     let clock = ContinuousClock()
     var lastSnapshot = clock.now, lastClockRead = lastSnapshot
-    var stepsAtSnapshot = engine.stepsTaken
+    // Speed is measured over the last 5–10 s, not since the last snapshot: an interval that holds
+    // an epoch's validation pass would otherwise show a few samples/s and hours left, once an epoch.
+    var speedFrom = (instant: lastSnapshot, steps: engine.stepsTaken), speedNext = speedFrom
     var stepsPerClockRead = 1, countdown = 1
     var taken = 0
     var epochsSeen = engine.records.count
 
     func snapshot(at now: ContinuousClock.Instant) {
-        let steps = engine.stepsTaken - stepsAtSnapshot
-        let elapsed = (now - lastSnapshot).seconds
+        let steps = engine.stepsTaken - speedFrom.steps
+        let elapsed = (now - speedFrom.instant).seconds
         if steps > 0, elapsed > 0 {
             record.samplesPerSecond = Double(steps * engine.samplesPerStep) / elapsed
             record.secondsRemaining = Double(engine.totalSteps - engine.stepsTaken) * elapsed / Double(steps)
@@ -117,7 +119,7 @@ func runTrainingLoop<Engine: TrainingEngine>(
         // The next interval starts when this snapshot is done, so however long a snapshot takes,
         // training gets at least an interval's time between two of them.
         lastSnapshot = clock.now
-        stepsAtSnapshot = engine.stepsTaken
+        if now - speedNext.instant >= .seconds(5) { (speedFrom, speedNext) = (speedNext, (now, engine.stepsTaken)) }
     }
 
     while true {
