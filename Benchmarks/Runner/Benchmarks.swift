@@ -14,7 +14,9 @@ struct Benchmarks: AsyncParsableCommand {
         commandName: "Benchmarks",
         abstract: "Check, then time, Neuron's training steps against the BLAS ceiling and the peers (NumPy, PyTorch, JAX).")
 
-    @Argument(help: "Workloads to run: W1…W7, F1, F2, ceiling, observer, dashboard, neuron, scaling (default: all but scaling; --quick: also not F1 and F2).")
+    @Argument(
+        help:
+            "Workloads to run: W1…W7, F1, F2, ceiling, observer, dashboard, neuron, scaling (default: all but scaling; --quick: also not F1 and F2).")
     var workloads: [String] = []
 
     @Flag(help: "A few seconds in all, for CI smoke runs.")
@@ -259,7 +261,7 @@ struct Benchmarks: AsyncParsableCommand {
         let target = workload.target
         let run = try RunBuilder.build(config)
         // The run's own initial weights, for the peers (taken before the first step).
-        let initial = run.engine.resumePoint().tensors.filter { $0.name.hasPrefix("layers.") }
+        let initial = initialEntries(run.engine, pytorchLayouts: workload.pytorchLayouts)
         let result = try fashionRun(run.engine, target: target)
         print(
             String(
@@ -273,7 +275,7 @@ struct Benchmarks: AsyncParsableCommand {
             let runner = try Peers(threads: threads)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(workload.id).safetensors").path
             try SafeTensors.write(
-                initial.map { SafeTensors.entry($0.name, workload.pytorchLayouts ? Checkpoint.fileLayout($0.name, $0.tensor) : $0.tensor) },
+                initial,
                 metadata: [
                     "learningRate": "\(config.optimizer.learningRate)", "momentum": "\(config.optimizer.momentum)",
                     "batchSize": "\(config.training.batchSize)", "epochs": "\(config.training.epochs)",
@@ -306,6 +308,13 @@ struct Benchmarks: AsyncParsableCommand {
         }
         print("")
         return fashion
+    }
+
+    /// A run's parameters before its first step, for the peers.
+    func initialEntries<E: TrainingEngine>(_ engine: E, pytorchLayouts: Bool) -> [SafeTensors.Entry] {
+        engine.resumePoint().tensors.filter { $0.name.hasPrefix("layers.") }.map {
+            SafeTensors.entry($0.name, pytorchLayouts ? Checkpoint.fileLayout($0.name, $0.tensor) : $0.tensor)
+        }
     }
 
     func fashionRun<E: TrainingEngine>(_ engine: E, target: Double) throws -> (seconds: Double, epochs: Int, reached: Bool, accuracies: [Double]) {

@@ -244,7 +244,8 @@ extension Benchmarks {
         var file = ""
         if peers {
             runner = try Peers(threads: threads)
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)").path
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)")
+                .path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             file = try w.writeExchangeFile(to: directory, checkSteps: checkSteps)
             for peer in specs {
@@ -302,7 +303,8 @@ extension Benchmarks {
             p.ratio = t.median / timing.median
             peerTimings[peer.name] = p
             rows.append([
-                "\(peer.column) \(p.version)", format(t.median), "\(format(t.p10))–\(format(t.p90))", String(format: "%.1f", w.flops / t.median / 1e9),
+                "\(peer.column) \(p.version)", format(t.median), "\(format(t.p10))–\(format(t.p90))",
+                String(format: "%.1f", w.flops / t.median / 1e9),
                 ceiling.map { String(format: "%.1f%%", w.flops / t.median / 1e9 / $0 * 100) } ?? "–", "", String(format: "%.2f×", p.ratio!),
             ])
         }

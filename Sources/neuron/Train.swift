@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import NeuronCore
-import NeuronDistributed
 import NeuronDashboard
+import NeuronDistributed
 import NeuronTraining
 import Synchronization
 
@@ -154,6 +154,8 @@ private func trainReplica(_ run: Run, in group: ProcessGroup) -> Never {
     case .stopped: group.end(status: StopSignals.stoppedStatus, together: true)
     case .diverged: group.end(status: 1, together: true)
     }
+}
+
 /// Says where the dashboard is, on standard error (standard output carries the progress), and
 /// warns when it listens beyond this machine.
 @MainActor

@@ -21,10 +21,12 @@ private func serving<Model: TrainingViewModeling>(
     await server.stop()
 }
 
-/// One request, sent off the main actor (the server's handlers need it).
+/// One request, sent off the main actor (the server's handlers need it). The answer may wait 60 s:
+/// in the full suite the main actor is shared with the training-session tests, and on a loaded
+/// 2-core machine a 10 s wait for `/api/state` ran out once (alone the suite takes 8 s).
 private func fetch(
     _ server: DashboardServer, method: String = "GET", _ path: String, token: Bool = true, headers: [String: String] = [:],
-    body: String = "", until: String? = nil, timeout: Double = 10
+    body: String = "", until: String? = nil, timeout: Double = 60
 ) async throws -> RawHTTP.Answer {
     let port = server.port
     let target = token ? path + (path.contains("?") ? "&" : "?") + "token=\(server.gate.token)" : path
