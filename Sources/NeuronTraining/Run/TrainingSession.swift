@@ -56,7 +56,9 @@ public final class TrainingSession {
 
     private func train<Engine: TrainingEngine>(_ engine: Engine, of run: Run) async throws -> Int32 {
         // By time (the default), every epoch end is kept and the writer picks the newest when due.
-        let model = TrainingViewModel(engine: engine, epochEndsEvery: run.config.output.checkpointEvery ?? 1)
+        // The writer writes only the newest epoch end it takes, so the model holds no more than that one.
+        let model = TrainingViewModel(
+            engine: engine, epochEndsEvery: run.config.output.checkpointEvery ?? 1, keepingOnlyNewestEpochEnd: true)
         stopRequested = { model.handle(event: .stop) }
         defer { stopRequested = nil }
         (lastEpochFiles, lastCheckpoint, unwritten, writeFailure) = (nil, (.now, nil), nil, nil)

@@ -70,15 +70,27 @@ enum LoopEnd: Sendable, Equatable {
 }
 
 /// Copies of the engine at every `every`-th completed epoch, from the loop to the view model.
-/// Unbounded and in order: snapshots keep only the newest, so an epoch end carried by one could be
-/// replaced before anyone saw it; a copy kept here stays until taken.
+/// In order, and unbounded unless `newestOnly`: snapshots keep only the newest, so an epoch end
+/// carried by one could be replaced before anyone saw it; a copy kept here stays until taken.
+/// With `newestOnly` a new copy replaces an untaken one: a run's writer only ever writes the newest,
+/// and when epochs are a step long (XOR) and the main actor is slow to take them, thousands of
+/// copies, each with its records, filled 24 GB.
 final class EpochEnds<Engine: TrainingEngine>: Sendable {
     let every: Int
+    let newestOnly: Bool
     private let kept = Mutex<[Engine]>([])
 
-    init(every: Int) { self.every = max(1, every) }
+    init(every: Int, newestOnly: Bool = false) {
+        self.every = max(1, every)
+        self.newestOnly = newestOnly
+    }
 
-    func keep(_ engine: Engine) { kept.withLock { $0.append(engine) } }
+    func keep(_ engine: Engine) {
+        kept.withLock {
+            if newestOnly { $0.removeAll(keepingCapacity: true) }
+            $0.append(engine)
+        }
+    }
 
     /// The copies kept since the last call, oldest first.
     func take() -> [Engine] {

@@ -15,8 +15,12 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
 
     /// Copies of the engine at every `epochEndsEvery`-th completed epoch, oldest first, not yet
     /// taken with ``takeEpochEnds()``. Each is at a step boundary: a checkpoint of it resumes exactly.
-    /// None is ever dropped (unlike snapshots, which keep only the newest) until `reset`.
+    /// None is ever dropped (unlike snapshots, which keep only the newest) until `reset`, unless
+    /// ``keepsOnlyNewestEpochEnd``.
     public private(set) var epochEnds: [Engine] = []
+    /// Whether a newer epoch end replaces the untaken ones (at most one is held): for a writer
+    /// that only writes the newest, so that memory stays bounded however slowly it takes them.
+    @ObservationIgnored public let keepsOnlyNewestEpochEnd: Bool
 
     /// How often the loop hands over snapshots.
     @ObservationIgnored public let policy: SnapshotPolicy
@@ -44,10 +48,12 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
     ///   - policy: How often the loop hands over snapshots.
     ///   - epochEndsEvery: Keep a copy of the engine in ``epochEnds`` at every this many completed
     ///     epochs (a run's checkpoints); nil keeps none.
-    public init(engine: Engine, policy: SnapshotPolicy = .default, epochEndsEvery: Int? = nil) {
+    ///   - keepingOnlyNewestEpochEnd: Hold at most the newest of them (see ``keepsOnlyNewestEpochEnd``).
+    public init(engine: Engine, policy: SnapshotPolicy = .default, epochEndsEvery: Int? = nil, keepingOnlyNewestEpochEnd: Bool = false) {
         initial = engine
         self.policy = policy
         self.epochEndsEvery = epochEndsEvery
+        keepsOnlyNewestEpochEnd = keepingOnlyNewestEpochEnd
         heldEngine = engine
         viewState = TrainingViewState(phase: .idle, engine: engine.snapshot(), loop: LoopRecord())
     }
@@ -114,7 +120,7 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         control.request.store(TrainingControl.run, ordering: .relaxed)
         viewState.phase = .running
         let (snapshots, continuation) = AsyncStream<LoopSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let kept = epochEndsEvery.map { EpochEnds<Engine>(every: $0) }
+        let kept = epochEndsEvery.map { EpochEnds<Engine>(every: $0, newestOnly: keepsOnlyNewestEpochEnd) }
         let control = self.control, policy = self.policy, startRecord = record
         // The loop runs on a thread of its own, not on the cooperative pool: it never suspends, and
         // on a 2-core machine two loops on the pool's two threads starved every other task (the
@@ -177,7 +183,9 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         guard id == runID else { return }
         // The epoch ends kept so far are published before the state that follows them, so that
         // once a run's final state shows, every one of its epoch ends has.
-        if let taken = kept?.take(), !taken.isEmpty { epochEnds += taken }
+        if let taken = kept?.take(), let newest = taken.last {
+            if keepsOnlyNewestEpochEnd { epochEnds = [newest] } else { epochEnds += taken }
+        }
         if let report = snapshot.record.gradientCheck, report != lastLoopCheck {
             lastLoopCheck = report
             lastCheck = report
