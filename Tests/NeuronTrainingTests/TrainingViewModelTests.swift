@@ -172,6 +172,17 @@ struct TrainingViewModelTests {
         #expect(vm.takeEpochEnds().count == 8 && vm.epochEnds.isEmpty)
     }
 
+    @Test("Keeping only the newest epoch end holds one copy, the last, however many epochs pass untaken")
+    func newestEpochEndOnly() async throws {
+        let engine = try xorEngine(epochs: 60)  // one step an epoch
+        let vm = TrainingViewModel(engine: engine, policy: .every(1_000_000), epochEndsEvery: 7, keepingOnlyNewestEpochEnd: true)
+        vm.handle(event: .start)
+        _ = try await waitUntil(vm) { $0.phase == .finished }
+        #expect(vm.epochEnds.map(\.epoch) == [56])
+        #expect(vm.epochEnds.first?.network.parameters == straightRun(engine, steps: 56).network.parameters)
+        #expect(vm.takeEpochEnds().count == 1 && vm.epochEnds.isEmpty)
+    }
+
     @Test("Epoch ends of successive runs add up in order; reset forgets those not taken")
     func epochEndsAcrossRuns() async throws {
         let vm = TrainingViewModel(engine: try xorEngine(epochs: 40), policy: .every(1), epochEndsEvery: 10)

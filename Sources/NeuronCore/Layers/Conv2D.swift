@@ -255,8 +255,11 @@ extension TensorScalar {
                         if y >= 0 && y < w.height {
                             let from = max(0, -x0) * c, to = (min(w.kernelWidth, w.width - x0)) * c  // the part inside the image
                             let first = (y * w.width + x0) * c  // where the window's row would start (left of the image if x0 < 0)
-                            let target = image + first  // pointers, so that the run over the window's row vectorizes
-                            for i in from..<max(from, to) { target[i] += row[i] }
+                            if to > from {
+                                // Pointers to the part inside the image, so that the run vectorizes.
+                                let target = image + (first + from), source = row + from
+                                for i in 0..<(to - from) { target[i] += source[i] }
+                            }
                         }
                         row += span
                     }
