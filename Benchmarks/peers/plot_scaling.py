@@ -15,7 +15,7 @@ COLORS = {"neuron": "#d62728", "jax": "#1f77b4", "numpy": "#2ca02c", "torch": "#
           "sgemm ceiling": "#7f7f7f"}
 LABELS = {"neuron": "Neuron", "jax": "JAX (jit)", "numpy": "NumPy", "torch": "PyTorch",
           "sgemm ceiling": "sgemm ceiling (same flops)"}
-W, H = 980, 430
+W, H = 1010, 430
 PANEL_W, PANEL_H = 400, 300
 LEFT, TOP = 80, 60
 
