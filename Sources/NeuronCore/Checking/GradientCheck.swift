@@ -245,7 +245,7 @@ public struct GradientCheckReport: Sendable, Equatable, Codable, CustomStringCon
         var lines = [
             "Gradient check of \(network): \(method) differences, eps \(eps), pass when |a - n| <= \(absoluteTolerance) + \(relativeTolerance)·|n|"
         ]
-        lines += Self.table(
+        lines += paddedRows(
             [["tensor", "shape", "checked", "max abs error", "max rel error", "result"]]
                 + tensors.map { t in
                     [
@@ -254,7 +254,7 @@ public struct GradientCheckReport: Sendable, Equatable, Codable, CustomStringCon
                     ]
                 })
         lines.append("Worst entries:")
-        lines += Self.table(
+        lines += paddedRows(
             [["entry", "analytic", "faux", "abs error", "rel error", ""]]
                 + worst.map { e in
                     [
@@ -264,17 +264,6 @@ public struct GradientCheckReport: Sendable, Equatable, Codable, CustomStringCon
                 })
         lines.append(passed ? "PASS" : "FAIL: \(failingTensors.map(\.name).joined(separator: ", "))")
         return lines.joined(separator: "\n")
-    }
-
-    /// Rows with each column padded to its widest cell, indented by two spaces.
-    private static func table(_ rows: [[String]]) -> [String] {
-        let widths = (0..<(rows.first?.count ?? 0)).map { j in rows.map { $0[j].count }.max() ?? 0 }
-        return rows.map { row in
-            "  "
-                + row.enumerated().map { j, cell in
-                    j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2)
-                }.joined()
-        }
     }
 }
 

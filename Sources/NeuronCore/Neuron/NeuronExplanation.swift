@@ -152,7 +152,7 @@ extension NeuronExplanation {
         var lines: [String] = []
         if let training {
             lines.append("Trained by gradient descent: \(training.iterations) iterations at learning rate \(training.learningRate)")
-            lines += Self.rows([
+            lines += paddedRows([
                 ["", "before", "after"],
                 ["weight", Self.list(training.initial.weights), Self.list(neuron.weights)],
                 ["bias", "\(training.initial.bias)", "\(neuron.bias)"],
@@ -164,7 +164,7 @@ extension NeuronExplanation {
             "\(neuron)   inputs \(Self.list(forward.inputs))   weights \(Self.list(neuron.weights))   bias \(neuron.bias)   target \(forward.target)")
         lines.append("")
         lines.append("Forward")
-        lines += Self.rows([
+        lines += paddedRows([
             ["net", n == 1 ? "x·w + b" : "Σ xᵢ·wᵢ + b", "\(forward.net)"],
             ["output", "tanh(net)", "\(forward.output)"],
             ["error", "output - target", "\(forward.error)"],
@@ -172,7 +172,7 @@ extension NeuronExplanation {
         ])
         lines.append("")
         lines.append("Local gradients")
-        lines += Self.rows([
+        lines += paddedRows([
             ["input", "∂net/∂\(x) = \(w)", Self.list(local.input)],
             ["weight", "∂net/∂\(w) = \(x)", Self.list(local.weight)],
             ["bias", "∂net/∂b = 1", "\(local.bias)"],
@@ -185,23 +185,11 @@ extension NeuronExplanation {
         for (quantity, c) in comparisons {
             table.append(["\(quantity)", "\(c.analytic)", "\(c.faux)", "\(c.absoluteError)", "\(c.relativeError)"])
         }
-        lines += Self.rows(table)
+        lines += paddedRows(table)
         return lines.joined(separator: "\n")
     }
 
     private static func list(_ values: [Scalar]) -> String {
         values.count == 1 ? "\(values[0])" : "[" + values.map { "\($0)" }.joined(separator: ", ") + "]"
-    }
-
-    /// Rows with each column padded to its widest cell, indented by two spaces.
-    private static func rows(_ cells: [[String]]) -> [String] {
-        let columns = cells.map(\.count).max() ?? 0
-        let widths = (0..<columns).map { j in cells.map { $0.count > j ? $0[j].count : 0 }.max() ?? 0 }
-        return cells.map { row in
-            "  "
-                + row.enumerated().map { j, cell in
-                    j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2)
-                }.joined()
-        }
     }
 }

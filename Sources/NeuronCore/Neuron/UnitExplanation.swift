@@ -242,10 +242,10 @@ extension UnitExplanation {
         ]
         if let target { forward.append(["target", "", "\(target)"]) }
         forward.append(["loss", "the network's, on this sample", "\(loss)"])
-        lines += Self.rows(forward)
+        lines += paddedRows(forward)
         lines.append("")
         lines.append("Local gradients")
-        lines += Self.rows([
+        lines += paddedRows([
             ["net", "∂output/∂net = \(formula)", "\(localNet)"],
             ["bias", "∂net/∂b = 1", "1.0"],
             ["weights", "∂net/∂wⱼ = xⱼ", "(the x column below)"],
@@ -271,19 +271,7 @@ extension UnitExplanation {
         row("bias", value: bias, network: backpropagatedBias)
         for j in weights.indices { row("w[\(j)]", value: weights[j], network: backpropagatedWeights[j]) }
         for j in inputs.indices { row("x[\(j)]", value: inputs[j], network: nil) }
-        lines += Self.rows(table)
+        lines += paddedRows(table)
         return lines.joined(separator: "\n")
-    }
-
-    /// Rows with each column padded to its widest cell, indented by two spaces.
-    private static func rows(_ cells: [[String]]) -> [String] {
-        let columns = cells.map(\.count).max() ?? 0
-        let widths = (0..<columns).map { j in cells.map { $0.count > j ? $0[j].count : 0 }.max() ?? 0 }
-        return cells.map { row in
-            "  "
-                + row.enumerated().map { j, cell in
-                    j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2)
-                }.joined()
-        }
     }
 }
