@@ -334,10 +334,9 @@ struct Benchmarks: AsyncParsableCommand {
 
     // MARK: Watching training
 
-    /// The same steps of 784-256-128-10 (batch 64) run bare, through the view model with nobody
-    /// watching, and through it with an observer that renders every state it sees, in alternating rounds.
-    @MainActor
-    func observerCost() async throws -> Report.Observer {
+    /// The run that the observer and dashboard workloads watch: 784-256-128-10 (batch 64) on 2,048
+    /// seeded random rows of 10 classes.
+    func watchedEngine() throws -> NetworkTrainingEngine<Float, SGD<Float>> {
         var generator = SeededGenerator(seed: 3)
         let rows = 2_048
         var x = Tensor<Float>(zeros: [rows, 784])
@@ -345,9 +344,15 @@ struct Benchmarks: AsyncParsableCommand {
         let labels = (0..<rows).map { _ in generator.index(below: 10) }
         let data = try Dataset.classification(features: x, labels: labels, classNames: (0..<10).map(String.init))
         let network = try Network<Float>(features: 784, layers: [(256, .tanh), (128, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy, seed: 1)
-        let engine = try NetworkTrainingEngine(
-            network: network, optimizer: try SGD<Float>(learningRate: 0.01),
-            dataset: data, batchSize: 64, epochs: quick ? 2 : 16, seed: 1)
+        return try NetworkTrainingEngine(
+            network: network, optimizer: try SGD<Float>(learningRate: 0.01), dataset: data, batchSize: 64, epochs: quick ? 2 : 16, seed: 1)
+    }
+
+    /// The same steps of 784-256-128-10 (batch 64) run bare, through the view model with nobody
+    /// watching, and through it with an observer that renders every state it sees, in alternating rounds.
+    @MainActor
+    func observerCost() async throws -> Report.Observer {
+        let engine = try watchedEngine()
         let clock = ContinuousClock()
         var bare: [Double] = [], unobserved: [Double] = [], observed: [Double] = []
         var rendered = 0

@@ -23,15 +23,7 @@ extension Benchmarks {
     /// 784-256-128-10 (batch 64) through a view model, alone and with a connected dashboard page.
     @MainActor
     func dashboardCost() async throws -> DashboardCost {
-        var generator = SeededGenerator(seed: 3)
-        let rows = 2_048
-        var x = Tensor<Float>(zeros: [rows, 784])
-        for i in 0..<x.count { x[i] = Float(generator.uniform(0, 1)) }
-        let labels = (0..<rows).map { _ in generator.index(below: 10) }
-        let data = try Dataset.classification(features: x, labels: labels, classNames: (0..<10).map(String.init))
-        let network = try Network<Float>(features: 784, layers: [(256, .tanh), (128, .tanh), (10, .softmax)], loss: .softmaxCrossEntropy, seed: 1)
-        let engine = try NetworkTrainingEngine(
-            network: network, optimizer: try SGD<Float>(learningRate: 0.01), dataset: data, batchSize: 64, epochs: quick ? 2 : 16, seed: 1)
+        let engine = try watchedEngine()
         let clock = ContinuousClock()
         var alone: [Double] = [], watched: [Double] = []
         var frames = 0, bytes = 0

@@ -17,6 +17,18 @@ class PeerError(Exception):
     """An error the peer reports as one line on stderr before exiting non-zero."""
 
 
+def _step_metadata(meta, path):
+    """The exchange file's learning rate and check-step count (default 3), checked."""
+    try:
+        lr = float(meta["learningRate"])
+        check_steps = int(meta.get("checkSteps", "3"))
+    except (KeyError, ValueError) as e:
+        raise PeerError(f"{path}: bad or missing metadata learningRate/checkSteps: {e}") from e
+    if check_steps < 0:
+        raise PeerError(f"{path}: checkSteps must be >= 0")
+    return lr, check_steps
+
+
 def pin_threads(n):
     """Sets the BLAS/OpenMP thread-count variables. Call before importing numpy or torch."""
     if n < 1:
@@ -173,13 +185,7 @@ def load_workload(path):
         raise PeerError(f"{path}: softmaxCrossEntropy needs softmax as the last activation")
     if loss == "halfSquaredError" and acts[-1] == "softmax":
         raise PeerError(f"{path}: softmax is only supported fused with softmaxCrossEntropy")
-    try:
-        lr = float(meta["learningRate"])
-        check_steps = int(meta.get("checkSteps", "3"))
-    except (KeyError, ValueError) as e:
-        raise PeerError(f"{path}: bad or missing metadata learningRate/checkSteps: {e}") from e
-    if check_steps < 0:
-        raise PeerError(f"{path}: checkSteps must be >= 0")
+    lr, check_steps = _step_metadata(meta, path)
     return {"x": x, "t": t, "layers": layers, "activations": acts, "loss": loss,
             "lr": lr, "check_steps": check_steps}
 
@@ -353,11 +359,5 @@ def load_cnn_workload(path):
         raise PeerError(f"{path}: t is {t.shape}, expected {(x.shape[0], params['layers.6.bias'].shape[0])}")
     if meta.get("loss", "softmaxCrossEntropy") != "softmaxCrossEntropy":
         raise PeerError(f"{path}: metadata loss {meta.get('loss')!r}: W7 trains with softmaxCrossEntropy")
-    try:
-        lr = float(meta["learningRate"])
-        check_steps = int(meta.get("checkSteps", "3"))
-    except (KeyError, ValueError) as e:
-        raise PeerError(f"{path}: bad or missing metadata learningRate/checkSteps: {e}") from e
-    if check_steps < 0:
-        raise PeerError(f"{path}: checkSteps must be >= 0")
+    lr, check_steps = _step_metadata(meta, path)
     return {"x": x, "t": t, "params": params, "lr": lr, "check_steps": check_steps}
