@@ -244,13 +244,18 @@ struct Benchmarks: AsyncParsableCommand {
         var scripts: [String]
         /// Whether the peers take the weights in PyTorch's layouts (F2, as W7) or ours (F1, as W1–W6).
         var pytorchLayouts: Bool
+        /// Whether the peers train on our batches (F2): the same training rows, in the same order
+        /// each epoch, so that the epochs it takes to reach the target are not down to the luck
+        /// of two shufflers near a plateau (they were 8 against 6 when each drew its own).
+        var sharesBatches = false
 
         /// F1: 784-256-128-10 tanh (Data/fashion-mnist.yaml) to 0.88.
         static let mlp = FashionWorkload(
             id: "F1", config: "Data/fashion-mnist.yaml", target: 0.88, scripts: ["torch_fashion.py", "jax_fashion.py"], pytorchLayouts: false)
         /// F2: W7's CNN with F2's recipe (Benchmarks/fashion-mnist-w7.yaml) to 0.91.
         static let cnn = FashionWorkload(
-            id: "F2", config: "Benchmarks/fashion-mnist-w7.yaml", target: 0.91, scripts: ["torch_fashion_cnn.py"], pytorchLayouts: true)
+            id: "F2", config: "Benchmarks/fashion-mnist-w7.yaml", target: 0.91, scripts: ["torch_fashion_cnn.py"], pytorchLayouts: true,
+            sharesBatches: true)
     }
 
     /// Time to reach the workload's test accuracy with its config's recipe, training time only.
@@ -259,14 +264,18 @@ struct Benchmarks: AsyncParsableCommand {
             .standardized.path
         let config = try ConfigLoader.load(configPath)
         let target = workload.target
-        let run = try RunBuilder.build(config)
+        // Training alone is timed, as the peers time it: the validation rows stay held out, but
+        // are not evaluated after each epoch.
+        let built = try RunBuilder.build(config).engine
+        let batches = workload.sharesBatches && peers ? try SharedBatches(built, seed: config.training.seed, epochs: config.training.epochs) : nil
+        let engine = try trainingAlone(built)
         // The run's own initial weights, for the peers (taken before the first step).
-        let initial = initialEntries(run.engine, pytorchLayouts: workload.pytorchLayouts)
-        let result = try fashionRun(run.engine, target: target)
+        let initial = initialEntries(engine, pytorchLayouts: workload.pytorchLayouts)
+        let result = try fashionRun(engine, target: target, batches: batches)
         print(
             String(
                 format: "%@ Fashion-MNIST to %.2f test accuracy (%@): Neuron %@ in %d epochs (training time only; accuracies %@)",
-                workload.id, target, run.engine.title, result.reached ? format(result.seconds) : "not reached", result.epochs,
+                workload.id, target, engine.title, result.reached ? format(result.seconds) : "not reached", result.epochs,
                 result.accuracies.map { String(format: "%.4f", $0) }.joined(separator: " ")))
         var fashion = Report.Fashion(
             target: target, neuronSeconds: result.seconds, neuronEpochs: result.epochs,
@@ -282,6 +291,12 @@ struct Benchmarks: AsyncParsableCommand {
                     "schedule": config.optimizer.schedule.kind.rawValue, "optimizer": config.optimizer.kind.rawValue,
                     "validationSplit": "\(config.data.validationSplit ?? 0.1)", "seed": "\(config.training.seed)",
                 ], to: file)
+            var batchArguments: [String] = []
+            if let batches {
+                let orderFile = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(workload.id)-batches.json")
+                try JSONEncoder().encode(batches).write(to: orderFile)
+                batchArguments = ["--batches", orderFile.path]
+            }
             for script in workload.scripts {
                 let peer: PeerResult
                 do {
@@ -290,7 +305,7 @@ struct Benchmarks: AsyncParsableCommand {
                         [
                             "--data", "/usr/share/datasets/fashion-mnist", "--init", file,
                             "--target", "\(target)", "--max-epochs", "\(config.training.epochs)",
-                        ])
+                        ] + batchArguments)
                 } catch {
                     print("   \(script) failed: \(error)")
                     continue
@@ -310,6 +325,15 @@ struct Benchmarks: AsyncParsableCommand {
         return fashion
     }
 
+    /// The same run with no validation pass after each epoch (the rows stay held out), so that
+    /// the time of training alone is measured, as the peers measure theirs.
+    func trainingAlone(_ engine: any TrainingEngine) throws -> any TrainingEngine {
+        guard let engine = engine as? any TrainingAlone else {
+            throw ValidationError("\(engine.title): not a network run, so it has no training to time alone")
+        }
+        return try engine.trainingAlone()
+    }
+
     /// A run's parameters before its first step, for the peers.
     func initialEntries<E: TrainingEngine>(_ engine: E, pytorchLayouts: Bool) -> [SafeTensors.Entry] {
         engine.resumePoint().tensors.filter { $0.name.hasPrefix("layers.") }.map {
@@ -317,7 +341,11 @@ struct Benchmarks: AsyncParsableCommand {
         }
     }
 
-    func fashionRun<E: TrainingEngine>(_ engine: E, target: Double) throws -> (seconds: Double, epochs: Int, reached: Bool, accuracies: [Double]) {
+    /// Trains until the test accuracy reaches `target`, timing the steps alone; with `batches`,
+    /// checks (untimed) after each epoch that it drew the order the peers were given.
+    func fashionRun<E: TrainingEngine>(
+        _ engine: E, target: Double, batches: SharedBatches? = nil
+    ) throws -> (seconds: Double, epochs: Int, reached: Bool, accuracies: [Double]) {
         var run = engine
         let clock = ContinuousClock()
         var seconds = 0.0
@@ -325,6 +353,9 @@ struct Benchmarks: AsyncParsableCommand {
         while !run.isFinished {
             let epoch = run.epoch
             seconds += clock.measure { while run.epoch == epoch && !run.isFinished { _ = run.step() } }.seconds
+            if let batches, run.resumePoint().position?.batches.order != batches.orders[epoch] {
+                throw ValidationError("\(engine.title): epoch \(epoch + 1) drew another order than the one given to the peers")
+            }
             let accuracy = try run.finalEvaluation()?.evaluation.accuracy ?? 0  // untimed
             accuracies.append(accuracy)
             if accuracy >= target { return (seconds, run.epoch, true, accuracies) }
@@ -490,4 +521,50 @@ struct Report: Encodable {
     var observer: Observer?
     var convolution: Convolution?
     var dashboard: Benchmarks.DashboardCost?
+}
+
+/// A network run rebuilt without its validation rows (see ``Benchmarks/trainingAlone(_:)``).
+protocol TrainingAlone {
+    func trainingAlone() throws -> any TrainingEngine
+}
+
+extension NetworkTrainingEngine: TrainingAlone {
+    func trainingAlone() throws -> any TrainingEngine {
+        try NetworkTrainingEngine(
+            network: network, optimizer: training.optimizer, dataset: training.dataset, validation: nil, test: test,
+            epochs: totalEpochs, seed: seed, position: training.position, records: records)
+    }
+}
+
+/// The batches a run will draw, for a peer to train on the same ones: which rows of the training
+/// file it trains on (`rows`, in the order of its training set), their labels (for the peer to
+/// check the mapping against the file), and each epoch's order over them.
+struct SharedBatches: Encodable {
+    var rows: [Int]
+    var labels: [Int]
+    var batchSize: Int
+    var orders: [[Int]]
+
+    /// Drawn as a fresh run (validation rows still in it) draws them: the split replayed from the
+    /// seed (`RunData`: every row shuffled by a generator seeded `seed + 1`, the last ones held
+    /// out), then each epoch's shuffle from the run's own generator and order. The labels are the
+    /// run's, so that a replay gone wrong is caught by the peer; the orders are checked against
+    /// the run's after each epoch.
+    init(_ engine: any TrainingEngine, seed: UInt64, epochs: Int) throws {
+        guard let engine = engine as? NetworkTrainingEngine<Float, SGD<Float>>, let labels = engine.training.dataset.labels,
+            var position = engine.resumePoint().position, position.epoch == 0, position.batchIndex == 0
+        else { throw ValidationError("shared batches need a fresh Float SGD run of a classification network") }
+        let trainingCount = engine.training.dataset.count
+        var split = SeededGenerator(seed: seed &+ 1)
+        var rows = Array(0..<(trainingCount + (engine.validation?.count ?? 0)))
+        split.shuffle(&rows)
+        self.rows = Array(rows[..<trainingCount])
+        self.labels = labels
+        batchSize = position.batches.batchSize
+        orders = []
+        for _ in 0..<epochs {
+            position.batches.shuffle(using: &position.generator)
+            orders.append(position.batches.order)
+        }
+    }
 }

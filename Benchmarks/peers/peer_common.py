@@ -280,6 +280,36 @@ def split_train(n, fraction, seed):
     return perm[: n - n_val], perm[n - n_val:]
 
 
+def load_batches(path, train_y, batch, epochs):
+    """(rows, orders) from Benchmarks' shared batches (F2): the training file's rows the run trains
+    on, in its order, and each epoch's order over them, checked: the labels it sends must be the
+    file's labels of those rows, each order a permutation, one order per epoch at least."""
+    import json
+    import numpy as np
+    try:
+        with open(path) as f:
+            shared = json.load(f)
+        rows = np.asarray(shared["rows"], dtype=np.int64)
+        labels = np.asarray(shared["labels"], dtype=np.int64)
+        orders = [np.asarray(order, dtype=np.int64) for order in shared["orders"]]
+        given_batch = int(shared["batchSize"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PeerError(f"{path}: cannot read shared batches: {e}") from e
+    if rows.ndim != 1 or len(rows) == 0 or rows.min() < 0 or rows.max() >= len(train_y) or len(np.unique(rows)) != len(rows):
+        raise PeerError(f"{path}: rows must be distinct indices below {len(train_y)}")
+    if labels.shape != rows.shape or not np.array_equal(np.asarray(train_y, dtype=np.int64)[rows], labels):
+        raise PeerError(f"{path}: the labels sent are not the training file's labels of those rows")
+    if given_batch != batch:
+        raise PeerError(f"{path}: batches of {given_batch}, but the recipe's are {batch}")
+    if len(orders) < epochs:
+        raise PeerError(f"{path}: {len(orders)} epoch orders for up to {epochs} epochs")
+    identity = np.arange(len(rows))
+    for e, order in enumerate(orders):
+        if order.shape != rows.shape or not np.array_equal(np.sort(order), identity):
+            raise PeerError(f"{path}: the order of epoch {e + 1} is not a permutation of the {len(rows)} rows")
+    return rows, orders
+
+
 # The W7 CNN (issue 11): our layer indices and PyTorch's names and layouts.
 #   0 conv2d 3×3 valid + relu   layers.0.weight (c1, channels, 3, 3)  layers.0.bias (c1)
 #   1 maxPool2d 2 (stride 2)

@@ -38,6 +38,32 @@ CASES = {
 CNN_CASES = ("W7cnn", "smallCnn")
 
 
+def check_shared_batches(folder, check):
+    """F2's shared batches (peer_common.load_batches): a good file is read back as written; labels
+    that are not the file's, an order that is not a permutation, too few epochs are refused."""
+    import json
+    import numpy as np
+    sys.path.insert(0, HERE)
+    import peer_common as pc
+    train_y = np.array([3, 1, 4, 1, 5, 9, 2, 6], dtype=np.uint8)
+    good = {"rows": [6, 0, 3, 5], "labels": [2, 3, 1, 9], "batchSize": 2, "orders": [[1, 0, 3, 2], [3, 2, 1, 0]]}
+    cases = [("good", good, None),
+             ("labels", dict(good, labels=[2, 3, 1, 5]), "not the training file's labels"),
+             ("order", dict(good, orders=[[1, 0, 3, 3], [3, 2, 1, 0]]), "epoch 1 is not a permutation"),
+             ("epochs", dict(good, orders=[[1, 0, 3, 2]]), "1 epoch orders for up to 2"),
+             ("row", dict(good, rows=[6, 0, 3, 8]), "distinct indices below 8")]
+    for name, content, expected in cases:
+        path = os.path.join(folder, f"batches-{name}.json")
+        with open(path, "w") as f:
+            json.dump(content, f)
+        try:
+            rows, orders = pc.load_batches(path, train_y, batch=2, epochs=2)
+            ok = expected is None and rows.tolist() == good["rows"] and [o.tolist() for o in orders] == good["orders"]
+            check(ok, f"shared batches ({name}): read back as written")
+        except pc.PeerError as e:
+            check(expected is not None and expected in str(e), f"shared batches ({name}) refused: {e}")
+
+
 def write_cnn_case(path, name, seed):
     """A W7 exchange file (README.md, "W7"): x (batch, channels, height, width) in [0, 1), one-hot
     t, PyTorch-default-like uniform weights (U(±1/√fan_in)) in PyTorch's layouts."""
@@ -194,6 +220,7 @@ def main():
                 check(len(a) == len(b) and worst <= limit,
                       f"{results[0][0]} and {label} check losses agree: worst relative difference "
                       f"{worst:.2e} (limit {limit:.0e})")
+        check_shared_batches(d, check)
     print(f"selftest: {passed + failed} checks, peer runs skipped (library missing): {skipped}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -10,7 +10,8 @@ valid → relu → max pool 2 → flatten → dense 1600→128 relu → dense 12
 The recipe (README.md, "F2"): SGD with momentum 0.9 in PyTorch's form, learning rate 0.02 annealed
 per batch along a cosine to 0 over `epochs` (12) epochs, batch 64, the last 10% of a seeded
 permutation of the training rows held out, reshuffled each epoch from a seeded generator, pixels
-/ 255 as (1, 28, 28) images. --init gives the initial weights (our names, PyTorch layouts, as
+/ 255 as (1, 28, 28) images. With --batches (what Benchmarks passes), the training rows and each
+epoch's order are Neuron's instead, so both engines see the same batches. --init gives the initial weights (our names, PyTorch layouts, as
 W7's exchange file, without x and t) and the recipe in its metadata (learningRate, momentum,
 batchSize, epochs, schedule cosine|constant, validationSplit, seed, optimizer sgd|adam); without
 it, PyTorch's default initialization seeded by --seed and the recipe above. Prints one JSON line:
@@ -72,6 +73,8 @@ def main():
     parser.add_argument("--max-epochs", type=int, default=15)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=42, help="without --init: initialization and shuffling")
+    parser.add_argument("--batches", help="shared batches from Benchmarks (JSON): train on these rows in "
+                                          "these orders instead of a split and shuffles of our own")
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")
     args = parser.parse_args()
     if args.max_epochs < 1:
@@ -85,7 +88,11 @@ def main():
 
     params, r = load_init(args.init, args.seed)
     train_x, train_y, test_x, test_y = pc.load_fashion(args.data)
-    train_idx, _ = pc.split_train(len(train_x), r["validation"], r["seed"])
+    if args.batches:  # Neuron's training rows and epoch orders, checked against the file's labels
+        train_idx, orders = pc.load_batches(args.batches, train_y, r["batch"], args.max_epochs)
+    else:
+        train_idx, _ = pc.split_train(len(train_x), r["validation"], r["seed"])
+        orders = None
     x = torch.from_numpy(train_x[train_idx].reshape(-1, 1, 28, 28).copy())
     y = torch.from_numpy(train_y[train_idx])
     tx = torch.from_numpy(test_x.reshape(-1, 1, 28, 28).copy())
@@ -121,7 +128,7 @@ def main():
         epoch += 1
         model.train()
         start = time.perf_counter()
-        order = torch.randperm(n, generator=shuffle)
+        order = torch.from_numpy(orders[epoch - 1]) if orders is not None else torch.randperm(n, generator=shuffle)
         for k in range(batches):
             idx = order[k * r["batch"]:(k + 1) * r["batch"]]
             optimizer.zero_grad(set_to_none=True)
