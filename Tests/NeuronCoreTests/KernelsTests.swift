@@ -43,6 +43,32 @@ struct KernelsTests {
         try check(Double.self)
     }
 
+    @Test("Bias then activation in one pass equals the two passes bit for bit, NaN kept")
+    func biasThenActivation() throws {
+        func check<Scalar: TensorScalar>(_: Scalar.Type) throws {
+            var generator = SeededGenerator(seed: 12)
+            for activation in Activation.allCases {
+                for (rows, columns) in [(1, 1), (3, 17), (33, 1), (65, 31)] {
+                    var x = Tensor<Scalar>.random([rows, columns], using: &generator)
+                    x[0] = .nan
+                    let b = Tensor<Scalar>.random([columns], using: &generator)
+                    var fused = x, twoPasses = x
+                    run(b, into: &fused) { Scalar.addBias($0, thenActivate: activation, $1) }
+                    run(b, into: &twoPasses) { b, y in
+                        Scalar.addBias(b, to: y)
+                        Scalar.activate(activation, y)
+                    }
+                    #expect(fused[0].isNaN, "\(activation): a NaN stays visible")
+                    fused[0] = 0
+                    twoPasses[0] = 0
+                    #expect(fused == twoPasses, "\(activation) \(rows)×\(columns)")
+                }
+            }
+        }
+        try check(Float.self)
+        try check(Double.self)
+    }
+
     @Test("Gathering rows in a given order")
     func gather() throws {
         let source = try Tensor<Double>(rows: [[0, 1], [10, 11], [20, 21], [30, 31]])

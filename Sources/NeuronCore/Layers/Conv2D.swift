@@ -127,8 +127,7 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
                     alpha: 1, a: pc.baseAddress!, lda: patch, b: parameters.baseAddress!, ldb: filters,
                     beta: 0, c: py.baseAddress!, ldc: filters)
                 // y += b, then y = f(y)
-                Scalar.addBias(UnsafeBufferPointer(rebasing: parameters[patch * filters..<patch * filters + filters]), to: py)
-                Scalar.activate(activation, py)
+                Scalar.addBias(UnsafeBufferPointer(rebasing: parameters[patch * filters..<patch * filters + filters]), thenActivate: activation, py)
             }
         }
     }

@@ -92,8 +92,7 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
                     alpha: 1, a: px.baseAddress!, lda: inputs, b: w, ldb: outputs,
                     beta: 0, c: py.baseAddress!, ldc: outputs)
                 // y += b, then y = f(y) (softmax: left to the loss head)
-                Scalar.addBias(UnsafeBufferPointer(rebasing: parameters[inputs * outputs..<inputs * outputs + outputs]), to: py)
-                Scalar.activate(activation, py)
+                Scalar.addBias(UnsafeBufferPointer(rebasing: parameters[inputs * outputs..<inputs * outputs + outputs]), thenActivate: activation, py)
             }
         }
     }

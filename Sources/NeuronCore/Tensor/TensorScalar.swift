@@ -86,6 +86,12 @@ where RawSignificand: FixedWidthInteger {
     ///     // z → y: (batch, units), in place
     static func activate(_ activation: Activation, _ y: UnsafeMutableBufferPointer<Self>)
 
+    /// `y = f(y + b)` in place: ``addBias(_:to:)`` then ``activate(_:_:)``, in one pass where the
+    /// activation allows it (relu, identity), with the same numbers as the two.
+    ///
+    ///     // y: (rows, columns)  b: (columns)
+    static func addBias(_ b: UnsafeBufferPointer<Self>, thenActivate activation: Activation, _ y: UnsafeMutableBufferPointer<Self>)
+
     /// The chain rule through an activation from its saved output: `dz = dy ⊙ f'(z)`, with
     /// `f'` written in terms of `y` (tanh: `1 - y²`, sigmoid: `y·(1 - y)`, relu: `y > 0`).
     ///
