@@ -22,6 +22,8 @@ public enum Activation: String, Sendable, Codable, CaseIterable, CustomStringCon
 }
 
 extension TensorScalar {
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func activate(_ activation: Activation, _ y: UnsafeMutableBufferPointer<Self>) {
         switch activation {
         case .tanh:
@@ -38,6 +40,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func addBias(
         _ b: UnsafeBufferPointer<Self>, thenActivate activation: Activation, _ y: UnsafeMutableBufferPointer<Self>
     ) {
@@ -57,6 +61,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func activationBackward(
         _ activation: Activation, output y: UnsafeBufferPointer<Self>, gradient dy: UnsafeBufferPointer<Self>,
         into dz: UnsafeMutableBufferPointer<Self>
@@ -79,6 +85,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func softmaxRows(_ p: UnsafeMutableBufferPointer<Self>, columns: Int) {
         var start = 0
         while start < p.count {

@@ -97,6 +97,8 @@ public struct AvgPool2D<Scalar: TensorScalar>: Layer {
 }
 
 extension TensorScalar {
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func averagePool(
         _ x: UnsafeBufferPointer<Self>, batch: Int, window w: Window2D, into y: UnsafeMutableBufferPointer<Self>
     ) {
@@ -121,6 +123,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func averagePoolBackward(
         _ dy: UnsafeBufferPointer<Self>, batch: Int, window w: Window2D, into dx: UnsafeMutableBufferPointer<Self>
     ) {

@@ -177,6 +177,8 @@ public struct BatchNorm<Scalar: TensorScalar>: ActivatedLayer {
 // channels then vectorizes (with buffer subscripts and checked `r + j` it ran an element at a
 // time, 5× slower in a micro-benchmark). Every sum still runs down the rows in order.
 extension TensorScalar {
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func batchNormTraining(
         _ x: UnsafeBufferPointer<Self>, gamma: UnsafeBufferPointer<Self>, beta: UnsafeBufferPointer<Self>,
         epsilon: Double, momentum: Double,
@@ -220,6 +222,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func batchNormEvaluation(
         _ x: UnsafeBufferPointer<Self>, gamma: UnsafeBufferPointer<Self>, beta: UnsafeBufferPointer<Self>,
         runningMean: UnsafeBufferPointer<Self>, runningVariance: UnsafeBufferPointer<Self>, epsilon: Double,
@@ -238,6 +242,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func batchNormBackward(
         _ dy: UnsafeBufferPointer<Self>, normalized xHat: UnsafeBufferPointer<Self>,
         gamma: UnsafeBufferPointer<Self>, inverseDeviation s: UnsafeBufferPointer<Self>, sums: UnsafeMutableBufferPointer<Self>,

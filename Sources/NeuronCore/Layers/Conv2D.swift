@@ -202,6 +202,8 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
 // MARK: im2col and col2im (kernels of the seam)
 
 extension TensorScalar {
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func im2col(
         _ x: UnsafeBufferPointer<Self>, batch: Int, window w: Window2D, into columns: UnsafeMutableBufferPointer<Self>
     ) {
@@ -237,6 +239,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func col2im(
         _ columns: UnsafeBufferPointer<Self>, batch: Int, window w: Window2D, into x: UnsafeMutableBufferPointer<Self>
     ) {

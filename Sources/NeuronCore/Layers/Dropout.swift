@@ -125,6 +125,8 @@ func noiseKey(seed: UInt64, step: UInt64, layer: Int) -> UInt64 {
 }
 
 extension TensorScalar {
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func dropout(
         _ x: UnsafeBufferPointer<Self>, rate: Double, key: UInt64,
         mask: UnsafeMutableBufferPointer<Self>, into y: UnsafeMutableBufferPointer<Self>
@@ -137,6 +139,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func multiply(_ a: UnsafeBufferPointer<Self>, _ b: UnsafeBufferPointer<Self>, into y: UnsafeMutableBufferPointer<Self>) {
         // a, b, y: (n)
         for i in 0..<a.count { y[i] = a[i] * b[i] }

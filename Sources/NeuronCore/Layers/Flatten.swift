@@ -86,6 +86,8 @@ public struct Flatten<Scalar: TensorScalar>: Layer {
 }
 
 extension TensorScalar {
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func transposeEach(
         _ x: UnsafeBufferPointer<Self>, count: Int, rows: Int, columns: Int, into y: UnsafeMutableBufferPointer<Self>
     ) {

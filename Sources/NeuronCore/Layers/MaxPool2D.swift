@@ -89,6 +89,8 @@ public struct MaxPool2D<Scalar: TensorScalar>: Layer {
 }
 
 extension TensorScalar {
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func maxPool(
         _ x: UnsafeBufferPointer<Self>, batch: Int, window w: Window2D,
         into y: UnsafeMutableBufferPointer<Self>, argmax: UnsafeMutableBufferPointer<Int>
@@ -143,6 +145,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func maxPoolBackward(
         _ dy: UnsafeBufferPointer<Self>, argmax: UnsafeBufferPointer<Int>, into dx: UnsafeMutableBufferPointer<Self>
     ) {

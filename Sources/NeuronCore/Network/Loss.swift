@@ -14,6 +14,8 @@ public enum Loss: String, Sendable, Codable, CaseIterable, CustomStringConvertib
 }
 
 extension TensorScalar {
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func halfSquaredError(
         output y: UnsafeBufferPointer<Self>, targets t: UnsafeBufferPointer<Self>, batch: Int,
         gradient: UnsafeMutableBufferPointer<Self>?
@@ -36,6 +38,8 @@ extension TensorScalar {
         return total / batch
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func softmaxCrossEntropy(
         logits z: UnsafeBufferPointer<Self>, probabilities p: UnsafeBufferPointer<Self>,
         targets t: UnsafeBufferPointer<Self>, columns: Int, gradient: UnsafeMutableBufferPointer<Self>?

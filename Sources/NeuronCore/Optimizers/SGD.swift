@@ -122,6 +122,8 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
 // so the compiler vectorizes them (4-6× faster than one loop for all cases); the remaining
 // branches test loop invariants and become selects.
 extension TensorScalar {
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func sgdUpdate(
         parameters p: UnsafeMutableBufferPointer<Self>, gradients g: UnsafeBufferPointer<Self>,
         learningRate lr: Self, weightDecay wd: Self
@@ -134,6 +136,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func sgdMomentumUpdate(
         parameters p: UnsafeMutableBufferPointer<Self>, gradients g: UnsafeBufferPointer<Self>,
         velocity b: UnsafeMutableBufferPointer<Self>,

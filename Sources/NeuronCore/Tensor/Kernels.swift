@@ -1,10 +1,18 @@
 // The generic bodies of the element-wise and reduction kernels of ``TensorScalar`` (see
 // `TensorScalar.swift`): flat loops over contiguous storage, specialized by the compiler for each
 // conformance. Under each, in `Naive`, its definition written out plainly, for the tests.
+//
+// Every public kernel of the seam (here and beside its layer) carries `@_specialize` for Float and
+// Double. Inside the module the layers get specialized copies anyway; a caller in another module
+// reaches the generic body, which then checks the type and jumps to the copy. Without it, relu over
+// conv 1's 1.38M outputs called from another module took 34.7 ms instead of 0.24 ms (addBias 12.0 →
+// 0.35 ms, relu's backward 53.8 → 0.37 ms).
 
 extension TensorScalar {
     // addBias and addColumnSums walk the rows through pointers, without overflow checks, so that
     // each row's loop vectorizes (5× faster than buffer subscripts on a conv layer's output).
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func addBias(_ b: UnsafeBufferPointer<Self>, to y: UnsafeMutableBufferPointer<Self>) {
         // y: (rows, columns)  b: (columns)
         let columns = b.count
@@ -15,6 +23,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func addColumnSums(_ x: UnsafeBufferPointer<Self>, to b: UnsafeMutableBufferPointer<Self>) {
         // x: (rows, columns)  b: (columns)
         // Row after row keeps the reads sequential; each column's sum runs down the rows in order.
@@ -26,6 +36,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func gatherRows(
         _ source: UnsafeBufferPointer<Self>, columns: Int, order: UnsafeBufferPointer<Int>, positions: Range<Int>,
         into batch: UnsafeMutableBufferPointer<Self>
@@ -37,6 +49,8 @@ extension TensorScalar {
         }
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func argmax(_ row: UnsafeBufferPointer<Self>) -> Int {
         guard !row.isEmpty else { return 0 }
         var best = 0
@@ -48,18 +62,24 @@ extension TensorScalar {
         return best
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func sumOfSquares(_ x: UnsafeBufferPointer<Self>) -> Double {
         var sum = 0.0
         for v in x { sum += Double(v) * Double(v) }
         return sum
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func countMagnitudes(_ x: UnsafeBufferPointer<Self>, above threshold: Self) -> Int {
         var above = 0
         for v in x where abs(v) > threshold { above += 1 }
         return above
     }
 
+    @_specialize(where Self == Float)
+    @_specialize(where Self == Double)
     public static func containsNonFinite(_ x: UnsafeBufferPointer<Self>) -> Bool {
         x.contains { !$0.isFinite }
     }
