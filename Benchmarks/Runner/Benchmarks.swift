@@ -546,19 +546,16 @@ struct SharedBatches: Encodable {
     var orders: [[Int]]
 
     /// Drawn as a fresh run (validation rows still in it) draws them: the split replayed from the
-    /// seed (`RunData`: every row shuffled by a generator seeded `seed + 1`, the last ones held
-    /// out), then each epoch's shuffle from the run's own generator and order. The labels are the
-    /// run's, so that a replay gone wrong is caught by the peer; the orders are checked against
-    /// the run's after each epoch.
+    /// seed through the run's own split generator and `Dataset.splitRows`, then each epoch's
+    /// shuffle from the run's own generator and order. The labels are the run's, so that a replay
+    /// gone wrong is caught by the peer; the orders are checked against the run's after each epoch.
     init(_ engine: any TrainingEngine, seed: UInt64, epochs: Int) throws {
         guard let engine = engine as? NetworkTrainingEngine<Float, SGD<Float>>, let labels = engine.training.dataset.labels,
             var position = engine.resumePoint().position, position.epoch == 0, position.batchIndex == 0
         else { throw ValidationError("shared batches need a fresh Float SGD run of a classification network") }
-        let trainingCount = engine.training.dataset.count
-        var split = SeededGenerator(seed: seed &+ 1)
-        var rows = Array(0..<(trainingCount + (engine.validation?.count ?? 0)))
-        split.shuffle(&rows)
-        self.rows = Array(rows[..<trainingCount])
+        let held = engine.validation?.count ?? 0
+        var split = RunData<Float>.splitGenerator(seed: seed)
+        rows = try Dataset<Float>.splitRows(count: engine.training.dataset.count + held, validationCount: held, generator: &split).training
         self.labels = labels
         batchSize = position.batches.batchSize
         orders = []

@@ -121,6 +121,20 @@ struct DatasetTests {
         }
     }
 
+    @Test("splitRows names the rows split puts in each part; counts out of range are refused")
+    func splitRows() throws {
+        let rows = (0..<10).map { [Double($0)] }
+        let d = try Dataset<Double>(features: Tensor(rows: rows), targets: Tensor(rows: rows))
+        var g = SeededGenerator(seed: 7), h = SeededGenerator(seed: 7)
+        let (training, validation) = try d.split(validationFraction: 0.25, generator: &g)
+        let named = try Dataset<Double>.splitRows(count: 10, validationCount: 3, generator: &h)
+        #expect(named.training.map(Double.init) == training.features.scalars)  // row i holds the value i
+        #expect(named.validation.map(Double.init) == validation.features.scalars)
+        for (count, held) in [(-1, 0), (4, 5), (4, -1)] {
+            #expect(throws: DataError.self) { try Dataset<Double>.splitRows(count: count, validationCount: held, generator: &h) }
+        }
+    }
+
     @Test("converted changes the scalar type and keeps everything else")
     func converted() throws {
         let d = try sample(Float.self)

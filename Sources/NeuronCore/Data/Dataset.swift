@@ -104,10 +104,26 @@ public struct Dataset<Scalar: TensorScalar>: Sendable, Equatable {
                 name: "validation fraction", value: "\(validationFraction)",
                 expected: "a fraction that leaves at least one of the \(count) samples for training (it takes \(validationCount))")
         }
+        let rows = try Self.splitRows(count: count, validationCount: validationCount, generator: &generator)
+        return (subset(rows.training), subset(rows.validation))
+    }
+
+    /// Which rows ``split(validationFraction:generator:)`` puts in each part, in the parts' order:
+    /// `0..<count` shuffled with `generator`, the last `validationCount` held out. (A benchmark
+    /// that hands a peer the rows a run trains on replays the split through this.)
+    /// - Throws: ``DataError/invalidArgument(name:value:expected:)`` for a count below 0 or a
+    ///   validation count outside `0...count`.
+    public static func splitRows(
+        count: Int, validationCount: Int, generator: inout SeededGenerator
+    ) throws(DataError) -> (training: [Int], validation: [Int]) {
+        guard count >= 0 else { throw .invalidArgument(name: "row count", value: "\(count)", expected: "at least 0") }
+        guard validationCount >= 0, validationCount <= count else {
+            throw .invalidArgument(name: "validation count", value: "\(validationCount)", expected: "between 0 and the \(count) rows")
+        }
         var order = Array(0..<count)
         generator.shuffle(&order)
         let trainingCount = count - validationCount
-        return (subset(Array(order[..<trainingCount])), subset(Array(order[trainingCount...])))
+        return (Array(order[..<trainingCount]), Array(order[trainingCount...]))
     }
 
     /// The same dataset in another scalar type (Float ↔ Double), rounding to nearest.

@@ -16,6 +16,10 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     /// images: `[rows, columns, 1]`); nil for rows of features.
     public var imageShape: [Int]?
 
+    /// The generator that splits validation rows off the training rows of a run seeded `seed`
+    /// (`seed + 1`, so that it is independent of the epoch order drawn from `seed`).
+    public static func splitGenerator(seed: UInt64) -> SeededGenerator { SeededGenerator(seed: seed &+ 1) }
+
     /// Reads the data a config names. Validation rows are split off the training rows with a
     /// generator seeded from the run's seed (`seed + 1`, so that it is independent of the epoch
     /// order drawn from `seed`), before any statistics are fitted.
@@ -23,7 +27,7 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     /// - Throws: ``DataError`` naming the file and place for anything unreadable or inconsistent;
     ///   ``ConfigError`` at `data.validationSplit` for a split that leaves no training rows.
     public init(_ config: DataConfig, seed: UInt64, origin: ConfigOrigin = ConfigOrigin()) throws {
-        var splitGenerator = SeededGenerator(seed: seed &+ 1)
+        var splitGenerator = Self.splitGenerator(seed: seed)
         var all: Dataset<Scalar>
         var test: Dataset<Scalar>?
         var defaultSplit = 0.1
