@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "NeuronCore", targets: ["NeuronCore"]),
         .library(name: "NeuronTraining", targets: ["NeuronTraining"]),
+        .library(name: "NeuronExport", targets: ["NeuronExport"]),
         .executable(name: "neuron", targets: ["neuron"]),
     ],
     // `swift build --traits MPI` (Open MPI installed: `apt-get install openmpi-bin libopenmpi-dev`): `neuron train`
@@ -64,6 +65,10 @@ let package = Package(
             dependencies: ["NeuronCore", "NeuronTraining", .target(name: "CMPI", condition: .when(traits: ["MPI"]))]
         ),
 
+        /// Trained networks as ONNX models (preprocessing included) for ONNX Runtime and other
+        /// deployment runtimes; the protocol-buffer encoding written by hand (encoding only).
+        .target(name: "NeuronExport", dependencies: ["NeuronCore", "NeuronTraining"]),
+
         // MARK: - Views
 
         /// The browser view: an HTTP server binding a page (plain HTML, CSS and JavaScript, embedded in
@@ -85,6 +90,7 @@ let package = Package(
                 "NeuronTraining",
                 "NeuronDistributed",
                 "NeuronDashboard",
+                "NeuronExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -116,6 +122,8 @@ let package = Package(
         .testTarget(name: "NeuronCoreTests", dependencies: ["NeuronCore"]),
         .testTarget(name: "NeuronTrainingTests", dependencies: ["NeuronTraining"]),
         .testTarget(name: "NeuronDashboardTests", dependencies: ["NeuronDashboard"]),
+        /// Exports random networks and checks them with ONNX's checker and ONNX Runtime (the `.venv`'s Python).
+        .testTarget(name: "NeuronExportTests", dependencies: ["NeuronExport"]),
         /// Runs the built `neuron` executable, as a user would, and reads its output and exit status.
         .testTarget(name: "NeuronCLITests", dependencies: ["neuron"]),
         /// Runs `neuron train` under `mpirun -np 2` against one process (with the trait `MPI`; without it, only

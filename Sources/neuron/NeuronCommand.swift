@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NeuronCore
 import NeuronDistributed
+import NeuronExport
 import NeuronTraining
 
 /// `neuron`: the command line of the Neuron engine.
@@ -10,7 +11,7 @@ struct NeuronCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "neuron",
         abstract: "Neural networks from one neuron up, over OpenBLAS.",
-        subcommands: [Train.self, Gradcheck.self, Evaluate.self, Predict.self, Explain.self, Dashboard.self]
+        subcommands: [Train.self, Gradcheck.self, Evaluate.self, Predict.self, Explain.self, Export.self, Dashboard.self]
     )
 
     /// Parses and runs a command. A bad argument, config, data file or checkpoint exits with
@@ -42,7 +43,7 @@ struct NeuronCommand: AsyncParsableCommand {
     static func isBadInput(_ error: Error) -> Bool {
         error is ConfigError || error is DataError || error is CheckpointError || error is RunError
             || error is NetworkError || error is OptimizerError || error is NeuronError || error is TensorError
-            || error is DistributedError
+            || error is DistributedError || error is ONNXExportError
     }
 }
 

@@ -1,0 +1,343 @@
+// A trained network as an ONNX graph that takes raw features and returns what `neuron predict`
+// prints: the preprocessing fitted in training comes first (standardization as Sub and Div, a scale
+// as Mul), then one or two standard operators per layer, then the softmax head when the loss has one.
+//
+// The engine keeps images channels-last (NHWC); ONNX's Conv and pools take channels-first (NCHW).
+// The graph reshapes the flat features to (batch, height, width, channels) as the engine reads them,
+// transposes once to NCHW, and stays there: a convolution's weight in ONNX's (filters, channels,
+// kh, kw) is the checkpoint's PyTorch layout, and ONNX's Flatten of an NCHW tensor gives exactly the
+// channels-first vector the engine's Flatten gives. Weights and names are the checkpoint's.
+import Foundation
+import NeuronCore
+import NeuronTraining
+
+/// How a network is exported to ONNX.
+public struct ONNXExportOptions: Sendable, Equatable {
+    /// The batch dimension of the graph's input and output.
+    public enum Batch: Sendable, Equatable {
+        /// Any batch size (the dimension named `batch`).
+        case dynamic
+        /// Exactly this many rows.
+        case fixed(Int)
+    }
+
+    /// The ONNX operator set the graph declares (default ``defaultOpset``).
+    public var opset: Int
+    public var batch: Batch
+
+    /// The operator set written when none is asked for: ONNX 1.12's, read by every ONNX Runtime since 1.12.
+    public static let defaultOpset = 17
+    /// The operator sets the exporter writes: from 13 (Softmax over one axis, as the head needs) to 25
+    /// (the newest that ONNX Runtime 1.32 runs, as the tests check).
+    public static let supportedOpsets = 13...25
+
+    public init(opset: Int = ONNXExportOptions.defaultOpset, batch: Batch = .dynamic) {
+        (self.opset, self.batch) = (opset, batch)
+    }
+
+    /// The oldest IR version that carries `opset` (ONNX's version table); older files are read by more runtimes.
+    static func irVersion(opset: Int) -> Int {
+        switch opset {
+        case ...14: 7
+        case 15...18: 8
+        case 19...20: 9
+        case 21...22: 10
+        case 23: 11
+        case 24: 12
+        default: 13  // 25
+        }
+    }
+}
+
+/// Why a network cannot be exported.
+public enum ONNXExportError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A layer with no ONNX form, named by its index and description.
+    case unsupportedLayer(index: Int, layer: String, reason: String)
+    /// An operator set outside ``ONNXExportOptions/supportedOpsets``.
+    case unsupportedOpset(Int)
+    /// A fixed batch size below 1.
+    case invalidBatch(Int)
+    /// Feature names, or a preprocessing, for another number of features than the network takes.
+    case featureCountMismatch(what: String, expected: Int, found: Int)
+
+    public var description: String {
+        switch self {
+        case let .unsupportedLayer(index, layer, reason):
+            "layer \(index), \(layer), cannot be exported to ONNX: \(reason)"
+        case let .unsupportedOpset(opset):
+            "ONNX operator set \(opset) is not supported: expected \(ONNXExportOptions.supportedOpsets.lowerBound) to "
+                + "\(ONNXExportOptions.supportedOpsets.upperBound)"
+        case let .invalidBatch(size):
+            "the batch size must be at least 1 (or dynamic), got \(size)"
+        case let .featureCountMismatch(what, expected, found):
+            "the \(what) describes \(found) features, but the network takes \(expected)"
+        }
+    }
+}
+
+extension Network {
+    /// The network as an ONNX model's bytes: input `features` (batch, features) of raw values,
+    /// transformed by `preprocessing` as the first nodes; output `probabilities` (batch, classes)
+    /// after a softmax head, or `values` (batch, outputs) otherwise; in this network's precision
+    /// (convert it first, `converted(to: Float.self)`, for a float32 model). Evaluation mode:
+    /// dropout is left out and batch normalization uses its running statistics.
+    ///
+    ///     // features: (batch, featureCount)  →  probabilities or values: (batch, outputCount)
+    ///
+    /// - Parameters:
+    ///   - preprocessing: what training applied to the raw features (saved in the checkpoint).
+    ///   - featureNames: the features' names, in order; saved as metadata (`neuron.feature_names`).
+    ///   - classNames: the classes' names, in the output's order; saved as metadata (`neuron.class_names`).
+    /// - Throws: ``ONNXExportError`` naming a layer with no ONNX form, or an option out of range.
+    public func onnxModel(
+        preprocessing: Preprocessing = .none, featureNames: [String]? = nil, classNames: [String]? = nil,
+        options: ONNXExportOptions = ONNXExportOptions()
+    ) throws(ONNXExportError) -> [UInt8] {
+        guard ONNXExportOptions.supportedOpsets.contains(options.opset) else { throw .unsupportedOpset(options.opset) }
+        if case let .fixed(size) = options.batch, size < 1 { throw .invalidBatch(size) }
+        if let names = featureNames, names.count != featureCount {
+            throw .featureCountMismatch(what: "list of feature names", expected: featureCount, found: names.count)
+        }
+        var builder = GraphBuilder<Scalar>(network: self)
+        try builder.addPreprocessing(preprocessing)
+        try builder.addLayers()
+        let graph = builder.finish(batch: options.batch)
+
+        var metadata: [(key: String, value: String)] = [
+            ("neuron.network", description), ("neuron.precision", Scalar.self == Float.self ? "float" : "double"),
+            ("neuron.preprocessing", GraphBuilder<Scalar>.describe(preprocessing)),
+        ]
+        if let names = featureNames { metadata.append(("neuron.feature_names", json(names))) }
+        if let names = classNames { metadata.append(("neuron.class_names", json(names))) }
+        let model = ONNXModel(
+            irVersion: ONNXExportOptions.irVersion(opset: options.opset), opset: options.opset, producerName: "Neuron",
+            producerVersion: "1", documentation: "\(description), exported by Neuron", graph: graph, metadata: metadata)
+        return model.encoded()
+    }
+}
+
+/// A JSON array of strings, for metadata.
+private func json(_ strings: [String]) -> String {
+    let data = (try? JSONSerialization.data(withJSONObject: strings, options: [.withoutEscapingSlashes])) ?? Data("[]".utf8)
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// How a value between nodes is laid out: a matrix of features, or an NCHW image.
+private enum Layout: Equatable {
+    /// (batch, count)
+    case features(Int)
+    /// (batch, channels, height, width)
+    case image(height: Int, width: Int, channels: Int)
+}
+
+/// Builds the graph node by node, tracking the current value's name and layout.
+private struct GraphBuilder<Scalar: TensorScalar> {
+    let network: Network<Scalar>
+    var graph = ONNXGraph(name: "neuron")
+    /// The name of the value the next node reads.
+    var current = "features"
+    var layout: Layout
+
+    static var elementType: ONNXElementType { Scalar.self == Float.self ? .float : .double }
+
+    init(network: Network<Scalar>) {
+        self.network = network
+        layout = .features(network.featureCount)
+    }
+
+    /// Adds `op` reading `inputs`; its output (and the node) is called `name`, which it returns.
+    mutating func add(_ op: String, _ inputs: [String], name: String, _ attributes: [ONNXAttribute] = []) -> String {
+        graph.nodes.append(ONNXNode(operator_: op, inputs: inputs, outputs: [name], name: name, attributes: attributes))
+        return name
+    }
+
+    mutating func constant(_ name: String, _ dimensions: [Int], _ scalars: [Scalar]) -> String {
+        graph.initializers.append(ONNXTensor(name, dimensions: dimensions, floats: scalars))
+        return name
+    }
+
+    // MARK: Preprocessing
+
+    static func describe(_ preprocessing: Preprocessing) -> String {
+        switch preprocessing {
+        case .none: "none"
+        case let .scale(factor): "scale: features multiplied by \(factor) (the graph's first node)"
+        case .standardize: "standardize: (features - mean) / standard deviation, per feature (the graph's first nodes)"
+        }
+    }
+
+    /// The transformation training applied, in the same operations and precision as `Preprocessing.apply`.
+    mutating func addPreprocessing(_ preprocessing: Preprocessing) throws(ONNXExportError) {
+        let count = network.featureCount
+        switch preprocessing {
+        case .none:
+            break
+        case let .scale(factor):
+            let c = constant("preprocessing.scale", [], [Scalar(factor)])
+            current = add("Mul", [current, c], name: "preprocessing.scaled")
+        case let .standardize(mean, deviation):
+            guard mean.count == count, deviation.count == count else {
+                throw .featureCountMismatch(what: "standardization", expected: count, found: mean.count)
+            }
+            let m = constant("preprocessing.mean", [count], mean.map { Scalar($0) })
+            let s = constant("preprocessing.standard_deviation", [count], deviation.map { Scalar($0) })
+            let centred = add("Sub", [current, m], name: "preprocessing.centred")
+            current = add("Div", [centred, s], name: "preprocessing.standardized")
+        }
+    }
+
+    // MARK: Layers
+
+    mutating func addLayers() throws(ONNXExportError) {
+        let input = network.inputShape
+        if input.count == 3 {
+            // The engine reads each row of features as an (height, width, channels) image.
+            let (h, w, c) = (input[0], input[1], input[2])
+            graph.initializers.append(ONNXTensor("input.image_shape", int64s: [-1, h, w, c]))
+            let nhwc = add("Reshape", [current, "input.image_shape"], name: "input.nhwc")
+            current = add("Transpose", [nhwc], name: "input.nchw", [ONNXAttribute(name: "perm", value: .ints([0, 3, 1, 2]))])
+            layout = .image(height: h, width: w, channels: c)
+        } else if input.count != 1 {
+            throw .unsupportedLayer(
+                index: 0, layer: network.layers[0].description,
+                reason: "inputs of shape \(input) are neither features nor an image")
+        }
+        for (index, layer) in network.layers.enumerated() {
+            try add(layer, index: index)
+        }
+    }
+
+    /// The tensor `name` of layer `index`, in the checkpoint's (PyTorch's) layout.
+    func parameter(_ index: Int, _ name: String) -> (name: String, tensor: Tensor<Scalar>) {
+        let tensor = network.parameterTensors.first { $0.layer == index && $0.tensor == name }!
+        return (tensor.name, Checkpoint.fileLayout(tensor.name, network.parameter(tensor)))
+    }
+
+    func state(_ index: Int, _ name: String) -> (name: String, tensor: Tensor<Scalar>) {
+        let tensor = network.stateTensors.first { $0.layer == index && $0.tensor == name }!
+        return (tensor.name, network.stateTensor(tensor))
+    }
+
+    mutating func initializer(_ p: (name: String, tensor: Tensor<Scalar>)) -> String {
+        constant(p.name, p.tensor.shape, p.tensor.scalars)
+    }
+
+    mutating func add(_ layer: any Layer<Scalar>, index: Int) throws(ONNXExportError) {
+        let prefix = "layers.\(index)"
+        func refuse(_ reason: String) -> ONNXExportError { .unsupportedLayer(index: index, layer: layer.description, reason: reason) }
+
+        if let dense = layer as? Dense<Scalar> {
+            guard case .features = layout else { throw refuse("a dense layer needs features, not an image: add a flatten layer") }
+            // y = x·Wᵀ + b with W in nn.Linear's (outputs, inputs).
+            let w = initializer(parameter(index, "weight")), b = initializer(parameter(index, "bias"))
+            current = add("Gemm", [current, w, b], name: "\(prefix).linear", [ONNXAttribute(name: "transB", value: .int(1))])
+            addActivation(dense.activation, prefix: prefix)
+            layout = .features(dense.outputs)
+        } else if let conv = layer as? Conv2D<Scalar> {
+            let window = conv.window
+            guard case .image = layout else { throw refuse("a convolution needs an image") }
+            let w = initializer(parameter(index, "weight")), b = initializer(parameter(index, "bias"))
+            current = add(
+                "Conv", [current, w, b], name: "\(prefix).conv",
+                [
+                    ONNXAttribute(name: "kernel_shape", value: .ints([window.kernelHeight, window.kernelWidth])),
+                    ONNXAttribute(name: "pads", value: .ints([window.padTop, window.padLeft, window.padBottom, window.padRight])),
+                    ONNXAttribute(name: "strides", value: .ints([window.strideHeight, window.strideWidth])),
+                ])
+            addActivation(conv.activation, prefix: prefix)
+            layout = .image(height: window.outputHeight, width: window.outputWidth, channels: conv.filters)
+        } else if let pool = layer as? MaxPool2D<Scalar> {
+            try addPool("MaxPool", pool.window, prefix: prefix, refuse: refuse)
+        } else if let pool = layer as? AvgPool2D<Scalar> {
+            if pool.isGlobal, case .image = layout {
+                current = add("GlobalAveragePool", [current], name: "\(prefix).pool")
+                layout = .image(height: 1, width: 1, channels: pool.window.channels)
+            } else {
+                try addPool("AveragePool", pool.window, prefix: prefix, refuse: refuse)
+            }
+        } else if layer is Flatten<Scalar> {
+            if case .image(let h, let w, let c) = layout {
+                // ONNX's Flatten of NCHW is the engine's channels-first vector.
+                current = add("Flatten", [current], name: "\(prefix).flatten", [ONNXAttribute(name: "axis", value: .int(1))])
+                layout = .features(h * w * c)
+            }
+        } else if layer is Dropout<Scalar> {
+            // Evaluation: the identity.
+        } else if let norm = layer as? BatchNorm<Scalar> {
+            // Evaluation form: y = γ·(x - running mean)/√(running variance + ε) + β, per channel
+            // (axis 1 of both (batch, features) and NCHW).
+            let inputs = [
+                current, initializer(parameter(index, "weight")), initializer(parameter(index, "bias")),
+                initializer(state(index, "running_mean")), initializer(state(index, "running_var")),
+            ]
+            current = add(
+                "BatchNormalization", inputs, name: "\(prefix).norm", [ONNXAttribute(name: "epsilon", value: .float(Float(norm.epsilon)))])
+            addActivation(norm.activation, prefix: prefix)
+        } else {
+            throw refuse("no ONNX form is defined for this kind of layer")
+        }
+    }
+
+    mutating func addPool(
+        _ op: String, _ window: Window2D, prefix: String, refuse: (String) -> ONNXExportError
+    ) throws(ONNXExportError) {
+        guard case .image = layout else { throw refuse("pooling needs an image") }
+        current = add(
+            op, [current], name: "\(prefix).pool",
+            [
+                ONNXAttribute(name: "kernel_shape", value: .ints([window.kernelHeight, window.kernelWidth])),
+                ONNXAttribute(name: "strides", value: .ints([window.strideHeight, window.strideWidth])),
+            ])
+        layout = .image(height: window.outputHeight, width: window.outputWidth, channels: window.channels)
+    }
+
+    mutating func addActivation(_ activation: Activation, prefix: String) {
+        switch activation {
+        case .tanh: current = add("Tanh", [current], name: "\(prefix).tanh")
+        case .sigmoid: current = add("Sigmoid", [current], name: "\(prefix).sigmoid")
+        case .relu: current = add("Relu", [current], name: "\(prefix).relu")
+        // A softmax output stays its logits in the layer; the network's loss head applies it.
+        case .identity, .softmax: break
+        }
+    }
+
+    /// The softmax head (with a softmax cross-entropy loss), the output back in the engine's layout,
+    /// and the graph's input and output.
+    mutating func finish(batch: ONNXExportOptions.Batch) -> ONNXGraph {
+        if case .image(let h, let w, let c) = layout {
+            // A network ending on an image returns it as the engine does: NHWC, one row per sample.
+            let nhwc = add("Transpose", [current], name: "output.nhwc", [ONNXAttribute(name: "perm", value: .ints([0, 2, 3, 1]))])
+            graph.initializers.append(ONNXTensor("output.shape", int64s: [-1, h * w * c]))
+            current = add("Reshape", [nhwc, "output.shape"], name: "output.rows")
+        }
+        let classifies = network.loss == .softmaxCrossEntropy
+        if classifies {
+            current = add("Softmax", [current], name: "head.softmax", [ONNXAttribute(name: "axis", value: .int(1))])
+        }
+        let outputName = classifies ? "probabilities" : "values"
+        if let last = graph.nodes.indices.last, graph.nodes[last].outputs == [current] {
+            graph.nodes[last].outputs = [outputName]
+        } else {
+            // No node at all (a network of dropout): the output is the input.
+            graph.nodes.append(ONNXNode(operator_: "Identity", inputs: [current], outputs: [outputName], name: "output"))
+        }
+        let rows: ONNXValueInfo.Dimension =
+            switch batch {
+            case .dynamic: .named("batch")
+            case let .fixed(size): .fixed(size)
+            }
+        graph.inputs = [
+            ONNXValueInfo(
+                name: "features", elementType: Self.elementType, dimensions: [rows, .fixed(network.featureCount)],
+                documentation: "raw features, one row per sample, in the order of neuron.feature_names; preprocessed in the graph")
+        ]
+        graph.outputs = [
+            ONNXValueInfo(
+                name: outputName, elementType: Self.elementType, dimensions: [rows, .fixed(network.outputCount)],
+                documentation: classifies
+                    ? "class probabilities, one row per sample, columns in the order of neuron.class_names" : "the network's outputs")
+        ]
+        graph.documentation = "\(network.description); dropout left out, batch normalization with its running statistics"
+        return graph
+    }
+}
