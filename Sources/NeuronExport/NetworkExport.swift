@@ -147,7 +147,7 @@ private struct GraphBuilder<Scalar: TensorScalar> {
 
     /// Adds `op` reading `inputs`; its output (and the node) is called `name`, which it returns.
     mutating func add(_ op: String, _ inputs: [String], name: String, _ attributes: [ONNXAttribute] = []) -> String {
-        graph.nodes.append(ONNXNode(operator_: op, inputs: inputs, outputs: [name], name: name, attributes: attributes))
+        graph.nodes.append(ONNXNode(opType: op, inputs: inputs, outputs: [name], name: name, attributes: attributes))
         return name
     }
 
@@ -319,7 +319,7 @@ private struct GraphBuilder<Scalar: TensorScalar> {
             graph.nodes[last].outputs = [outputName]
         } else {
             // No node at all (a network of dropout): the output is the input.
-            graph.nodes.append(ONNXNode(operator_: "Identity", inputs: [current], outputs: [outputName], name: "output"))
+            graph.nodes.append(ONNXNode(opType: "Identity", inputs: [current], outputs: [outputName], name: "output"))
         }
         let rows: ONNXValueInfo.Dimension =
             switch batch {

@@ -85,7 +85,7 @@ struct ONNXAttribute {
 
 /// `NodeProto`: one operator applied to named values.
 struct ONNXNode {
-    var operator_: String
+    var opType: String
     var inputs: [String]
     var outputs: [String]
     var name: String
@@ -95,7 +95,7 @@ struct ONNXNode {
         for input in inputs { w.string(1, input) }  // input
         for output in outputs { w.string(2, output) }  // output
         w.string(3, name)  // name
-        w.string(4, operator_)  // op_type
+        w.string(4, opType)  // op_type
         for attribute in attributes { w.message(5, attribute.encode) }  // attribute
     }
 }
