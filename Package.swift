@@ -116,6 +116,8 @@ let package = Package(
 
         /// `swift run TrainXOR`: the README's "Use it as a library" code, built and run by CI so that it cannot rot.
         .executableTarget(name: "TrainXOR", dependencies: ["NeuronCore", "NeuronTraining"], path: "Examples/TrainXOR"),
+        /// `swift run ExportONNX`: Docs/ONNX.md's library example, built and run by CI.
+        .executableTarget(name: "ExportONNX", dependencies: ["NeuronCore", "NeuronExport"], path: "Examples/ExportONNX"),
 
         // MARK: - Tests
 
