@@ -121,3 +121,51 @@ struct ConvolutionRunTests {
         #expect(throws: ConfigError.self) { try RunBuilder.build(wrongShape) }
     }
 }
+
+@Suite("Image runs whose shape the IDX files give: resume, the shape checked against the files and the tensors")
+struct IDXImageRunTests {
+    @Test("An IDX run without model.inputShape resumes from its checkpoint with its own config, to the straight run's weights")
+    func resumesWithoutInputShape() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let config = try idxCNNConfig(in: directory)
+        #expect(config.model.inputShape == nil)
+        let first = try RunBuilder.build(config)
+        #expect(first.config.model.inputShape == [6, 6, 1])
+        let half = straightRun(try #require(first.engine as? NetworkTrainingEngine<Float, SGD<Float>>), steps: 5)
+        let saved = try Checkpoint.decode(try Checkpoint(half, config: first.config, preprocessing: first.preprocessing).encoded(), file: "idx")
+        let resumed = try #require(try RunBuilder.build(config, resume: saved).engine as? NetworkTrainingEngine<Float, SGD<Float>>)
+        let straight = straightRun(try #require(try RunBuilder.build(config).engine as? NetworkTrainingEngine<Float, SGD<Float>>))
+        #expect(straightRun(resumed).network.parameters.map(\.bitPattern) == straight.network.parameters.map(\.bitPattern))
+    }
+
+    @Test("model.inputShape other than the files' image shape is refused at its key, even of the same size")
+    func inputShapeAgainstFiles() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        var config = try idxCNNConfig(in: directory)
+        config.model.inputShape = [4, 9, 1]
+        #expect {
+            try RunBuilder.build(config)
+        } throws: {
+            "\($0)".contains("model.inputShape [4, 9, 1] is not the shape of the images in the files, [6, 6, 1]")
+        }
+        config.model.inputShape = [6, 6, 1]
+        _ = try RunBuilder.build(config)
+    }
+
+    @Test("A checkpoint whose saved inputShape was edited to another of the same size is refused on load, by every command")
+    func editedInputShape() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        // Global pooling: every tensor has the same shape for 6×6×1 and 4×9×1 images.
+        let layers = "[{kind: conv2d, filters: 2, kernel: 3}, {kind: avgPool2d, global: true}, {kind: flatten}, {units: 10, activation: softmax}]"
+        let run = try RunBuilder.build(try idxCNNConfig(in: directory, layers: layers))
+        let checkpoint = Checkpoint(run.engine, config: run.config, preprocessing: run.preprocessing)
+        _ = try Checkpoint.decode(try checkpoint.encoded(), file: "f")
+        let bytes = try editedState(checkpoint) { set([4, 9, 1], at: "config.model.inputShape", in: &$0) }
+        let message = checkpointErrorMessage { () throws(CheckpointError) in try Checkpoint.decode(bytes, file: "f") }
+        #expect(message.hasPrefix("f: network: Network[Conv2D(6×6×1→4×4×2"), "\(message)")
+        #expect(message.contains("make Network[Conv2D(4×9×1→2×7×2"), "\(message)")
+    }
+}

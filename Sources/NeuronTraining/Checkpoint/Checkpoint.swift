@@ -28,16 +28,19 @@ public struct Checkpoint: Sendable {
         (self.tensors, self.state) = (tensors, state)
     }
 
-    /// `engine` as it stands, saved with the config it was built from and the preprocessing fitted
-    /// on its training rows.
-    public init<Engine: TrainingEngine>(_ engine: Engine, config: RunConfig, preprocessing: Preprocessing) {
+    /// `engine` as it stands, saved with the config it was built from, the preprocessing fitted
+    /// on its training rows and the command-line settings the config was overridden with.
+    public init<Engine: TrainingEngine>(
+        _ engine: Engine, config: RunConfig, preprocessing: Preprocessing, overrides: RunOverrides = RunOverrides()
+    ) {
         let point = engine.resumePoint()
         tensors = point.tensors.map { SafeTensors.entry($0.name, Self.fileLayout($0.name, $0.tensor)) }
         state = CheckpointState(
             config: config, network: point.network, precision: Engine.Scalar.self == Float.self ? .float : .double,
             epoch: point.epoch, step: point.step, seed: point.seed, position: point.position,
             optimizerKind: config.optimizer.kind, optimizerStep: point.optimizerStep, preprocessing: preprocessing,
-            classNames: point.classNames, featureNames: point.featureNames, records: point.records)
+            classNames: point.classNames, featureNames: point.featureNames, records: point.records,
+            overrides: overrides.isEmpty ? nil : overrides)
     }
 
     /// The tensor as the file stores it, in PyTorch's layout: a dense weight (rank 2) transposed
@@ -122,6 +125,10 @@ public struct CheckpointState: Sendable, Equatable, Codable {
     public var classNames: [String]?
     public var featureNames: [String]
     public var records: [EpochRecord]
+    /// The command-line settings over the config file's (`--epochs`, `--learning-rate`, …), which
+    /// `config` already holds: `--resume` applies them again to the config file, so that the run
+    /// goes on as it was started. Absent when none were given.
+    public var overrides: RunOverrides? = nil
 }
 
 /// A checkpoint read back and checked: its state and its tensors by name, in the file's layout.
