@@ -169,3 +169,28 @@ struct IDXImageRunTests {
         #expect(message.contains("make Network[Conv2D(4×9×1→2×7×2"), "\(message)")
     }
 }
+
+@Suite("Gradient check reports in the checkpoint's layout")
+struct GradientCheckFileLayoutTests {
+    @Test("Shapes are the checkpoint's, and each entry's position and index point at the same element in the file's tensor")
+    func sameElement() throws {
+        let run = try RunBuilder.build(try digitsCNNConfig(epochs: 1))
+        let engine = try #require(run.engine as? NetworkTrainingEngine<Float, Adam<Float>>)
+        let report = try engine.gradientCheck(try GradientCheck(samplesPerTensor: 6, seed: 3, worstCount: 60), batchSize: 4)
+        let file = report.inFileLayout()
+        let checkpoint = Checkpoint(engine, config: run.config, preprocessing: run.preprocessing)
+        for t in file.tensors { #expect(checkpoint.tensors.first { $0.name == t.name }?.shape == t.shape, "\(t.name)") }
+        #expect(file.tensors.first { $0.name == "layers.0.weight" }?.shape == [6, 1, 3, 3])
+        #expect(file.tensors.first { $0.name == "layers.5.weight" }?.shape == [10, 96])
+        let network = engine.network
+        var weights = 0
+        for (inEngine, inFile) in zip(report.worst, file.worst) {
+            let stored = try #require(checkpoint.tensors.first { $0.name == inFile.name }).tensor(as: Float.self, source: "c")
+            let tensor = try #require(network.parameterTensors.first { $0.name == inEngine.name })
+            #expect(stored[inFile.index] == network.parameters[tensor.offset + inEngine.index], "\(inFile.name)\(inFile.position)")
+            #expect(inFile.index == zip(inFile.position, stored.shape).reduce(0) { $0 * $1.1 + $1.0 })
+            if inFile.name.hasSuffix(".weight"), stored.shape.count > 1 { weights += 1 }
+        }
+        #expect(weights >= 6, "\(weights) dense or convolution weight entries among the worst")
+    }
+}

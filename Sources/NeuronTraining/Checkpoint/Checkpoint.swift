@@ -65,6 +65,10 @@ public struct Checkpoint: Sendable {
         }
     }
 
+    /// The position (per dimension) in the file's tensor of the element at engine position
+    /// `position` of `name`: the dimensions reordered as ``fileShape(_:engineShape:)`` reorders them.
+    static func filePosition(_ name: String, enginePosition position: [Int]) -> [Int] { fileShape(name, engineShape: position) }
+
     /// A stored tensor back in the engine's layout (the inverse of ``fileLayout(_:_:)``).
     static func engineLayout<Scalar: TensorScalar>(_ name: String, _ tensor: Tensor<Scalar>) -> Tensor<Scalar> {
         guard isWeight(name) else { return tensor }
@@ -266,5 +270,34 @@ extension Checkpoint {
         case is Bool.Type: "true or false"
         default: "\(type)"
         }
+    }
+}
+
+extension GradientCheckReport.TensorResult {
+    /// The result with its shape in the layout the checkpoint stores the tensor in.
+    public var inFileLayout: GradientCheckReport.TensorResult {
+        var result = self
+        result.shape = Checkpoint.fileShape(name, engineShape: shape)
+        return result
+    }
+}
+
+extension GradientCheckReport {
+    /// The report with each tensor's shape, and each entry's position and flat index, in the layout
+    /// the checkpoint stores that tensor in (`layers.0.weight` as `nn.Linear`'s (outputs, inputs)),
+    /// so that a name and a position point at the element a reader of the file finds there. The
+    /// input and every other tensor keep their shapes.
+    public func inFileLayout() -> GradientCheckReport {
+        var report = self
+        report.tensors = tensors.map(\.inFileLayout)
+        let shapes = Dictionary(report.tensors.map { ($0.name, $0.shape) }, uniquingKeysWith: { a, _ in a })
+        for i in report.worst.indices {
+            let entry = report.worst[i]
+            guard let shape = shapes[entry.name] else { continue }
+            let position = Checkpoint.filePosition(entry.name, enginePosition: entry.position)
+            report.worst[i].position = position
+            report.worst[i].index = zip(position, shape).reduce(0) { $0 * $1.1 + $1.0 }  // row-major, within a held tensor's count
+        }
+        return report
     }
 }
