@@ -167,6 +167,11 @@ struct IDXImageRunTests {
         let message = checkpointErrorMessage { () throws(CheckpointError) in try Checkpoint.decode(bytes, file: "f") }
         #expect(message.hasPrefix("f: network: Network[Conv2D(6×6×1→4×4×2"), "\(message)")
         #expect(message.contains("make Network[Conv2D(4×9×1→2×7×2"), "\(message)")
+        // A shape of another size, or one whose product overflows, is refused at the key.
+        for shape in [[6, 6, 2], [16_777_216, 16_777_216, 16_777_216]] {
+            let bytes = try editedState(checkpoint) { set(shape, at: "config.model.inputShape", in: &$0) }
+            #expect(invalidField { () throws(CheckpointError) in try Checkpoint.decode(bytes, file: "f") } == "config.model.inputShape")
+        }
     }
 }
 

@@ -39,6 +39,12 @@ extension CheckpointState {
         if let inputs = config.model.inputs, inputs != featureNames.count {
             throw invalid("config.model.inputs", "\(inputs) but featureNames names \(featureNames.count) features")
         }
+        if config.model.takesImages, let shape = config.model.inputShape, ModelConfig.valueCount(shape) != featureNames.count {
+            throw invalid(
+                "config.model.inputShape",
+                "\(shape) holds \(ModelConfig.valueCount(shape).map(String.init) ?? "more than Int.max") values but featureNames names \(featureNames.count) features"
+            )
+        }
         let isNeuron = config.model.neuron != nil
         if isNeuron, featureNames.count != 1 { throw invalid("featureNames", "\(featureNames.count) names; the neuron takes 1 input") }
         // The tensors the config's layers have, built for the saved features (layers hold no
