@@ -133,9 +133,10 @@ public struct DashboardFrame: Sendable, Encodable {
                 index: layer.index, title: layer.title, weightNorm: layer.weightNorm, gradientNorm: layer.gradientNorm,
                 saturation: layer.saturation, layout: layouts.indices.contains(layer.index) ? layouts[layer.index] : nil,
                 history: histories.indices.contains(layer.index) ? histories[layer.index] : LayerHistory(),
-                gradientCheck: layer.gradientCheck)
+                gradientCheck: layer.gradientCheck.map(\.inFileLayout))
         }
-        gradientCheck = state.gradientCheck
+        // Shapes and positions as the checkpoint's tensors of these names hold them.
+        gradientCheck = state.gradientCheck?.inFileLayout()
         ignoredEvents = state.ignoredEvents.map { Ignored(event: $0.event.description, phase: $0.phase.description) }
         ignoredEventCount = state.ignoredEventCount
         neuron = state.neuron.map {

@@ -33,6 +33,15 @@ struct Evaluate: ParsableCommand {
             }
             (name, evaluation) = found
         }
+        // A NaN loss printed as a result would read as a measurement; it is a model that cannot be evaluated.
+        if let row = evaluation.nonFiniteRow {
+            throw RunError.invalid(
+                "\(saved.file): \(name) row \(row + 1) (of \(evaluation.count)) gives outputs that are not finite (NaN or infinity); the model cannot be evaluated on it"
+            )
+        }
+        guard evaluation.loss.isFinite else {
+            throw RunError.invalid("\(saved.file): the loss on the \(name) rows is \(evaluation.loss), not a finite number")
+        }
         print("\(saved.state.network) at epoch \(saved.state.epoch), step \(saved.state.step), on \(evaluation.count) \(name) rows")
         print("  loss      \(evaluation.loss)")
         if let accuracy = evaluation.accuracy { print("  accuracy  \(accuracy)") }

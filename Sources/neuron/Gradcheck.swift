@@ -57,7 +57,8 @@ struct Gradcheck: ParsableCommand {
         let check = try GradientCheck(
             difference: difference, absoluteTolerance: atol, relativeTolerance: rtol,
             samplesPerTensor: samples, seed: config.training.seed)
-        let report = try run.engine.gradientCheck(check, batchSize: batchSize)
+        // Shapes and positions as the checkpoint's tensors of these names hold them.
+        let report = try run.engine.gradientCheck(check, batchSize: batchSize).inFileLayout()
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

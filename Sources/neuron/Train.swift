@@ -37,7 +37,10 @@ struct Train: AsyncParsableCommand {
     @Option(help: "The run directory (overrides output.directory).")
     var output: String?
 
-    @Option(help: "Go on from this checkpoint (its run directory or checkpoint file).")
+    @Option(
+        help:
+            "Go on from this checkpoint (its run directory or checkpoint file), with the --epochs, --batch-size, --learning-rate and --seed the run was started with unless given again."
+    )
     var resume: String?
 
     @Flag(help: "Print the summary only.")
@@ -60,6 +63,7 @@ struct Train: AsyncParsableCommand {
         if let epochs, epochs < 1 { throw ValidationError("--epochs must be at least 1, got \(epochs)") }
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1, got \(batchSize)") }
         if let learningRate, learningRate <= 0 { throw ValidationError("--learning-rate must be greater than 0, got \(learningRate)") }
+        if output?.isEmpty == true { throw ValidationError("--output must name a folder, got '' (the current folder would receive the run's files)") }
         if !(0...65535).contains(port) { throw ValidationError("--port must be 0 to 65535, got \(port)") }
         if !dashboard && (port != 0 || host != "127.0.0.1") { throw ValidationError("--port and --host need --dashboard") }
     }
@@ -68,16 +72,13 @@ struct Train: AsyncParsableCommand {
     func run() async throws {
         // Under mpirun: this process's place among those training the run (nil alone).
         let group = try ProcessGroup.start()
-        var config = try ConfigLoader.load(self.config)
-        if let epochs {
-            if config.model.neuron != nil { config.training.iterations = epochs } else { config.training.epochs = epochs }
-        }
-        if let batchSize { config.training.batchSize = batchSize }
-        if let learningRate { config.optimizer.learningRate = learningRate }
-        if let seed { config.training.seed = seed }
+        let checkpoint = try resume.map(Checkpoint.read)
+        // Resumed, the run goes on with the options it was started with, unless given again.
+        let given = RunOverrides(epochs: epochs, batchSize: batchSize, learningRate: learningRate, seed: seed)
+        let overrides = (checkpoint?.state.overrides ?? RunOverrides()).updated(with: given)
+        var config = overrides.applied(to: try ConfigLoader.load(self.config))
         // Absolute: the checkpoint saves the config, and is read from anywhere.
         config.data = config.data.withAbsolutePaths()
-        let checkpoint = try resume.map(Checkpoint.read)
         if let checkpoint {
             let changes = try ResumeSettings.changes(from: checkpoint, to: config)
             for line in changes where (group?.rank ?? 0) == 0 { FileHandle.standardError.write(Data("neuron: \(line)\n".utf8)) }
@@ -93,12 +94,14 @@ struct Train: AsyncParsableCommand {
             BLAS.threadCount = threads
         }
         var run = try RunBuilder.build(config, resume: checkpoint)
+        run.overrides = overrides
         if let group {
             try group.agree(on: ProcessGroup.fingerprint(of: run))
             try run.engine.join(group)
             if group.rank != 0 { trainReplica(run, in: group) }
         }
         if let checkpoint, run.engine.isFinished {
+            if let error = ResumeSettings.endedBefore(checkpoint, config: config) { throw error }
             let length = config.model.neuron == nil ? "\(checkpoint.state.epoch) epochs" : "\(checkpoint.state.step) iterations"
             FileHandle.standardError.write(
                 Data("neuron: \(checkpoint.path) already finished its \(length); nothing to do (give a larger --epochs to train on)\n".utf8))

@@ -119,6 +119,52 @@ struct TrainCommandTests {
         #expect(lines.count > 2 && lines.allSatisfy { $0.hasPrefix("{") })
     }
 
+    @Test("--resume DIR alone goes on with the run's own --epochs and --learning-rate, to its end; then there is nothing to do")
+    func resumeKeepsOptions() throws {
+        let base = try scratchDirectory("resume-options")
+        let run = base + "/run"
+        let config = base + "/digits.yaml"
+        try (try String(contentsOfFile: dataDirectory + "/digits.yaml", encoding: .utf8))
+            .replacingOccurrences(of: "path: digits.csv", with: "path: \(dataDirectory)/digits.csv")
+            .appending("\noutput:\n  checkpointEvery: 100\n")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let interrupted = try runNeuron(
+            ["train", config, "--epochs", "300", "--learning-rate", "0.02", "--json", "--output", run],
+            interruptWhen: { $0.contains("\"phase\":\"running\"") && $0.contains("\"step\":") })
+        #expect(interrupted.status == 130, "status \(interrupted.status): \(interrupted.stderr)")
+        #expect(try summary(run).phase == "stopped")
+        // The printed hint's command: the config and --resume, nothing else.
+        let resumed = try runNeuron(["train", config, "--resume", run, "--quiet"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(!resumed.stderr.contains("changed"), "\(resumed.stderr)")  // the learning rate stayed 0.02
+        #expect(try summary(run).phase == "finished" && summary(run).epochs == 300)
+        let again = try runNeuron(["train", config, "--resume", run, "--quiet"])
+        #expect(again.status == 0 && again.stderr.contains("already finished its 300 epochs"), "\(again.stderr)")
+    }
+
+    @Test("An empty --output is refused, exit 2, before anything is written")
+    func emptyOutput() throws {
+        let result = try runNeuron(["train", dataDirectory + "/xor.yaml", "--output", ""])
+        #expect(result.status == 2 && result.stderr.contains("--output must name a folder"), "\(result.stderr)")
+    }
+
+    @Test("Rows whose outputs are not finite stop evaluate and predict with exit 2 naming the row; no NaN is printed")
+    func nonFiniteOutputs() throws {
+        let base = try scratchDirectory("edge")
+        let out = base + "/run"
+        #expect(try runNeuron(["train", dataDirectory + "/iris.yaml", "--output", out, "--epochs", "3", "--quiet"]).status == 0)
+        let rows =
+            "sepal_length,sepal_width,petal_length,petal_width,species\n5.1,3.5,1.4,0.2,setosa\n3e38,-3e38,3e38,-3e38,versicolor\n6.9,3.1,5.4,2.3,virginica\n"
+        try rows.write(toFile: base + "/edge.csv", atomically: true, encoding: .utf8)
+        try (try String(contentsOfFile: dataDirectory + "/iris.yaml", encoding: .utf8)).replacingOccurrences(of: "iris.csv", with: "edge.csv")
+            .write(toFile: base + "/edge.yaml", atomically: true, encoding: .utf8)
+        let evaluated = try runNeuron(["evaluate", out, "--data", base + "/edge.yaml"])
+        #expect(evaluated.status == 2 && evaluated.stderr.contains("data row 2 (of 3) gives outputs that are not finite"), "\(evaluated.stderr)")
+        #expect(!evaluated.stdout.lowercased().contains("nan"), "\(evaluated.stdout)")
+        let predicted = try runNeuron(["predict", out, base + "/edge.csv"])
+        #expect(predicted.status == 2 && predicted.stderr.contains("row 2 gives outputs that are not finite") && predicted.stdout.isEmpty)
+    }
+
     @Test("evaluate reports the accuracy printed at the end of training; predict writes one row per input")
     func evaluateAndPredict() throws {
         let out = try scratchDirectory("iris") + "/run"

@@ -117,3 +117,54 @@ struct UnitExplanationTests {
         #expect(text.contains("\(e.backpropagatedBias)"))
     }
 }
+
+@Suite("A unit explained behind dropout and batch norm: evaluation mode in every pass")
+struct UnitExplanationEvaluationModeTests {
+    /// Dense(3→4, tanh) → BatchNorm(4, relu) with running statistics of its own → Dropout(4, rate 0.5)
+    /// → Dense(4→2, softmax), seeded; and a conv → batch norm → dropout → flatten → dense image network.
+    private func networks() throws -> [(network: Network<Double>, sample: [Double], target: [Double], layer: Int)] {
+        var vectors = try Network<Double>(
+            [
+                try Dense<Double>(3, 4, activation: .tanh), try BatchNorm<Double>(input: [4], activation: .relu),
+                try Dropout<Double>(input: [4], rate: 0.5), try Dense<Double>(4, 2, activation: .softmax),
+            ], loss: .softmaxCrossEntropy)
+        vectors.initialize(seed: 5)
+        var images = try Network<Double>(
+            [
+                try Conv2D<Double>(input: [4, 4, 1], filters: 2, kernel: (3, 3)), try BatchNorm<Double>(input: [2, 2, 2], activation: .tanh),
+                try Dropout<Double>(input: [2, 2, 2], rate: 0.3), try Flatten<Double>(input: [2, 2, 2]),
+                try Dense<Double>(8, 2, activation: .identity),
+            ], loss: .halfSquaredError)
+        images.initialize(seed: 6)
+        // Running statistics unlike one sample's batch statistics: a mean off 0, variances off 1.
+        vectors.state = [0.2, -0.1, 0.3, 0.05, 0.5, 2.0, 0.7, 1.5]
+        images.state = [0.1, -0.2, 0.6, 1.8]
+        return [
+            (vectors, [0.3, -1.2, 0.8], [0, 1], 3),
+            (images, (0..<16).map { Double($0 % 5) / 4 - 0.5 }, [0.25, -0.5], 4),
+        ]
+    }
+
+    @Test("The loss is the evaluation-mode loss, and each faux gradient agrees with its chain-rule one (central, 1e-6)")
+    func consistent() throws {
+        for (network, sample, target, layer) in try networks() {
+            var evaluated = network
+            let x = try Tensor<Double>(shape: [1] + network.inputShape, scalars: sample)
+            let t = try Tensor<Double>(shape: [1, target.count], scalars: target)
+            let evaluationLoss = try evaluated.loss(x, targets: t, mode: .evaluation)
+            let trainingLoss = try evaluated.loss(x, targets: t, mode: .training)
+            #expect(abs(evaluationLoss - trainingLoss) > 1e-3, "the two modes must differ for the test to tell them apart")
+            for unit in 0..<2 {
+                let e = try UnitExplanation(
+                    network: network, sample: sample, target: target, layer: layer, unit: unit, difference: try FiniteDifference(.central, tiny: 1e-6)
+                )
+                #expect(e.mode == .evaluation)
+                expectClose(e.loss, evaluationLoss, tolerance: 1e-12)
+                for (quantity, comparison) in e.comparisons {
+                    #expect(comparison.agrees(absoluteTolerance: 1e-7, relativeTolerance: 1e-5), "\(network) unit \(unit) \(quantity): \(comparison)")
+                }
+                #expect(e.table.contains("In evaluation mode"))
+            }
+        }
+    }
+}

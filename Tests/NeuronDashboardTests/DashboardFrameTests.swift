@@ -1,4 +1,5 @@
 import Foundation
+import NeuronCore
 import NeuronTraining
 import Testing
 
@@ -23,6 +24,24 @@ struct DashboardFrameTests {
         #expect(json.contains(#""seed":"18446744073709551615""#))  // beyond a JavaScript number's integers
         #expect(json.contains(#""netGradient":-0.020105429430100793"#) && json.contains(#""output":0.6640367702678491"#))
         #expect(json.contains(#""ignoredEvents":[{"event":"start","phase":"running"}]"#))
+    }
+
+    @Test("The gradient check travels with shapes and positions as the checkpoint stores the tensors: (outputs, inputs)")
+    func gradientCheckInFileLayout() throws {
+        // Dense(3→2): the engine holds its weight as (3, 2), the checkpoint as (2, 3).
+        let network = try Network<Double>(features: 3, layers: [(2, .tanh)], loss: .halfSquaredError, seed: 4)
+        let x = try Tensor<Double>(shape: [1, 3], scalars: [0.1, -0.4, 0.7]), t = try Tensor<Double>(shape: [1, 2], scalars: [0.2, -0.1])
+        let report = try GradientCheck(worstCount: 8).run(on: network, inputs: x, targets: t)
+        #expect(report.tensors.first?.shape == [3, 2])
+        var state = TrainingViewState()
+        state.gradientCheck = report
+        state.layers = [LayerViewState(index: 0, title: "", weightNorm: 1, gradientNorm: 1, saturation: nil, gradientCheck: report.tensors)]
+        let frame = DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false)
+        #expect(frame.gradientCheck?.tensors.map(\.shape) == [[2, 3], [2]] && frame.layers[0].gradientCheck.map(\.shape) == [[2, 3], [2]])
+        for (inEngine, inFrame) in zip(report.worst, try #require(frame.gradientCheck).worst) where inEngine.name == "layers.0.weight" {
+            #expect(
+                inFrame.position == [inEngine.position[1], inEngine.position[0]] && inFrame.index == inFrame.position[0] * 3 + inFrame.position[1])
+        }
     }
 
     @Test("A layer's curve keeps at most its capacity, halving its resolution when full")

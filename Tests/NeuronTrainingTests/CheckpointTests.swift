@@ -201,6 +201,30 @@ struct CheckpointTests {
             checkpointErrorMessage { () throws(CheckpointError) in try Checkpoint.read(directory.path) }.hasPrefix("\(file): \(field): "), "\(edit)")
     }
 
+    @Test("A batch norm running variance below 0 is refused on load, naming the file, the tensor and the element")
+    func negativeRunningVariance() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let run = try RunBuilder.build(try idxCNNConfig(in: directory))
+        var checkpoint = Checkpoint(run.engine, config: run.config, preprocessing: run.preprocessing)
+        _ = try Checkpoint.decode(try checkpoint.encoded(), file: "f")
+        let i = try #require(checkpoint.tensors.firstIndex { $0.name == "layers.1.running_var" })
+        var variance = try checkpoint.tensors[i].tensor(as: Float.self, source: "f")
+        #expect(variance.scalars.allSatisfy { $0 >= 0 })
+        variance.withUnsafeMutableBufferPointer { $0[1] = -1 }
+        checkpoint.tensors[i] = SafeTensors.entry("layers.1.running_var", variance)
+        let message = checkpointErrorMessage { () throws(CheckpointError) in
+            try Checkpoint.decode(try! checkpoint.encoded(), file: "run/checkpoint.safetensors")
+        }
+        #expect(message == "run/checkpoint.safetensors: layers.1.running_var: element 1 is below 0; a variance is 0 or more")
+        // A running mean may be negative.
+        var mean = checkpoint
+        mean.tensors[i] = SafeTensors.entry("layers.1.running_var", Tensor<Float>(vector: [0, 1]))
+        let j = try #require(mean.tensors.firstIndex { $0.name == "layers.1.running_mean" })
+        mean.tensors[j] = SafeTensors.entry("layers.1.running_mean", Tensor<Float>(vector: [-1, -2]))
+        _ = try Checkpoint.decode(try mean.encoded(), file: "f")
+    }
+
     @Test("Tensors that do not fit the state are refused: an optimizer buffer of the wrong length, NaN or infinite weights, a stray tensor")
     func editedTensors() throws {
         let checkpoint = try irisCheckpoint()

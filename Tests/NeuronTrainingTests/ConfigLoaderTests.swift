@@ -585,6 +585,33 @@ struct ConfigLoaderTests {
             "training:\n  blasThreads: 3000000000\n", "run.yaml:9:16: training.blasThreads: expected a whole number from 1 to 1024; found 3000000000")
         check("output:\n  checkpointEvery: 0\n", "run.yaml:9:20: output.checkpointEvery: expected a whole number 1 or more; found 0")
         check("output:\n  checkpointSeconds: 0\n", "run.yaml:9:22: output.checkpointSeconds: expected a number greater than 0; found 0")
+        // An empty run directory is the current folder.
+        check(
+            "output:\n  directory: ''\n",
+            "run.yaml:9:14: output.directory: expected a folder name (leave the key out for runs/<config name>); found ''")
+    }
+
+    @Test("A value tagged !!null but written as something else is refused at its key, in a mapping or a list")
+    func taggedNull() {
+        #expect(
+            failure("model: {layers: [{units: 1}]}\ndata: {kind: synthetic, name: !!null xor}\n")
+                == "run.yaml:2:31: data.name: tagged !!null but written xor; write null (or leave the key out) for the default, or the value without the tag"
+        )
+        #expect(
+            failure("model: {layers: [!!null dense]}\ndata: {kind: synthetic, name: xor}\n").hasPrefix(
+                "run.yaml:1:18: model.layers[0]: tagged !!null"))
+        // A plain null under the tag is still the default.
+        #expect(failure("model: {layers: [{units: 1}]}\ndata: {kind: synthetic, name: xor}\ntraining: {seed: !!null null}\n") == "no error")
+    }
+
+    @Test("An image shape whose product overflows is refused at model.inputShape, before anything multiplies it")
+    func inputShapeOverflow() {
+        #expect(
+            failure(
+                "model:\n  inputShape: [16777216, 16777216, 16777216]\n  layers: [{kind: flatten}, {units: 2, activation: softmax}]\ndata: {kind: synthetic, name: xor}\n"
+            )
+                == "run.yaml:2:15: model.inputShape: expected values per sample (height × width × channels) that can be counted, at most \(Int.max); 16777216 × 16777216 × 16777216 is more; found a list"
+        )
     }
 
     @Test("Booleans are true and false only: YAML 1.1's yes, on, y are refused")

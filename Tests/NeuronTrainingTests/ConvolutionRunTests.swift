@@ -121,3 +121,81 @@ struct ConvolutionRunTests {
         #expect(throws: ConfigError.self) { try RunBuilder.build(wrongShape) }
     }
 }
+
+@Suite("Image runs whose shape the IDX files give: resume, the shape checked against the files and the tensors")
+struct IDXImageRunTests {
+    @Test("An IDX run without model.inputShape resumes from its checkpoint with its own config, to the straight run's weights")
+    func resumesWithoutInputShape() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let config = try idxCNNConfig(in: directory)
+        #expect(config.model.inputShape == nil)
+        let first = try RunBuilder.build(config)
+        #expect(first.config.model.inputShape == [6, 6, 1])
+        let half = straightRun(try #require(first.engine as? NetworkTrainingEngine<Float, SGD<Float>>), steps: 5)
+        let saved = try Checkpoint.decode(try Checkpoint(half, config: first.config, preprocessing: first.preprocessing).encoded(), file: "idx")
+        let resumed = try #require(try RunBuilder.build(config, resume: saved).engine as? NetworkTrainingEngine<Float, SGD<Float>>)
+        let straight = straightRun(try #require(try RunBuilder.build(config).engine as? NetworkTrainingEngine<Float, SGD<Float>>))
+        #expect(straightRun(resumed).network.parameters.map(\.bitPattern) == straight.network.parameters.map(\.bitPattern))
+    }
+
+    @Test("model.inputShape other than the files' image shape is refused at its key, even of the same size")
+    func inputShapeAgainstFiles() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        var config = try idxCNNConfig(in: directory)
+        config.model.inputShape = [4, 9, 1]
+        #expect {
+            try RunBuilder.build(config)
+        } throws: {
+            "\($0)".contains("model.inputShape [4, 9, 1] is not the shape of the images in the files, [6, 6, 1]")
+        }
+        config.model.inputShape = [6, 6, 1]
+        _ = try RunBuilder.build(config)
+    }
+
+    @Test("A checkpoint whose saved inputShape was edited to another of the same size is refused on load, by every command")
+    func editedInputShape() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        // Global pooling: every tensor has the same shape for 6×6×1 and 4×9×1 images.
+        let layers = "[{kind: conv2d, filters: 2, kernel: 3}, {kind: avgPool2d, global: true}, {kind: flatten}, {units: 10, activation: softmax}]"
+        let run = try RunBuilder.build(try idxCNNConfig(in: directory, layers: layers))
+        let checkpoint = Checkpoint(run.engine, config: run.config, preprocessing: run.preprocessing)
+        _ = try Checkpoint.decode(try checkpoint.encoded(), file: "f")
+        let bytes = try editedState(checkpoint) { set([4, 9, 1], at: "config.model.inputShape", in: &$0) }
+        let message = checkpointErrorMessage { () throws(CheckpointError) in try Checkpoint.decode(bytes, file: "f") }
+        #expect(message.hasPrefix("f: network: Network[Conv2D(6×6×1→4×4×2"), "\(message)")
+        #expect(message.contains("make Network[Conv2D(4×9×1→2×7×2"), "\(message)")
+        // A shape of another size, or one whose product overflows, is refused at the key.
+        for shape in [[6, 6, 2], [16_777_216, 16_777_216, 16_777_216]] {
+            let bytes = try editedState(checkpoint) { set(shape, at: "config.model.inputShape", in: &$0) }
+            #expect(invalidField { () throws(CheckpointError) in try Checkpoint.decode(bytes, file: "f") } == "config.model.inputShape")
+        }
+    }
+}
+
+@Suite("Gradient check reports in the checkpoint's layout")
+struct GradientCheckFileLayoutTests {
+    @Test("Shapes are the checkpoint's, and each entry's position and index point at the same element in the file's tensor")
+    func sameElement() throws {
+        let run = try RunBuilder.build(try digitsCNNConfig(epochs: 1))
+        let engine = try #require(run.engine as? NetworkTrainingEngine<Float, Adam<Float>>)
+        let report = try engine.gradientCheck(try GradientCheck(samplesPerTensor: 6, seed: 3, worstCount: 60), batchSize: 4)
+        let file = report.inFileLayout()
+        let checkpoint = Checkpoint(engine, config: run.config, preprocessing: run.preprocessing)
+        for t in file.tensors { #expect(checkpoint.tensors.first { $0.name == t.name }?.shape == t.shape, "\(t.name)") }
+        #expect(file.tensors.first { $0.name == "layers.0.weight" }?.shape == [6, 1, 3, 3])
+        #expect(file.tensors.first { $0.name == "layers.5.weight" }?.shape == [10, 96])
+        let network = engine.network
+        var weights = 0
+        for (inEngine, inFile) in zip(report.worst, file.worst) {
+            let stored = try #require(checkpoint.tensors.first { $0.name == inFile.name }).tensor(as: Float.self, source: "c")
+            let tensor = try #require(network.parameterTensors.first { $0.name == inEngine.name })
+            #expect(stored[inFile.index] == network.parameters[tensor.offset + inEngine.index], "\(inFile.name)\(inFile.position)")
+            #expect(inFile.index == zip(inFile.position, stored.shape).reduce(0) { $0 * $1.1 + $1.0 })
+            if inFile.name.hasSuffix(".weight"), stored.shape.count > 1 { weights += 1 }
+        }
+        #expect(weights >= 6, "\(weights) dense or convolution weight entries among the worst")
+    }
+}

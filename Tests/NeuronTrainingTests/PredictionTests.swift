@@ -33,6 +33,32 @@ struct PredictionTests {
         #expect(lines[1].hasPrefix("1,setosa,"))  // an unmistakable setosa, after five epochs
     }
 
+    @Test("A row whose outputs are not finite is refused, naming the row, for predict and evaluate alike; no NaN is printed")
+    func nonFiniteOutputs() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let run = try RunBuilder.build(try irisConfig(epochs: 2))
+        try Checkpoint(straightRun(run.engine), config: run.config, preprocessing: run.preprocessing).write(to: directory.path)
+        let checkpoint = try Checkpoint.read(directory.path)
+        // Finite inputs at Float's edge: standardized, they are infinite, and the first layer's sums NaN.
+        let rows =
+            "sepal_length,sepal_width,petal_length,petal_width,species\n5.1,3.5,1.4,0.2,setosa\n3e38,-3e38,3e38,-3e38,versicolor\n6.9,3.1,5.4,2.3,virginica\n"
+        let input = try directory.write(Array(rows.utf8), "edge.csv")
+        #expect {
+            try Prediction<Float>.csv(checkpoint, input: input)
+        } throws: {
+            "\($0)"
+                == "\(input): row 2 gives outputs that are not finite (NaN or infinity) with the model of \(checkpoint.file); no prediction was written"
+        }
+        var data = run.config.data
+        (data.path, data.validationSplit) = (input, 0)
+        let (_, evaluation) = try RunBuilder.evaluation(of: checkpoint, on: data)
+        #expect(evaluation.nonFiniteRow == 1 && evaluation.count == 3)
+        // Finite rows leave it unset.
+        data.path = dataDirectory + "/iris.csv"
+        #expect(try RunBuilder.evaluation(of: checkpoint, on: data).evaluation.nonFiniteRow == nil)
+    }
+
     @Test("CSV fields are quoted as RFC 4180 says when they hold a comma, a quote or a line break")
     func csvFields() {
         #expect(Prediction<Float>.field("setosa") == "setosa")

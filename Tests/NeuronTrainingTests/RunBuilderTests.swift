@@ -124,6 +124,79 @@ struct RunBuilderTests {
         }
     }
 
+    @Test("Resumed on data whose feature names are not the checkpoint's, a run is refused naming both; evaluate --data too")
+    func featureNamesAgainstData() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let config = try irisConfig()
+        let run = try RunBuilder.build(config)
+        let bytes = try editedState(Checkpoint(run.engine, config: config, preprocessing: run.preprocessing)) {
+            $0["featureNames"] = ["a", "b", "c", "d"]
+        }
+        let saved = try Checkpoint.decode(bytes, file: directory.file("checkpoint.safetensors"))
+        #expect(
+            throws: RunError.checkpointMismatch(
+                path: directory.path,
+                reason:
+                    "the data's features (sepal_length, sepal_width, petal_length, petal_width) are not the checkpoint's (a, b, c, d) (data: \(dataDirectory)/iris.csv)"
+            )
+        ) {
+            try RunBuilder.build(config, resume: saved)
+        }
+        #expect {
+            try RunBuilder.evaluation(of: saved, on: config.data)
+        } throws: {
+            "\($0)".hasPrefix(
+                "\(directory.path): cannot evaluate: the data's features (sepal_length, sepal_width, petal_length, petal_width) are not the model's (a, b, c, d)"
+            )
+        }
+    }
+
+    @Test("The command line's settings are saved and applied again on resume; given again, the new ones win")
+    func overrides() throws {
+        let saved = RunOverrides(epochs: 2000, learningRate: 0.01)
+        let resumed = saved.updated(with: RunOverrides(learningRate: 0.02, seed: 4))
+        #expect(resumed == RunOverrides(epochs: 2000, learningRate: 0.02, seed: 4))
+        #expect(resumed.arguments == "--epochs 2000 --learning-rate 0.02 --seed 4" && RunOverrides().isEmpty)
+        let file = try irisConfig(epochs: 3)
+        let config = saved.applied(to: file)
+        #expect(config.training.epochs == 2000 && config.optimizer.learningRate == 0.01 && config.training.seed == file.training.seed)
+        // The neuron's epochs are its iterations.
+        let neuron = try neuronConfig(iterations: 5)
+        #expect(RunOverrides(epochs: 9).applied(to: neuron).training.iterations == 9)
+
+        // Saved in the checkpoint, read back; overrides the saved config does not hold are refused.
+        let run = try RunBuilder.build(config)
+        let checkpoint = Checkpoint(run.engine, config: config, preprocessing: run.preprocessing, overrides: saved)
+        #expect(try Checkpoint.decode(try checkpoint.encoded(), file: "f").state.overrides == saved)
+        #expect(
+            try Checkpoint.decode(try Checkpoint(run.engine, config: config, preprocessing: run.preprocessing).encoded(), file: "f").state.overrides
+                == nil)
+        let bytes = try editedState(checkpoint) { set(500, at: "overrides.epochs", in: &$0) }
+        #expect(invalidField { () throws(CheckpointError) in try Checkpoint.decode(bytes, file: "f") } == "overrides")
+    }
+
+    @Test("Resuming a stopped run with fewer epochs than it reached is an error; a finished run has nothing to do")
+    func endedBefore() throws {
+        let config = try irisConfig(epochs: 3)
+        var run = try RunBuilder.build(config)
+        for _ in 0..<(9 * 2) { _ = run.engine.step() }  // two epochs of three
+        let stopped = try Checkpoint.decode(try Checkpoint(run.engine, config: config, preprocessing: run.preprocessing).encoded(), file: "d/c")
+        var shorter = config
+        shorter.training.epochs = 1
+        #expect(
+            ResumeSettings.endedBefore(stopped, config: shorter)
+                == .checkpointMismatch(
+                    path: "d",
+                    reason:
+                        "the run stopped at epoch 2 of its 3, and 1 epochs end before that; give --epochs above 2, or leave --epochs out to go on to 3"
+                ))
+        #expect(try RunBuilder.build(shorter, resume: stopped).engine.isFinished)
+        for _ in 0..<9 { _ = run.engine.step() }
+        let finished = try Checkpoint.decode(try Checkpoint(run.engine, config: config, preprocessing: run.preprocessing).encoded(), file: "d/c")
+        #expect(ResumeSettings.endedBefore(finished, config: config) == nil)
+    }
+
     @Test("A model that does not fit the data is refused at the key at fault, with the data file")
     func modelAgainstData() throws {
         let iris = dataDirectory + "/iris.csv"

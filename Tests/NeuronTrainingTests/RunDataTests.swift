@@ -4,11 +4,6 @@ import Testing
 
 @testable import NeuronTraining
 
-/// An uncompressed IDX file of unsigned bytes (magic 0x00 0x00 0x08, dimension count, big-endian extents).
-private func idx(_ dimensions: [Int], _ bytes: [UInt8]) -> [UInt8] {
-    [0, 0, 0x08, UInt8(dimensions.count)] + dimensions.flatMap { d in [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: d >> $0) } } + bytes
-}
-
 @Suite("RunData: a run's rows, split and preprocessed as its config says")
 struct RunDataTests {
     /// Ten rows whose first feature is the row number, so that each row can be told apart after preprocessing.

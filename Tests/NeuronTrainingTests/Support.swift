@@ -100,3 +100,35 @@ func meanAndDeviation(_ values: [Double]) -> (mean: Double, deviation: Double) {
 func column<Scalar: TensorScalar>(_ c: Int, of data: Dataset<Scalar>) -> [Double] {
     (0..<data.count).map { Double(data.features[$0, c]) }
 }
+
+/// An uncompressed IDX file of unsigned bytes (magic 0x00 0x00 0x08, dimension count, big-endian extents).
+func idx(_ dimensions: [Int], _ bytes: [UInt8]) -> [UInt8] {
+    [0, 0, 0x08, UInt8(dimensions.count)] + dimensions.flatMap { d in [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: d >> $0) } } + bytes
+}
+
+/// Twenty 6×6 images in two classes (a bright left or right half, with seeded noise) as IDX files
+/// in `directory` (IDX labels are digits: 10 classes), and a CNN config over them that gives no `model.inputShape` (the files give it).
+func idxCNNConfig(in directory: CheckpointTestDirectory, epochs: Int = 4, layers: String? = nil, extra: String = "") throws -> RunConfig {
+    var g = SeededGenerator(seed: 11)
+    var pixels: [UInt8] = []
+    let labels: [UInt8] = (0..<20).map { UInt8($0 % 2) }
+    for label in labels {
+        for _ in 0..<6 {
+            for column in 0..<6 { pixels.append(UInt8((column < 3) == (label == 0) ? 200 : Int(g.uniform(0, 60)))) }
+        }
+    }
+    _ = try directory.write(idx([20, 6, 6], pixels), "train-images")
+    _ = try directory.write(idx([20], labels), "train-labels")
+    return try config(
+        """
+        model:
+          layers: \(layers ?? """
+        [{kind: conv2d, filters: 2, kernel: 3}, {kind: batchNorm, activation: relu}, {kind: maxPool2d, size: 2},
+                   {kind: flatten}, {units: 10, activation: softmax}]
+        """)
+        data: {kind: idx, trainImages: train-images, trainLabels: train-labels, validationSplit: 0.2}
+        optimizer: {kind: sgd, learningRate: 0.1}
+        training: {epochs: \(epochs), batchSize: 4, seed: 5}
+        \(extra)
+        """, in: directory.path)
+}

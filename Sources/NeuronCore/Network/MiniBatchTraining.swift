@@ -223,6 +223,9 @@ public struct Evaluation: Sendable, Equatable, Codable {
     public var confusion: ConfusionMatrix?
     /// Samples evaluated.
     public var count: Int
+    /// The first sample (from 0, in the dataset's order) whose outputs are not all finite (NaN or
+    /// infinity), which makes the loss and the accuracy meaningless; nil when every output is finite.
+    public var nonFiniteRow: Int?
 
     /// An evaluation from its parts.
     public init(loss: Double, accuracy: Double?, confusion: ConfusionMatrix?, count: Int) {
@@ -239,11 +242,17 @@ extension Network {
         var x = Tensor<Scalar>(zeros: [0, 0]), t = Tensor<Scalar>(zeros: [0, 0]), labels: [Int] = []
         var confusion = dataset.labels.map { _ in ConfusionMatrix(classCount: dataset.outputCount) }
         var total = 0.0
+        var nonFiniteRow: Int?
         for b in 0..<batches.batchesPerEpoch {
             batches.fill(batch: b, from: dataset, features: &x, targets: &t, labels: &labels)
             total += Double(try loss(x, targets: t)) * Double(x.rows)
             if confusion != nil { confusion!.add(predictions: output, labels: labels) }
+            if nonFiniteRow == nil, let i = output.scalars.firstIndex(where: { !$0.isFinite }) {
+                nonFiniteRow = batches.range(ofBatch: b).lowerBound + i / outputCount  // a fresh order is the dataset's
+            }
         }
-        return Evaluation(loss: total / Double(dataset.count), accuracy: confusion?.accuracy, confusion: confusion, count: dataset.count)
+        var evaluation = Evaluation(loss: total / Double(dataset.count), accuracy: confusion?.accuracy, confusion: confusion, count: dataset.count)
+        evaluation.nonFiniteRow = nonFiniteRow
+        return evaluation
     }
 }

@@ -70,7 +70,8 @@ public struct UnitExplanation: Sendable, Equatable {
         network: Network<Scalar>, sample: [Scalar], target: [Scalar], layer: Int, unit: Int,
         difference: FiniteDifference<Double> = .reference
     ) throws(NetworkError) {
-        var n = network.converted(to: Double.self)
+        // Evaluation mode throughout: the pass a trained model is used in (evaluate, predict).
+        var n = try network.converted(to: Double.self).evaluationEquivalent()
         guard n.layers.indices.contains(layer) else {
             throw .invalidLayer("layer \(layer)", reason: "\(network) has layers 0 to \(n.layers.count - 1)")
         }
@@ -157,6 +158,10 @@ public struct UnitExplanation: Sendable, Equatable {
             inputs: try weights.map { (w: Double) throws(NetworkError) in try fauxGradient([(biasIndex, w)]) })
     }
 
+    /// The mode every pass of the explanation runs in: evaluation (dropout keeps every input,
+    /// batch norm normalizes with its running statistics), as evaluate and predict use a trained model.
+    public var mode: LayerMode { .evaluation }
+
     /// Each chain-rule gradient beside its faux one, in the table's order: output (when both
     /// exist), net, bias, each weight, each input.
     public var comparisons: [(quantity: String, comparison: GradientComparison<Double>)] {
@@ -176,12 +181,12 @@ extension UnitExplanation: Encodable {
     private enum Key: String, CodingKey {
         case layer, unit, title, activation, isOutput, inputs, weights, bias, target, net, output, loss
         case local, gradients, faux, backpropagated, absoluteError, relativeError, difference
-        case input, weight, method, tiny
+        case input, weight, method, tiny, mode
     }
 
     /// Keys as `neuron explain --json` (always arrays for weights and inputs): `layer`, `unit`,
     /// `title`, `activation`, `isOutput`, `inputs`, `weights`, `bias`, `target`, `net`, `output`,
-    /// `loss`, `local` (`net`, `bias`, `weight`, `input`), `gradients` and `faux` (`output`, `net`,
+    /// `loss`, `mode` (`evaluation`), `local` (`net`, `bias`, `weight`, `input`), `gradients` and `faux` (`output`, `net`,
     /// `bias`, `weight`, `input`), `backpropagated` (`weight`, `bias`), `difference`.
     public func encode(to encoder: Encoder) throws {
         var root = encoder.container(keyedBy: Key.self)
@@ -197,6 +202,7 @@ extension UnitExplanation: Encodable {
         try root.encode(net, forKey: .net)
         try root.encode(output, forKey: .output)
         try root.encode(loss, forKey: .loss)
+        try root.encode("\(mode)", forKey: .mode)
         var local = root.nestedContainer(keyedBy: Key.self, forKey: .local)
         try local.encode(localNet, forKey: .net)
         try local.encode(1.0, forKey: .bias)
@@ -234,6 +240,7 @@ extension UnitExplanation {
             case .softmax: "p·(1 - p) (diagonal term)"
             }
         var lines = ["Unit \(unit) of layer \(layer) \(layerTitle)\(isOutput ? " (an output unit)" : "")"]
+        lines.append("In evaluation mode, as evaluate and predict run it: dropout keeps every input, batch norm uses its running statistics.")
         lines.append("")
         lines.append("Forward")
         var forward = [
@@ -273,5 +280,60 @@ extension UnitExplanation {
         for j in inputs.indices { row("x[\(j)]", value: inputs[j], network: nil) }
         lines += paddedRows(table)
         return lines.joined(separator: "\n")
+    }
+}
+
+// MARK: - Evaluation mode as a training pass
+
+extension Network where Scalar == Double {
+    /// A network whose training pass computes this network's evaluation pass, so that a backward
+    /// pass (which follows a training pass) differentiates what evaluation computes: each dropout at
+    /// rate 0 (its training mask is all ones), each batch norm as the per-channel affine map its
+    /// running statistics make, `y = f(w·x + b)` with `w = γ / √(var + ε)` and `b = β - mean·w`, as a
+    /// dense layer (vectors) or a 1×1 convolution (images) with a diagonal weight. Every other layer,
+    /// and every layer's index, stays as it is.
+    /// - Throws: ``NetworkError`` for a batch norm over samples neither vectors nor images.
+    func evaluationEquivalent() throws(NetworkError) -> Network<Double> {
+        guard layers.contains(where: { $0 is BatchNorm<Double> || $0 is Dropout<Double> }) else { return self }
+        var replaced: [any Layer<Double>] = []
+        // Per batch norm: its layer index and its diagonal (w, b).
+        var diagonals: [(layer: Int, weight: [Double], bias: [Double])] = []
+        for (i, layer) in layers.enumerated() {
+            if let dropout = layer as? Dropout<Double> {
+                replaced.append(try Dropout<Double>(input: dropout.inputShape, rate: 0))
+            } else if let norm = layer as? BatchNorm<Double> {
+                func values(_ tensors: [ParameterTensor], _ buffer: [Double], _ name: String) -> [Double] {
+                    Array(buffer[tensors.first { $0.layer == i && $0.tensor == name }!.range])
+                }
+                let gamma = values(parameterTensors, parameters, "weight"), beta = values(parameterTensors, parameters, "bias")
+                let mean = values(stateTensors, state, "running_mean"), variance = values(stateTensors, state, "running_var")
+                let w = zip(gamma, variance).map { $0 / (($1 + norm.epsilon).squareRoot()) }
+                diagonals.append((i, w, zip(beta, zip(mean, w)).map { $0 - $1.0 * $1.1 }))
+                let c = norm.channels
+                switch norm.inputShape.count {
+                case 1: replaced.append(try Dense<Double>(c, c, activation: norm.activation))
+                case 3:
+                    replaced.append(try Conv2D<Double>(input: norm.inputShape, filters: c, kernel: (1, 1), activation: norm.activation))
+                default:
+                    throw .invalidLayer("\(norm)", reason: "only a batch norm over vectors or images can be explained in evaluation mode")
+                }
+            } else {
+                replaced.append(layer)
+            }
+        }
+        var equivalent = try Network(replaced, loss: loss)
+        for t in equivalent.parameterTensors {
+            if let diagonal = diagonals.first(where: { $0.layer == t.layer }) {
+                // Dense (c, c) and 1×1 convolution (1, 1, c, c) weights alike: element (j, j) is j·c + j.
+                let c = diagonal.bias.count
+                var values = [Double](repeating: 0, count: t.count)
+                if t.tensor == "weight" { for j in 0..<c { values[j * c + j] = diagonal.weight[j] } } else { values = diagonal.bias }
+                equivalent.parameters.replaceSubrange(t.range, with: values)
+            } else {
+                let source = parameterTensors.first { $0.layer == t.layer && $0.tensor == t.tensor }!
+                equivalent.parameters.replaceSubrange(t.range, with: parameters[source.range])
+            }
+        }
+        return equivalent
     }
 }

@@ -28,16 +28,19 @@ public struct Checkpoint: Sendable {
         (self.tensors, self.state) = (tensors, state)
     }
 
-    /// `engine` as it stands, saved with the config it was built from and the preprocessing fitted
-    /// on its training rows.
-    public init<Engine: TrainingEngine>(_ engine: Engine, config: RunConfig, preprocessing: Preprocessing) {
+    /// `engine` as it stands, saved with the config it was built from, the preprocessing fitted
+    /// on its training rows and the command-line settings the config was overridden with.
+    public init<Engine: TrainingEngine>(
+        _ engine: Engine, config: RunConfig, preprocessing: Preprocessing, overrides: RunOverrides = RunOverrides()
+    ) {
         let point = engine.resumePoint()
         tensors = point.tensors.map { SafeTensors.entry($0.name, Self.fileLayout($0.name, $0.tensor)) }
         state = CheckpointState(
             config: config, network: point.network, precision: Engine.Scalar.self == Float.self ? .float : .double,
             epoch: point.epoch, step: point.step, seed: point.seed, position: point.position,
             optimizerKind: config.optimizer.kind, optimizerStep: point.optimizerStep, preprocessing: preprocessing,
-            classNames: point.classNames, featureNames: point.featureNames, records: point.records)
+            classNames: point.classNames, featureNames: point.featureNames, records: point.records,
+            overrides: overrides.isEmpty ? nil : overrides)
     }
 
     /// The tensor as the file stores it, in PyTorch's layout: a dense weight (rank 2) transposed
@@ -61,6 +64,10 @@ public struct Checkpoint: Sendable {
         default: return shape
         }
     }
+
+    /// The position (per dimension) in the file's tensor of the element at engine position
+    /// `position` of `name`: the dimensions reordered as ``fileShape(_:engineShape:)`` reorders them.
+    static func filePosition(_ name: String, enginePosition position: [Int]) -> [Int] { fileShape(name, engineShape: position) }
 
     /// A stored tensor back in the engine's layout (the inverse of ``fileLayout(_:_:)``).
     static func engineLayout<Scalar: TensorScalar>(_ name: String, _ tensor: Tensor<Scalar>) -> Tensor<Scalar> {
@@ -122,6 +129,10 @@ public struct CheckpointState: Sendable, Equatable, Codable {
     public var classNames: [String]?
     public var featureNames: [String]
     public var records: [EpochRecord]
+    /// The command-line settings over the config file's (`--epochs`, `--learning-rate`, …), which
+    /// `config` already holds: `--resume` applies them again to the config file, so that the run
+    /// goes on as it was started. Absent when none were given.
+    public var overrides: RunOverrides? = nil
 }
 
 /// A checkpoint read back and checked: its state and its tensors by name, in the file's layout.
@@ -259,5 +270,34 @@ extension Checkpoint {
         case is Bool.Type: "true or false"
         default: "\(type)"
         }
+    }
+}
+
+extension GradientCheckReport.TensorResult {
+    /// The result with its shape in the layout the checkpoint stores the tensor in.
+    public var inFileLayout: GradientCheckReport.TensorResult {
+        var result = self
+        result.shape = Checkpoint.fileShape(name, engineShape: shape)
+        return result
+    }
+}
+
+extension GradientCheckReport {
+    /// The report with each tensor's shape, and each entry's position and flat index, in the layout
+    /// the checkpoint stores that tensor in (`layers.0.weight` as `nn.Linear`'s (outputs, inputs)),
+    /// so that a name and a position point at the element a reader of the file finds there. The
+    /// input and every other tensor keep their shapes.
+    public func inFileLayout() -> GradientCheckReport {
+        var report = self
+        report.tensors = tensors.map(\.inFileLayout)
+        let shapes = Dictionary(report.tensors.map { ($0.name, $0.shape) }, uniquingKeysWith: { a, _ in a })
+        for i in report.worst.indices {
+            let entry = report.worst[i]
+            guard let shape = shapes[entry.name] else { continue }
+            let position = Checkpoint.filePosition(entry.name, enginePosition: entry.position)
+            report.worst[i].position = position
+            report.worst[i].index = zip(position, shape).reduce(0) { $0 * $1.1 + $1.0 }  // row-major, within a held tensor's count
+        }
+        return report
     }
 }

@@ -21,6 +21,10 @@ extension CheckpointState {
         guard format == Self.currentFormat else { throw invalid("format", "\(format); this version reads format \(Self.currentFormat)") }
 
         try config.validate(file: file)
+        // Each saved override is a value the saved config holds (and was checked with it).
+        if let overrides, overrides.applied(to: config) != config {
+            throw invalid("overrides", "\(overrides.arguments) but the saved config does not hold these values")
+        }
         guard optimizerKind == config.optimizer.kind else {
             throw invalid("optimizerKind", "\(optimizerKind.rawValue) but config.optimizer.kind is \(config.optimizer.kind.rawValue)")
         }
@@ -34,6 +38,12 @@ extension CheckpointState {
         guard !featureNames.isEmpty else { throw invalid("featureNames", "empty; a network takes at least one feature") }
         if let inputs = config.model.inputs, inputs != featureNames.count {
             throw invalid("config.model.inputs", "\(inputs) but featureNames names \(featureNames.count) features")
+        }
+        if config.model.takesImages, let shape = config.model.inputShape, ModelConfig.valueCount(shape) != featureNames.count {
+            throw invalid(
+                "config.model.inputShape",
+                "\(shape) holds \(ModelConfig.valueCount(shape).map(String.init) ?? "more than Int.max") values but featureNames names \(featureNames.count) features"
+            )
         }
         let isNeuron = config.model.neuron != nil
         if isNeuron, featureNames.count != 1 { throw invalid("featureNames", "\(featureNames.count) names; the neuron takes 1 input") }
@@ -64,14 +74,22 @@ extension CheckpointState {
                     name, "shape \(SafeTensors.format(entry.shape)); the config's model and featureNames make it \(SafeTensors.format(shape))")
             }
             try checkFinite(entry, dtype: dtype, file: file)
+            // A variance below 0 makes batch norm's 1/√(var + ε) NaN for every sample.
+            if name.hasSuffix(".running_var") { try checkNotNegative(entry, dtype: dtype, file: file) }
             if parameterNames.contains(name) { parameterCount += entry.bytes.count / dtype.size }  // bounded by the file's size
         }
         // The layers chain and end as the loss needs (the buffers this allocates are the size of
         // tensors the file holds).
+        let rebuilt: Network<Float>
         do {
-            _ = try Network(layers, loss: config.model.effectiveLoss)
+            rebuilt = try Network(layers, loss: config.model.effectiveLoss)
         } catch {
             throw invalid("config.model", "\(error)")
+        }
+        // The network the tensors were saved from: an image shape edited to another of the same
+        // size (8×8×1 to 16×4×1) fits every tensor but reads each sample as another image.
+        guard rebuilt.description == network else {
+            throw invalid("network", "\(network) but the config's model and featureNames make \(rebuilt.description)")
         }
         let outputs = layers.last!.outputShape.reduce(1, *)
         if let classNames, classNames.count != outputs {
@@ -125,6 +143,18 @@ extension CheckpointState {
         }
 
         try preprocessing.validate(features: featureNames.count, file: file)
+    }
+
+    /// Every element of a float tensor (already checked finite, of the run's dtype) 0 or more.
+    private func checkNotNegative(_ entry: SafeTensors.Entry, dtype: SafeTensors.DType, file: String) throws(CheckpointError) {
+        let index: Int?
+        switch dtype {
+        case .f32: index = SafeTensors.words(entry.bytes, as: UInt32.self).firstIndex { Float(bitPattern: $0) < 0 }
+        default: index = SafeTensors.words(entry.bytes, as: UInt64.self).firstIndex { Double(bitPattern: $0) < 0 }
+        }
+        if let index {
+            throw .invalidState(path: file, field: entry.name, reason: "element \(index) is below 0; a variance is 0 or more")
+        }
     }
 
     /// Every element of a float tensor finite, in the run's precision.

@@ -195,6 +195,14 @@ private struct ConfigSchemaWalk {
     let source: String
     var nodes = ConfigNodes()
 
+    /// Refuses `!!null xor`: the tag says absent, the text says xor, and neither reading is safe to pick.
+    func refuseTaggedNull(_ node: Node, at path: String) throws(ConfigError) {
+        guard resolvedTag(node) == .null, !isNull(node) else { return }
+        throw ConfigError(
+            source, at: node.mark,
+            "\(path): tagged !!null but written \(written(node)); write null (or leave the key out) for the default, or the value without the tag")
+    }
+
     mutating func check(_ node: Node, against shape: ConfigShape, at path: String) throws(ConfigError) {
         switch shape {
         case let .mapping(fields, required):
@@ -207,6 +215,7 @@ private struct ConfigSchemaWalk {
                 let child = path.isEmpty ? key : path + "." + key
                 nodes.keys[child] = keyNode
                 nodes.values[child] = value
+                try refuseTaggedNull(value, at: child)
                 if isNull(value) {
                     guard !required.contains(key) else { throw typeError(value, field.shape, child) }
                     continue  // null is the default
@@ -222,6 +231,7 @@ private struct ConfigSchemaWalk {
             for (i, item) in sequence.enumerated() {
                 let child = "\(path)[\(i)]"
                 nodes.values[child] = item
+                try refuseTaggedNull(item, at: child)
                 try check(item, against: element, at: child)
             }
         case .string:
@@ -357,6 +367,10 @@ private struct ConfigChecker {
         try validateOptimizer(config.optimizer, isNeuron: config.model.neuron != nil)
         try validateTraining(config.training)
         if let every = config.output.checkpointEvery { try atLeastOne(every, at: "output.checkpointEvery") }
+        if let directory = config.output.directory {
+            // An empty name is the current folder: the run's files would land among whatever is there.
+            try require(!directory.isEmpty, "a folder name (leave the key out for runs/<config name>)", at: "output.directory", found: "''")
+        }
         let seconds = config.output.checkpointSeconds
         try require(seconds.isFinite && seconds > 0, "a number greater than 0", at: "output.checkpointSeconds", found: "\(seconds)")
     }
@@ -390,6 +404,10 @@ private struct ConfigChecker {
             try require(
                 shape.count == 3 && shape.allSatisfy { $0 >= 1 && $0 <= 1 << 24 },
                 "[height, width, channels], each a whole number from 1 to \(1 << 24)", at: "model.inputShape", found: "\(shape)")
+            try require(
+                ModelConfig.valueCount(shape) != nil,
+                "values per sample (height × width × channels) that can be counted, at most \(Int.max); \(shape.map(String.init).joined(separator: " × ")) is more",
+                at: "model.inputShape", found: "\(shape)")
         }
         for (i, layer) in model.layers.enumerated() {
             try validateLayer(layer, at: "model.layers[\(i)]", isLast: i == model.layers.count - 1)

@@ -70,6 +70,18 @@ public struct ModelConfig: Sendable, Equatable, Codable {
         (self.inputs, self.inputShape, self.layers, self.loss, self.neuron) = (inputs, inputShape, layers, loss, neuron)
     }
 
+    /// The values one sample of `shape` holds (the product of its sizes), or nil when the product
+    /// is more than an `Int` counts: every size a config gives is checked this way before it is multiplied.
+    public static func valueCount(_ shape: [Int]) -> Int? {
+        var product = 1
+        for size in shape {
+            let (next, overflow) = product.multipliedReportingOverflow(by: size)
+            if overflow { return nil }
+            product = next
+        }
+        return product
+    }
+
     /// `loss`, or when the config leaves it out: softmax cross-entropy after a softmax output
     /// layer (the pair whose gradient is `y - t`), else half the squared error (always the neuron's).
     public var effectiveLoss: Loss {

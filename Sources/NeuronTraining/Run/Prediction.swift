@@ -15,11 +15,19 @@ public enum Prediction<Scalar: TensorScalar> {
 
     /// The predictions for every row of `input` as CSV: `row,class,p_<name>…` for classification,
     /// `row,y0…` otherwise.
+    /// - Throws: ``RunError`` naming the first row whose outputs are not finite, and what reading
+    ///   `input` or building the network throws.
     public static func csv(_ checkpoint: LoadedCheckpoint, input: String) throws -> String {
         var network = try network(checkpoint)
         var x: Tensor<Scalar> = try CSV.loadFeatures(input, columns: checkpoint.state.featureNames)
         try checkpoint.state.preprocessing.apply(to: &x)
         let y = try network.forward(x)
+        // A NaN printed as a probability would read as a prediction.
+        if let i = y.scalars.firstIndex(where: { !$0.isFinite }) {
+            throw RunError.invalid(
+                "\(input): row \(i / y.columns + 1) gives outputs that are not finite (NaN or infinity) with the model of \(checkpoint.file); no prediction was written"
+            )
+        }
         var lines: [String]
         if let classes = checkpoint.state.classNames {
             lines = ["row,class," + classes.map { field("p_\($0)") }.joined(separator: ",")]

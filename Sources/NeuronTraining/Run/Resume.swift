@@ -49,6 +49,23 @@ public enum ResumeSettings {
         return lines
     }
 
+    /// What to say when `saved`, resumed as `config`, has no step left to train: nil when the
+    /// checkpoint had finished its own run (nothing to do, said by the caller), else the error for
+    /// a run stopped short of its end that `config` ends before it (a smaller `--epochs`).
+    public static func endedBefore(_ saved: LoadedCheckpoint, config: RunConfig) -> RunError? {
+        let isNeuron = config.model.neuron != nil
+        let done = isNeuron ? saved.state.step : saved.state.epoch
+        let own = saved.state.config.training, given = config.training
+        let (started, now) = isNeuron ? (own.iterations ?? own.epochs, given.iterations ?? given.epochs) : (own.epochs, given.epochs)
+        guard done < started else { return nil }
+        let unit = isNeuron ? "iteration" : "epoch"
+        return .checkpointMismatch(
+            path: saved.path,
+            reason:
+                "the run stopped at \(unit) \(done) of its \(started), and \(now) \(unit)s end before that; give --epochs above \(done), or leave --epochs out to go on to \(started)"
+        )
+    }
+
     private static func describe(_ schedule: ScheduleConfig) -> String {
         var parts = ["kind: \(schedule.kind.rawValue)"]
         if let every = schedule.every { parts.append("every: \(every)") }

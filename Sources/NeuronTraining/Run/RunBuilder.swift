@@ -30,6 +30,8 @@ public struct Run: Sendable {
     public let config: RunConfig
     /// The preprocessing fitted on the training rows (`none` for the neuron).
     public let preprocessing: Preprocessing
+    /// The command-line settings `config` holds over its file's, which the run's checkpoints save.
+    public var overrides = RunOverrides()
 
     public init(engine: any TrainingEngine, config: RunConfig, preprocessing: Preprocessing) {
         (self.engine, self.config, self.preprocessing) = (engine, config, preprocessing)
@@ -42,10 +44,8 @@ public enum RunBuilder {
     /// - Throws: ``DataError``, ``NetworkError``, ``OptimizerError``, ``CheckpointError`` or
     ///   ``RunError`` saying what does not fit.
     public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil) throws -> Run {
-        if let resume, resume.state.config.model != config.model {
-            throw RunError.checkpointMismatch(path: resume.path, reason: "the checkpoint's model (\(resume.state.network)) differs from the config's")
-        }
         if let neuron = config.model.neuron {
+            try checkModel(config.model, against: resume)
             guard let input = config.data.input, let target = config.data.target else {
                 throw RunError.invalid("the neuron needs data.input and data.target")
             }
@@ -86,10 +86,18 @@ public enum RunBuilder {
             // The image shape a sample is read as: the config's, else the files' (IDX); recorded
             // in the config the run saves, so that evaluate and predict rebuild the same network.
             if let shape = config.model.inputShape {
-                guard shape.reduce(1, *) == features else {
+                let values = ModelConfig.valueCount(shape)
+                guard values == features else {
+                    let holds = values.map { "\($0) values per sample" } ?? "more values per sample than can be counted"
+                    throw origin.error(
+                        at: "model.inputShape", "model.inputShape \(shape) holds \(holds) but the data has \(features) features\(data.source)")
+                }
+                // The files' own shape: the same pixels read as another shape are another image.
+                if let files = data.imageShape, files != shape {
                     throw origin.error(
                         at: "model.inputShape",
-                        "model.inputShape \(shape) holds \(shape.reduce(1, *)) values per sample but the data has \(features) features\(data.source)")
+                        "model.inputShape \(shape) is not the shape of the images in the files, \(files)\(data.source); give \(files) or leave model.inputShape out"
+                    )
                 }
             } else if let shape = data.imageShape {
                 config.model.inputShape = shape
@@ -99,6 +107,15 @@ public enum RunBuilder {
                     "model.inputShape: the model has image layers (conv2d, pools, flatten) but the data's rows are \(features) features\(data.source); give the shape of a sample as model.inputShape: [height, width, channels]"
                 )
             }
+        }
+        // Compared once the image shape is filled in from the files, as the saved config holds it.
+        try checkModel(config.model, against: resume)
+        if let resume, resume.state.featureNames != data.training.featureNames {
+            throw RunError.checkpointMismatch(
+                path: resume.path,
+                reason:
+                    "the data's features (\(Self.names(data.training.featureNames))) are not the checkpoint's (\(Self.names(resume.state.featureNames)))\(data.source)"
+            )
         }
         let last = config.model.layers.count - 1
         if last >= 0, config.model.layers[last].kind == .dense, let units = config.model.layers[last].units, units != data.training.outputCount {
@@ -196,6 +213,18 @@ public enum RunBuilder {
         return try run(config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: config.training.epochs))
     }
 
+    /// `names` for a message: the first five, then how many in all.
+    static func names(_ names: [String]) -> String {
+        names.count <= 5 ? names.joined(separator: ", ") : names.prefix(5).joined(separator: ", ") + ", … (\(names.count) in all)"
+    }
+
+    /// Throws unless `resume` (when given) saved the same model as `model`.
+    private static func checkModel(_ model: ModelConfig, against resume: LoadedCheckpoint?) throws(RunError) {
+        if let resume, resume.state.config.model != model {
+            throw RunError.checkpointMismatch(path: resume.path, reason: "the checkpoint's model (\(resume.state.network)) differs from the config's")
+        }
+    }
+
     /// Throws at `key` when `budget` exceeds the machine's physical memory, giving both figures.
     /// Throws at the first optimizer number that is finite as written but not in the run's
     /// precision (1e308 as a Float is infinite): the optimizer would otherwise refuse "inf", a
@@ -247,6 +276,15 @@ public enum RunBuilder {
             throw RunError.invalid(
                 "\(saved.path): cannot evaluate: the data has \(dataset.featureCount) features but the model was trained on \(saved.state.featureNames.count)"
             )
+        }
+        guard dataset.featureNames == saved.state.featureNames else {
+            throw RunError.invalid(
+                "\(saved.path): cannot evaluate: the data's features (\(names(dataset.featureNames))) are not the model's (\(names(saved.state.featureNames)))\(rows.source)"
+            )
+        }
+        if let files = rows.imageShape, let shape = saved.state.config.model.inputShape, saved.state.config.model.takesImages, files != shape {
+            throw RunError.invalid(
+                "\(saved.path): cannot evaluate: the data's images are \(files) but the model takes \(shape)\(rows.source)")
         }
         guard dataset.classNames == saved.state.classNames else {
             throw RunError.invalid(

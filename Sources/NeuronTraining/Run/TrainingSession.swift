@@ -98,7 +98,7 @@ public final class TrainingSession {
             return 1
         }
 
-        let checkpoint = Checkpoint(ended, config: run.config, preprocessing: run.preprocessing)
+        let checkpoint = Checkpoint(ended, config: run.config, preprocessing: run.preprocessing, overrides: run.overrides)
         var summary = RunSummary(
             title: ended.title, phase: final.phase.description, epochs: ended.epoch, steps: ended.stepsTaken, seed: ended.seed,
             precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: seconds)
@@ -158,7 +158,7 @@ public final class TrainingSession {
             try outputs.writeMetrics(records)
             try outputs.writeCurves(records, title: run.engine.title)
             if let newest {
-                try outputs.writeCheckpoint(Checkpoint(newest, config: run.config, preprocessing: run.preprocessing))
+                try outputs.writeCheckpoint(Checkpoint(newest, config: run.config, preprocessing: run.preprocessing, overrides: run.overrides))
                 (lastCheckpoint, unwritten) = ((now, newest.epoch), nil)
             }
         } catch {

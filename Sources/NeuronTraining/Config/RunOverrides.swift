@@ -1,0 +1,50 @@
+// The settings given on the command line over a config's (`--epochs`, `--batch-size`,
+// `--learning-rate`, `--seed`). A run's checkpoint saves them, so that `--resume DIR` alone goes
+// on with the run as it was started: the same target epochs, the same learning rate. Options given
+// again with `--resume` replace the saved ones and are saved in turn; the config file's own keys
+// apply as the file says.
+
+/// Settings given over a config's, as a run saves them.
+public struct RunOverrides: Sendable, Equatable, Codable {
+    /// Epochs to train (for the single neuron, iterations).
+    public var epochs: Int?
+    public var batchSize: Int?
+    public var learningRate: Double?
+    public var seed: UInt64?
+
+    public init(epochs: Int? = nil, batchSize: Int? = nil, learningRate: Double? = nil, seed: UInt64? = nil) {
+        (self.epochs, self.batchSize, self.learningRate, self.seed) = (epochs, batchSize, learningRate, seed)
+    }
+
+    /// Whether nothing is overridden.
+    public var isEmpty: Bool { self == RunOverrides() }
+
+    /// These settings with each one `newer` gives replacing the one here.
+    public func updated(with newer: RunOverrides) -> RunOverrides {
+        RunOverrides(
+            epochs: newer.epochs ?? epochs, batchSize: newer.batchSize ?? batchSize, learningRate: newer.learningRate ?? learningRate,
+            seed: newer.seed ?? seed)
+    }
+
+    /// `config` with these settings in place of its own (epochs are the neuron's iterations).
+    public func applied(to config: RunConfig) -> RunConfig {
+        var config = config
+        if let epochs {
+            if config.model.neuron != nil { config.training.iterations = epochs } else { config.training.epochs = epochs }
+        }
+        if let batchSize { config.training.batchSize = batchSize }
+        if let learningRate { config.optimizer.learningRate = learningRate }
+        if let seed { config.training.seed = seed }
+        return config
+    }
+
+    /// The command-line options that give these settings: `--epochs 200 --learning-rate 0.01`.
+    public var arguments: String {
+        var parts: [String] = []
+        if let epochs { parts.append("--epochs \(epochs)") }
+        if let batchSize { parts.append("--batch-size \(batchSize)") }
+        if let learningRate { parts.append("--learning-rate \(learningRate)") }
+        if let seed { parts.append("--seed \(seed)") }
+        return parts.joined(separator: " ")
+    }
+}
