@@ -17,7 +17,9 @@ struct DashboardFrameTests {
             weightGradient: -0.008042171772040318, inputGradient: -0.010052714715050396)
         state.ignoredEvents = [.init(event: .start, phase: .running)]
         state.ignoredEventCount = 1
-        let json = String(decoding: DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false, acceptedEvents: []).json(), as: UTF8.self)
+        let json = String(
+            decoding: DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false, acceptedEvents: []).json(),
+            as: UTF8.self)
         #expect(json.contains(#""phase":"diverged""#) && json.contains(#""phaseText":"diverged at step 3 in layers.1 output""#))
         #expect(json.contains(#""loss":"NaN""#))
         #expect(json.contains(#""seed":"18446744073709551615""#))  // beyond a JavaScript number's integers
