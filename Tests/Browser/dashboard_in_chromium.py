@@ -57,10 +57,10 @@ def enabled_controls(driver):
     return sorted(name for name, id in CONTROLS.items() if driver.find_element(By.ID, id).is_enabled())
 
 
-# For each element: how many lines its text takes (distinct tops of its text's boxes) and whether
+# For each element matching a selector: how many lines its text takes (distinct tops of its text's boxes) and whether
 # it sticks out of its panel.
 LINES_SCRIPT = """
-return arguments[0].map(element => {
+return [...document.querySelectorAll(arguments[0])].map(element => {
   const range = document.createRange(); range.selectNodeContents(element);
   const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
   const box = range.getBoundingClientRect(), panel = element.closest("section, .layer").getBoundingClientRect();
@@ -73,8 +73,8 @@ def layout_at(driver, width, height):
     """The step's and the layers' numbers at `width` px: each must be one line inside its panel."""
     driver.set_window_size(width, height)
     time.sleep(0.3)
-    elements = [driver.find_element(By.ID, "step")] + driver.find_elements(By.CSS_SELECTOR, ".layer .nums .v, .layer .nums .k")
-    seen = driver.execute_script(LINES_SCRIPT, elements)
+    # Found and measured in one script: the page rebuilds a layer's numbers with each frame.
+    seen = driver.execute_script(LINES_SCRIPT, "#step, .layer .nums .v, .layer .nums .k")
     bad = [e for e in seen if e["lines"] != 1 or not e["inside"]]
     if bad:
         raise SystemExit(f"at {width} px these wrap or stick out: {bad}")

@@ -1,4 +1,5 @@
 import Foundation
+import NeuronCore
 import NeuronTraining
 import Testing
 
@@ -25,6 +26,29 @@ struct DashboardFrameTests {
         #expect(json.contains(#""seed":"18446744073709551615""#))  // beyond a JavaScript number's integers
         #expect(json.contains(#""netGradient":-0.020105429430100793"#) && json.contains(#""output":0.6640367702678491"#))
         #expect(json.contains(#""ignoredEvents":[{"event":"start","phase":"running"}]"#))
+    }
+
+    @Test("The frame names the controls the view model accepts, and no ‖∂L/∂w‖ where there is no gradient, saying why")
+    @MainActor
+    func acceptedEventsAndGradients() throws {
+        let network = try Network<Double>(features: 2, layers: [(4, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)
+        let engine = try NetworkTrainingEngine(
+            network: network, optimizer: try SGD<Double>(learningRate: 0.5), dataset: Synthetic.xor(as: Double.self), batchSize: 4,
+            epochs: 10, seed: 1)
+        let idle = TrainingViewModel(engine: engine)
+        let fresh = DashboardBinding(model: idle, engine: { idle.engine }).frame()
+        #expect(fresh.acceptedEvents == ["start", "stop", "reset", "step", "checkGradients"])
+        #expect(fresh.gradientNote == "no step taken yet" && fresh.layers.allSatisfy { $0.gradientNorm == nil })
+
+        // A state that has stepped carries its gradient norms live, none from files.
+        var state = TrainingViewState()
+        (state.phase, state.step, state.totalSteps) = (.stopped, 5, 10)
+        state.layers = [LayerViewState(index: 0, title: "Dense(2→4, tanh)", weightNorm: 1.5, gradientNorm: 0.25, saturation: nil)]
+        let live = DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: true, acceptedEvents: ["resume"])
+        #expect(live.gradientNote == nil && live.layers[0].gradientNorm == 0.25 && live.acceptedEvents == ["resume"])
+        let files = DashboardFrame(state, source: "files", layouts: [], histories: [], engineAvailable: true, acceptedEvents: [])
+        #expect(files.layers[0].gradientNorm == nil && files.gradientNote == "a checkpoint holds the weights, not a step's gradient")
+        #expect(!String(decoding: files.json(), as: UTF8.self).contains("gradientNorm\""))
     }
 
     @Test("A layer's curve keeps at most its capacity, halving its resolution when full")
