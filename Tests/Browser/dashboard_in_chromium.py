@@ -118,8 +118,9 @@ def saved(url, screenshot):
                            "gradientShown": values[1].text})
         seen["charts"] = charts
         seen["gradientNote"] = driver.find_element(By.ID, "gradient-note").text
-        seen["layout"] = [layout_at(driver, 1280, 1100), layout_at(driver, 800, 1100)]
-        driver.set_window_size(1280, 1100)
+        window = driver.get_window_size()
+        seen["layout"] = [layout_at(driver, 1280, window["height"]), layout_at(driver, 800, window["height"])]
+        driver.set_window_size(window["width"], window["height"])
         time.sleep(0.3)
         driver.save_screenshot(screenshot)
         seen["screenshot"] = screenshot
@@ -153,8 +154,9 @@ def main():
         seen["running"] = {"phase": phase(), "enabled": enabled_controls(driver),
                            "accepted": sorted(frame()["acceptedEvents"]),
                            "stepBoxEnabled": driver.find_element(By.ID, "step-count").is_enabled()}
-        seen["layout"] = [layout_at(driver, 800, height), layout_at(driver, 1280, height)]
-        driver.set_window_size(1500, height)
+        window = driver.get_window_size()
+        seen["layout"] = [layout_at(driver, 800, window["height"]), layout_at(driver, 1280, window["height"])]
+        driver.set_window_size(window["width"], window["height"])
 
         wait_for(f"epoch {min_epoch}", lambda: frame()["epoch"] >= min_epoch, 1800)
         driver.find_element(By.ID, "btn-pause").click()
