@@ -14,6 +14,7 @@ public final class DashboardBinding {
     public let source: String
     private let state: @MainActor () -> TrainingViewState
     private let send: @MainActor (TrainingEvent) -> Void
+    private let accepts: @MainActor (TrainingEvent) -> Bool
     private let engine: @MainActor () -> (any InspectableEngine)?
     /// Frames to the connected pages.
     public let broadcaster = FrameBroadcaster()
@@ -37,6 +38,7 @@ public final class DashboardBinding {
         self.source = source
         state = { model.viewState }
         send = { model.handle(event: $0) }
+        accepts = { model.accepts($0) }
         self.engine = { engine() as? any InspectableEngine }
         layouts = (engine() as? any InspectableEngine)?.layerLayouts() ?? []
     }
@@ -45,7 +47,13 @@ public final class DashboardBinding {
     public func frame() -> DashboardFrame {
         let state = self.state()
         record(state)
-        return DashboardFrame(state, source: source, layouts: layouts, histories: histories, engineAvailable: engine() != nil)
+        return makeFrame(state)
+    }
+
+    private func makeFrame(_ state: TrainingViewState) -> DashboardFrame {
+        DashboardFrame(
+            state, source: source, layouts: layouts, histories: histories, engineAvailable: engine() != nil,
+            acceptedEvents: DashboardFrame.controls.filter { accepts($0.event) }.map(\.name))
     }
 
     /// Starts publishing a frame for every state change, at most one per ``frameInterval``
@@ -84,7 +92,7 @@ public final class DashboardBinding {
         // The layers' curves need every state's numbers, whether or not a page is there to see them.
         record(state)
         guard broadcaster.subscriberCount > 0 else { return }
-        let frame = DashboardFrame(state, source: source, layouts: layouts, histories: histories, engineAvailable: engine() != nil)
+        let frame = makeFrame(state)
         publishedFrames += 1
         broadcaster.publish(Self.event(frame.json()))
     }

@@ -62,7 +62,8 @@ public struct DashboardFrame: Sendable, Encodable {
         public var index: Int
         public var title: String
         public var weightNorm: Double
-        public var gradientNorm: Double
+        /// ‖∂L/∂w‖ of the last step; nil when there is none (see ``DashboardFrame/gradientNote``).
+        public var gradientNorm: Double?
         public var saturation: Double?
         public var layout: LayerLayout?
         public var history: LayerHistory
@@ -102,10 +103,24 @@ public struct DashboardFrame: Sendable, Encodable {
     public var neuron: NeuronRow?
     /// Whether the view model holds the engine (not running): explanations and weights can be read.
     public var engineAvailable: Bool
+    /// The names of the ``controls`` whose events the view model accepts now: the page enables
+    /// those buttons and no others.
+    public var acceptedEvents: [String]
+    /// Why the layers carry no ‖∂L/∂w‖, when they do not.
+    public var gradientNote: String?
+
+    /// The page's controls: the name each button posts and the event it stands for (a step's
+    /// count does not change whether a step is accepted).
+    public static let controls: [(name: String, event: TrainingEvent)] = [
+        ("start", .start), ("pause", .pause), ("resume", .resume), ("stop", .stop), ("reset", .reset),
+        ("step", .step(count: 1)), ("checkGradients", .checkGradients),
+    ]
 
     /// The frame of `state`, with the layers' `layouts` and `histories` (by layer index).
+    /// - Parameter acceptedEvents: the names of the ``controls`` the view model accepts in `state`.
     public init(
-        _ state: TrainingViewState, source: String, layouts: [LayerLayout], histories: [LayerHistory], engineAvailable: Bool
+        _ state: TrainingViewState, source: String, layouts: [LayerLayout], histories: [LayerHistory], engineAvailable: Bool,
+        acceptedEvents: [String]
     ) {
         phase =
             switch state.phase {
@@ -125,12 +140,19 @@ public struct DashboardFrame: Sendable, Encodable {
         (samplesPerSecond, secondsRemaining, learningRate, seed) = (
             state.samplesPerSecond, state.secondsRemaining, state.learningRate, "\(state.seed)"
         )
+        // A run read from its files, or one that has not stepped, has gradient buffers of zeros:
+        // not the gradient of anything.
+        gradientNote =
+            source == "files"
+            ? "a checkpoint holds the weights, not a step's gradient"
+            : state.step == 0 ? "no step taken yet" : nil
+        let gradientsKnown = gradientNote == nil
         lossSteps = state.lossHistory.points.map(\.step)
         lossValues = state.lossHistory.points.map(\.loss)
         records = state.records
         layers = state.layers.map { layer in
             Layer(
-                index: layer.index, title: layer.title, weightNorm: layer.weightNorm, gradientNorm: layer.gradientNorm,
+                index: layer.index, title: layer.title, weightNorm: layer.weightNorm, gradientNorm: gradientsKnown ? layer.gradientNorm : nil,
                 saturation: layer.saturation, layout: layouts.indices.contains(layer.index) ? layouts[layer.index] : nil,
                 history: histories.indices.contains(layer.index) ? histories[layer.index] : LayerHistory(),
                 gradientCheck: layer.gradientCheck.map(\.inFileLayout))
@@ -146,6 +168,7 @@ public struct DashboardFrame: Sendable, Encodable {
                 weightGradient: $0.weightGradient, inputGradient: $0.inputGradient)
         }
         self.engineAvailable = engineAvailable
+        self.acceptedEvents = acceptedEvents
     }
 
     /// The frame as JSON; NaN and infinities (a diverged run) as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.

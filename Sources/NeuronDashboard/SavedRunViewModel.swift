@@ -47,9 +47,12 @@ public final class SavedRunViewModel: TrainingViewModeling {
         PreviewViewModel<LayerEvent, LayerViewState>(viewState.layers[index])
     }
 
+    /// Only `checkGradients`: nothing trains here.
+    public func accepts(_ event: TrainingEvent) -> Bool { event == .checkGradients }
+
     /// `checkGradients` checks the saved weights; every other event is ignored (nothing trains here).
     public func handle(event: TrainingEvent) {
-        guard event == .checkGradients else {
+        guard accepts(event) else {
             viewState.ignoredEvents.append(.init(event: event, phase: viewState.phase))
             if viewState.ignoredEvents.count > 8 { viewState.ignoredEvents.removeFirst() }
             viewState.ignoredEventCount += 1

@@ -2,12 +2,20 @@
 """Drives the Neuron dashboard of a running `neuron train --dashboard` in headless Chromium.
 
 Usage: dashboard_in_chromium.py URL SCREENSHOT.png [MIN_EPOCH [HEIGHT]]
+       dashboard_in_chromium.py --saved URL SCREENSHOT.png
 
-Opens the page, sees the loss curve grow, presses Pause and waits for the page to show the phase
-paused, presses Step with 5 and checks that the step advances by exactly 5, presses Check gradients
-and waits for the report, clicks a unit for its explanation, and saves a screenshot. Prints one JSON
-object with what it saw; exits non-zero (with the reason on stderr) on anything else. Every wait is
-bounded. Called by the Swift test `DashboardBrowserTests`, which checks the CLI's side.
+Live (a `neuron train --dashboard`): opens the page, sees the loss curve grow, notes which controls
+are enabled while running, presses Pause and waits for the page to show the phase paused, notes the
+controls again, presses Step with 5 and checks that the step advances by exactly 5, presses Check
+gradients and waits for the report, clicks a unit for its explanation, and saves a screenshot.
+
+Saved (a `neuron dashboard RUN`): notes the controls, each layer's ‖w‖ chart (its x axis and its
+note) and ‖∂L/∂w‖ as shown, and saves a screenshot.
+
+Both check at 1280 and 800 px wide that the step and each layer's numbers stay on one line inside
+their panel. Prints one JSON object with what it saw; exits non-zero (with the reason on stderr) on
+anything else. Every wait is bounded. Called by the Swift test `DashboardBrowserTests`, which checks
+what the page showed and the CLI's side.
 """
 import json
 import sys
@@ -39,11 +47,41 @@ def wait_for(what, condition, timeout=30.0):
     raise SystemExit(f"timed out after {timeout} s waiting for {what}")
 
 
-def main():
-    url, screenshot = sys.argv[1], sys.argv[2]
-    # For the README's picture: let a few epochs pass first, in a taller window.
-    min_epoch = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    height = int(sys.argv[4]) if len(sys.argv) > 4 else 1250
+# The ids of the controls, by the event names of the frame's acceptedEvents.
+CONTROLS = {"start": "btn-start", "pause": "btn-pause", "resume": "btn-resume", "stop": "btn-stop",
+            "reset": "btn-reset", "step": "btn-step", "checkGradients": "btn-check"}
+
+
+def enabled_controls(driver):
+    """The event names of the buttons the page has enabled, sorted."""
+    return sorted(name for name, id in CONTROLS.items() if driver.find_element(By.ID, id).is_enabled())
+
+
+# For each element matching a selector: how many lines its text takes (distinct tops of its text's boxes) and whether
+# it sticks out of its panel.
+LINES_SCRIPT = """
+return [...document.querySelectorAll(arguments[0])].map(element => {
+  const range = document.createRange(); range.selectNodeContents(element);
+  const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+  const box = range.getBoundingClientRect(), panel = element.closest("section, .layer").getBoundingClientRect();
+  return { text: element.textContent, lines: tops.size, inside: box.left >= panel.left - 0.5 && box.right <= panel.right + 0.5 };
+});
+"""
+
+
+def layout_at(driver, width, height):
+    """The step's and the layers' numbers at `width` px: each must be one line inside its panel."""
+    driver.set_window_size(width, height)
+    time.sleep(0.3)
+    # Found and measured in one script: the page rebuilds a layer's numbers with each frame.
+    seen = driver.execute_script(LINES_SCRIPT, "#step, .layer .nums .v, .layer .nums .k")
+    bad = [e for e in seen if e["lines"] != 1 or not e["inside"]]
+    if bad:
+        raise SystemExit(f"at {width} px these wrap or stick out: {bad}")
+    return {"width": width, "checked": len(seen), "step": seen[0]["text"]}
+
+
+def start_chromium(height):
     options = Options()
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      f"--window-size=1500,{height}", "--hide-scrollbars", "--no-first-run",
@@ -55,6 +93,51 @@ def main():
     say("chromium started")
     driver.set_page_load_timeout(30)
     driver.set_script_timeout(30)
+    return driver
+
+
+def saved(url, screenshot):
+    """A run shown from its files: only Check gradients enabled, a ‖w‖ chart per layer with a real axis."""
+    driver = start_chromium(1100)
+    seen = {}
+    try:
+        driver.get(url)
+        frame = lambda: driver.execute_script("return window.dashboard && window.dashboard.last")
+        wait_for("a frame from the files", lambda: frame() and frame()["source"] == "files")
+        wait_for("the controls to follow the frame", lambda: enabled_controls(driver) == sorted(frame()["acceptedEvents"]))
+        seen["accepted"] = sorted(frame()["acceptedEvents"])
+        seen["enabled"] = enabled_controls(driver)
+        seen["stepBoxEnabled"] = driver.find_element(By.ID, "step-count").is_enabled()
+        charts = []
+        for layer in frame()["layers"]:
+            canvas = driver.find_element(By.ID, f"layer-plot-{layer['index']}")
+            values = driver.find_elements(By.CSS_SELECTOR, f"#layer-{layer['index']} .nums .v")
+            charts.append({"layer": layer["index"], "step": frame()["step"],
+                           "x0": float(canvas.get_attribute("data-x0")), "x1": float(canvas.get_attribute("data-x1")),
+                           "note": canvas.get_attribute("data-note"), "points": int(canvas.get_attribute("data-points")),
+                           "gradientShown": values[1].text})
+        seen["charts"] = charts
+        seen["gradientNote"] = driver.find_element(By.ID, "gradient-note").text
+        window = driver.get_window_size()
+        seen["layout"] = [layout_at(driver, 1280, window["height"]), layout_at(driver, 800, window["height"])]
+        driver.set_window_size(window["width"], window["height"])
+        time.sleep(0.3)
+        driver.save_screenshot(screenshot)
+        seen["screenshot"] = screenshot
+    finally:
+        driver.quit()
+    print(json.dumps(seen))
+
+
+def main():
+    if sys.argv[1] == "--saved":
+        saved(sys.argv[2], sys.argv[3])
+        return
+    url, screenshot = sys.argv[1], sys.argv[2]
+    # For the README's picture: let a few epochs pass first, in a taller window.
+    min_epoch = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    height = int(sys.argv[4]) if len(sys.argv) > 4 else 1250
+    driver = start_chromium(height)
     seen = {}
     try:
         driver.get(url)
@@ -68,6 +151,12 @@ def main():
         points = int(driver.find_element(By.ID, "loss-plot").get_attribute("data-points"))
         grown = wait_for("the loss curve to grow", lambda: ((frame()["lossSteps"] or [0])[-1] > first) and frame()["lossSteps"][-1])
         seen["curve"] = {"lastStepBefore": first, "lastStepAfter": grown, "pointsDrawn": points}
+        seen["running"] = {"phase": phase(), "enabled": enabled_controls(driver),
+                           "accepted": sorted(frame()["acceptedEvents"]),
+                           "stepBoxEnabled": driver.find_element(By.ID, "step-count").is_enabled()}
+        window = driver.get_window_size()
+        seen["layout"] = [layout_at(driver, 800, window["height"]), layout_at(driver, 1280, window["height"])]
+        driver.set_window_size(window["width"], window["height"])
 
         wait_for(f"epoch {min_epoch}", lambda: frame()["epoch"] >= min_epoch, 1800)
         driver.find_element(By.ID, "btn-pause").click()
@@ -76,7 +165,9 @@ def main():
         time.sleep(0.5)  # a paused run does not move
         if step() != paused_at or phase() != "paused":
             raise SystemExit(f"the paused run moved: step {paused_at} then {step()} ({phase()})")
-        seen["paused"] = {"phase": phase(), "step": paused_at, "badge": driver.find_element(By.ID, "phase").text}
+        wait_for("the controls of a paused run", lambda: "resume" in enabled_controls(driver))
+        seen["paused"] = {"phase": phase(), "step": paused_at, "badge": driver.find_element(By.ID, "phase").text,
+                          "enabled": enabled_controls(driver)}
 
         box = driver.find_element(By.ID, "step-count")
         box.clear()

@@ -10,25 +10,13 @@ struct DashboardBrowserTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Browser/dashboard_in_chromium.py")
         .standardized.path
 
-    @Test("Curves grow; Pause shows paused in the page and the CLI; Step 5 moves exactly 5 steps; Check gradients shows the report")
-    func browser() throws {
-        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"] where !FileManager.default.isExecutableFile(atPath: tool) {
-            Issue.record("\(tool) is missing: apt-get install -y chromium chromium-driver python3-selenium")
-            return
-        }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-browser-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let run = dir.appendingPathComponent("digits").path
-        let live = try LiveNeuron(["train", "\(dataDirectory)/digits.yaml", "--epochs", "100000", "--output", run, "--dashboard", "--json"])
-        let url = try live.dashboardURL()
-        let screenshot = ProcessInfo.processInfo.environment["NEURON_DASHBOARD_SCREENSHOT"] ?? dir.appendingPathComponent("dashboard.png").path
-
-        // The browser, bounded: a hung Chromium is killed and the test fails.
+    /// Runs the browser script with `arguments`, bounded: a hung Chromium is killed and the test fails.
+    /// Returns what the script saw, or nil (with the issue recorded) when it failed.
+    private func drive(_ arguments: [String], in dir: URL, name: String) throws -> [String: Any]? {
         let browser = Process()
         browser.executableURL = URL(fileURLWithPath: "/usr/bin/python3")  // Debian's, which has python3-selenium
-        browser.arguments = [Self.script, url.absoluteString, screenshot]
-        let out = dir.appendingPathComponent("browser.out"), err = dir.appendingPathComponent("browser.err")
+        browser.arguments = [Self.script] + arguments
+        let out = dir.appendingPathComponent("\(name).out"), err = dir.appendingPathComponent("\(name).err")
         FileManager.default.createFile(atPath: out.path, contents: nil)
         FileManager.default.createFile(atPath: err.path, contents: nil)
         (browser.standardOutput, browser.standardError) = (try FileHandle(forWritingTo: out), try FileHandle(forWritingTo: err))
@@ -43,14 +31,41 @@ struct DashboardBrowserTests {
         let said = String(decoding: try Data(contentsOf: out), as: UTF8.self)
         let complaint = String(decoding: try Data(contentsOf: err), as: UTF8.self)
         #expect(browser.terminationStatus == 0, "the browser run failed: \(complaint)")
-        let seen = try #require(try JSONSerialization.jsonObject(with: Data(said.utf8)) as? [String: Any], "browser said: \(said) \(complaint)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(said.utf8)) as? [String: Any], "browser said: \(said) \(complaint)")
+    }
+
+    @Test(
+        "Curves grow; controls enabled only where the view model honours them; Pause shows paused in the page and the CLI; Step 5 moves exactly 5 steps; Check gradients shows the report; the saved run has only Check gradients and a ‖w‖ chart with an axis"
+    )
+    func browser() throws {
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            Issue.record("\(tool) is missing: apt-get install -y chromium chromium-driver python3-selenium")
+            return
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-browser-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let run = dir.appendingPathComponent("digits").path
+        let live = try LiveNeuron(["train", "\(dataDirectory)/digits.yaml", "--epochs", "100000", "--output", run, "--dashboard", "--json"])
+        let url = try live.dashboardURL()
+        let screenshot = ProcessInfo.processInfo.environment["NEURON_DASHBOARD_SCREENSHOT"] ?? dir.appendingPathComponent("dashboard.png").path
+
+        let seen = try #require(try drive([url.absoluteString, screenshot], in: dir, name: "live"))
 
         // What the page showed.
         let curve = try #require(seen["curve"] as? [String: Any])
         #expect((curve["lastStepAfter"] as? Int ?? 0) > (curve["lastStepBefore"] as? Int ?? .max))
+        // While running: Pause, Stop and Check gradients (taken at the next step boundary), nothing else.
+        let running = try #require(seen["running"] as? [String: Any])
+        #expect(running["phase"] as? String == "running")
+        #expect(running["enabled"] as? [String] == ["checkGradients", "pause", "stop"], "\(running)")
+        #expect(running["accepted"] as? [String] == running["enabled"] as? [String] && running["stepBoxEnabled"] as? Bool == false)
+        // The step ("123 / 4,500,000") and each layer's numbers on one line, inside their panels, at 800 and 1280 px.
+        #expect((seen["layout"] as? [[String: Any]])?.map { $0["checked"] as? Int ?? 0 }.allSatisfy { $0 >= 9 } == true, "\(seen["layout"] ?? "")")
         let paused = try #require(seen["paused"] as? [String: Any]), stepped = try #require(seen["stepped"] as? [String: Any])
         let pausedAt = try #require(paused["step"] as? Int)
         #expect(paused["phase"] as? String == "paused" && paused["badge"] as? String == "PAUSED")
+        #expect(paused["enabled"] as? [String] == ["checkGradients", "reset", "resume", "step", "stop"], "\(paused)")
         #expect(stepped["phase"] as? String == "paused" && stepped["step"] as? Int == pausedAt + 5)
         let check = try #require(seen["check"] as? [String: Any])
         #expect(check["passed"] as? String == "true" && check["tensorRows"] as? Int == 4)
@@ -67,5 +82,26 @@ struct DashboardBrowserTests {
         #expect(!pausedSteps.contains { $0 > pausedAt && $0 < pausedAt + 5 }, "paused at \(pausedSteps)")
         // Ctrl-C stops the paused run where the page left it.
         #expect(live.stdout.contains(#""phase":"stopped""#))
+
+        // The same run from its files: nothing trains, so only Check gradients is enabled; each
+        // layer's one snapshot of ‖w‖ is a marker on an axis from step 0, said to be one snapshot;
+        // no ‖∂L/∂w‖ is shown, with the reason.
+        let files = try LiveNeuron(["dashboard", run])
+        let savedSeen = try #require(
+            try drive(["--saved", try files.dashboardURL().absoluteString, dir.appendingPathComponent("saved.png").path], in: dir, name: "saved"))
+        #expect(try files.interrupt() == 130)
+        #expect(savedSeen["enabled"] as? [String] == ["checkGradients"] && savedSeen["accepted"] as? [String] == ["checkGradients"])
+        #expect(savedSeen["stepBoxEnabled"] as? Bool == false)
+        let charts = try #require(savedSeen["charts"] as? [[String: Any]])
+        #expect(charts.count == 2)
+        for chart in charts {
+            let (x0, x1, step) = (chart["x0"] as? Double ?? .nan, chart["x1"] as? Double ?? .nan, chart["step"] as? Int ?? -1)
+            #expect(x0 == 0 && x1 == Double(step) && step == pausedAt + 5, "\(chart)")
+            let note = chart["note"] as? String ?? ""
+            #expect(note.hasPrefix("one snapshot, at step ") && Int(note.dropFirst(22).filter { $0 != "," }) == step, "\(chart)")
+            #expect(chart["gradientShown"] as? String == "—", "\(chart)")
+        }
+        #expect((savedSeen["gradientNote"] as? String)?.contains("a checkpoint holds the weights, not a step's gradient") == true)
+        #expect((savedSeen["layout"] as? [[String: Any]])?.count == 2)
     }
 }

@@ -18,7 +18,9 @@ struct DashboardFrameTests {
             weightGradient: -0.008042171772040318, inputGradient: -0.010052714715050396)
         state.ignoredEvents = [.init(event: .start, phase: .running)]
         state.ignoredEventCount = 1
-        let json = String(decoding: DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false).json(), as: UTF8.self)
+        let json = String(
+            decoding: DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false, acceptedEvents: []).json(),
+            as: UTF8.self)
         #expect(json.contains(#""phase":"diverged""#) && json.contains(#""phaseText":"diverged at step 3 in layers.1 output""#))
         #expect(json.contains(#""loss":"NaN""#))
         #expect(json.contains(#""seed":"18446744073709551615""#))  // beyond a JavaScript number's integers
@@ -36,12 +38,35 @@ struct DashboardFrameTests {
         var state = TrainingViewState()
         state.gradientCheck = report
         state.layers = [LayerViewState(index: 0, title: "", weightNorm: 1, gradientNorm: 1, saturation: nil, gradientCheck: report.tensors)]
-        let frame = DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false)
+        let frame = DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false, acceptedEvents: [])
         #expect(frame.gradientCheck?.tensors.map(\.shape) == [[2, 3], [2]] && frame.layers[0].gradientCheck.map(\.shape) == [[2, 3], [2]])
         for (inEngine, inFrame) in zip(report.worst, try #require(frame.gradientCheck).worst) where inEngine.name == "layers.0.weight" {
             #expect(
                 inFrame.position == [inEngine.position[1], inEngine.position[0]] && inFrame.index == inFrame.position[0] * 3 + inFrame.position[1])
         }
+    }
+
+    @Test("The frame names the controls the view model accepts, and no ‖∂L/∂w‖ where there is no gradient, saying why")
+    @MainActor
+    func acceptedEventsAndGradients() throws {
+        let network = try Network<Double>(features: 2, layers: [(4, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)
+        let engine = try NetworkTrainingEngine(
+            network: network, optimizer: try SGD<Double>(learningRate: 0.5), dataset: Synthetic.xor(as: Double.self), batchSize: 4,
+            epochs: 10, seed: 1)
+        let idle = TrainingViewModel(engine: engine)
+        let fresh = DashboardBinding(model: idle, engine: { idle.engine }).frame()
+        #expect(fresh.acceptedEvents == ["start", "stop", "reset", "step", "checkGradients"])
+        #expect(fresh.gradientNote == "no step taken yet" && fresh.layers.allSatisfy { $0.gradientNorm == nil })
+
+        // A state that has stepped carries its gradient norms live, none from files.
+        var state = TrainingViewState()
+        (state.phase, state.step, state.totalSteps) = (.stopped, 5, 10)
+        state.layers = [LayerViewState(index: 0, title: "Dense(2→4, tanh)", weightNorm: 1.5, gradientNorm: 0.25, saturation: nil)]
+        let live = DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: true, acceptedEvents: ["resume"])
+        #expect(live.gradientNote == nil && live.layers[0].gradientNorm == 0.25 && live.acceptedEvents == ["resume"])
+        let files = DashboardFrame(state, source: "files", layouts: [], histories: [], engineAvailable: true, acceptedEvents: [])
+        #expect(files.layers[0].gradientNorm == nil && files.gradientNote == "a checkpoint holds the weights, not a step's gradient")
+        #expect(!String(decoding: files.json(), as: UTF8.self).contains("gradientNorm\""))
     }
 
     @Test("A layer's curve keeps at most its capacity, halving its resolution when full")

@@ -186,6 +186,58 @@ struct RunOutputsTests {
         expectPlotted(panels[0], "validation loss", column: "validation_loss", metrics)
     }
 
+    @Test("curves.svg's legends sit above their plots: no curve's point or segment passes under one")
+    func curvesLegendsClearOfData() throws {
+        // Accuracy climbing to 0.98 runs along the top of its plot, right across where a legend in
+        // the top-right corner would sit; loss falls along the bottom.
+        let records = (1...30).map { e in
+            let rise = 1 - exp(-Double(e) / 4)
+            return EpochRecord(
+                epoch: e, step: 45 * e, trainingLoss: 2 * exp(-Double(e) / 3), trainingAccuracy: 0.6 + 0.38 * rise,
+                validationLoss: 2.2 * exp(-Double(e) / 3.5) + 0.05, validationAccuracy: 0.58 + 0.37 * rise)
+        }
+        let svg = Curves.svg(records, title: "digits")
+        let groups = try svgGroups(svg)
+        #expect(groups.count == 2)
+        for elements in groups {
+            let frame = try #require(elements.first { $0.name == "rect" && $0.attributes["stroke"] == "#444" })
+            let plot = (x: try frame.number("x"), y: try frame.number("y"), width: try frame.number("width"), height: try frame.number("height"))
+            // The legend: its line samples (horizontal, in a series' colour) and its names (texts
+            // without an anchor), each name taken as 7 px a character wide and 12 px tall.
+            let samples = elements.filter { $0.name == "line" && !["#444", "#ddd"].contains($0.attributes["stroke"] ?? "") }
+            let names = elements.filter { $0.name == "text" && $0.attributes["text-anchor"] == nil }
+            try #require(samples.count == 2 && names.count == 2)
+            var boxes: [(x0: Double, y0: Double, x1: Double, y1: Double)] = []
+            for line in samples { boxes.append((try line.number("x1"), try line.number("y1") - 2, try line.number("x2"), try line.number("y1") + 2)) }
+            for text in names {
+                let (x, y) = (try text.number("x"), try text.number("y"))
+                boxes.append((x, y - 12, x + 7 * Double(text.text.count), y + 3))
+            }
+            let legend = (
+                x0: boxes.map(\.x0).min()!, y0: boxes.map(\.y0).min()!, x1: boxes.map(\.x1).max()!, y1: boxes.map(\.y1).max()!
+            )
+            #expect(legend.y1 <= plot.y && legend.x1 <= plot.x + plot.width, "legend \(legend) overlaps the plot \(plot)")
+            // Every polyline, sampled along each segment, stays out of the legend's box.
+            for line in elements where line.name == "polyline" {
+                let points = try #require(line.attributes["points"]).split(separator: " ").map { pair in
+                    let xy = pair.split(separator: ",").compactMap { Double($0) }
+                    return (x: xy[0], y: xy[1])
+                }
+                #expect(points.count == 30)
+                for (a, b) in zip(points, points.dropFirst()) {
+                    for k in 0...20 {
+                        let t = Double(k) / 20, (x, y) = (a.x + t * (b.x - a.x), a.y + t * (b.y - a.y))
+                        #expect(
+                            !(x >= legend.x0 && x <= legend.x1 && y >= legend.y0 && y <= legend.y1),
+                            "\(line.attributes["stroke"] ?? "") passes under the legend at (\(x), \(y))")
+                    }
+                }
+            }
+            // The legend names what is drawn, in the order it is drawn.
+            #expect(names.map(\.text) == (plot.y < 200 ? ["training loss", "validation loss"] : ["training accuracy", "validation accuracy"]))
+        }
+    }
+
     @Test("summary.json holds the summary, and leaves out what a run did not have")
     func summary() throws {
         let directory = try CheckpointTestDirectory()

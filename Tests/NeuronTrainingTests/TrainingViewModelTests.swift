@@ -106,6 +106,36 @@ struct TrainingViewModelTests {
         #expect(vm.engine?.network.parameters == (try xorEngine(epochs: endless)).network.parameters)
     }
 
+    @Test("accepts(_:) answers what handle(event:) does: in each phase the accepted events are these, and every other is ignored")
+    func acceptedEvents() async throws {
+        let all: [TrainingEvent] = [.start, .pause, .resume, .stop, .reset, .step(count: 1), .checkGradients]
+        /// The accepted events now; each refused one, handled, is counted as ignored and changes nothing.
+        func accepted<E>(_ vm: TrainingViewModel<E>, sourceLocation: SourceLocation = #_sourceLocation) -> [TrainingEvent] {
+            let accepted = all.filter(vm.accepts)
+            let (phase, ignored) = (vm.viewState.phase, vm.viewState.ignoredEventCount)
+            for event in all where !accepted.contains(event) { vm.handle(event: event) }
+            #expect(vm.viewState.phase == phase, sourceLocation: sourceLocation)
+            #expect(vm.viewState.ignoredEventCount == ignored + all.count - accepted.count, sourceLocation: sourceLocation)
+            return accepted
+        }
+        let vm = TrainingViewModel(engine: try xorEngine(epochs: endless), policy: .every(100))
+        #expect(accepted(vm) == [.start, .stop, .reset, .step(count: 1), .checkGradients])
+        vm.handle(event: .start)
+        #expect(accepted(vm) == [.pause, .stop, .checkGradients])  // running: not start, resume, reset or step
+        vm.handle(event: .pause)
+        _ = try await waitUntil(vm) { $0.phase == .paused }
+        #expect(accepted(vm) == [.resume, .stop, .reset, .step(count: 1), .checkGradients])
+        vm.handle(event: .stop)
+        #expect(vm.viewState.phase == .stopped)
+        #expect(accepted(vm) == [.resume, .reset, .checkGradients])
+        let short = TrainingViewModel(engine: try xorEngine(epochs: 20), policy: .every(5))
+        short.handle(event: .start)
+        _ = try await waitUntil(short) { $0.phase == .finished }
+        #expect(accepted(short) == [.reset, .checkGradients])  // nothing left to resume or step
+        // A zero-step request is never accepted.
+        #expect(!vm.accepts(.step(count: 0)))
+    }
+
     @Test("A NaN loss moves the phase to diverged with the step and the layer")
     func divergence() async throws {
         var generator = SeededGenerator(seed: 4)

@@ -174,8 +174,9 @@ enum Curves {
                 points: records.compactMap { r in r.validationAccuracy.map { (Double(r.epoch), $0) } }),
         ].filter { !$0.points.isEmpty }
         let panels = accuracy.isEmpty ? [("loss", loss)] : [("loss", loss), ("accuracy", accuracy)]
-        let width = 720, panelHeight = 300, top = 40
-        let height = top + panels.count * (panelHeight + 20)
+        // Each panel: its legend's row, the plot, the x axis's labels below it, a gap.
+        let width = 720, plotHeight = 250, top = 40, block = legendRow + plotHeight + 70
+        let height = top + panels.count * block
         var body = """
             <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)" font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
@@ -183,12 +184,16 @@ enum Curves {
 
             """
         for (i, (label, series)) in panels.enumerated() {
-            body += panel(series, label: label, x: 70, y: top + i * (panelHeight + 20), width: width - 100, height: panelHeight - 50)
+            body += panel(series, label: label, x: 70, y: top + legendRow + i * block, width: width - 100, height: plotHeight)
         }
         return body + "</svg>\n"
     }
 
-    /// One panel: axes with ticks and labels, a line per series, a legend.
+    /// The height of the row above each plot that holds its legend.
+    static let legendRow = 22
+
+    /// One panel: axes with ticks and labels, a line per series, and a legend in the row above
+    /// the plot (`y - legendRow ..< y`), where no curve can pass under it.
     static func panel(_ series: [Series], label: String, x: Int, y: Int, width: Int, height: Int) -> String {
         let all = series.flatMap(\.points)
         guard !all.isEmpty else { return "" }
@@ -213,20 +218,21 @@ enum Curves {
         s += "<text x=\"\(x + width / 2)\" y=\"\(y + height + 34)\" text-anchor=\"middle\">epoch</text>\n"
         s +=
             "<text x=\"\(x - 50)\" y=\"\(y + height / 2)\" text-anchor=\"middle\" transform=\"rotate(-90 \(x - 50) \(y + height / 2))\">\(label)</text>\n"
-        // The legend sits on a white box so that a curve passing under it does not garble it.
-        s +=
-            "<rect x=\"\(x + width - 158)\" y=\"\(y + 4)\" width=\"152\" height=\"\(series.count * 16 + 6)\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n"
-        for (i, line) in series.enumerated() {
+        var legendX = x
+        for line in series {
             let points = line.points.map { "\(f(px($0.0))),\(f(py($0.1)))" }.joined(separator: " ")
             s +=
                 "<polyline fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "") points=\"\(points)\"/>\n"
             if line.points.count == 1 {
                 s += "<circle cx=\"\(f(px(line.points[0].0)))\" cy=\"\(f(py(line.points[0].1)))\" r=\"3\" fill=\"\(line.color)\"/>\n"
             }
-            let ly = y + 16 + i * 16
+            // One entry after another, left to right: a sample of the line, then its name (12 px
+            // sans-serif is at most 7 px a character).
+            let ly = y - 8
             s +=
-                "<line x1=\"\(x + width - 150)\" x2=\"\(x + width - 126)\" y1=\"\(ly - 4)\" y2=\"\(ly - 4)\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "")/>"
-            s += "<text x=\"\(x + width - 120)\" y=\"\(ly)\">\(line.name)</text>\n"
+                "<line x1=\"\(legendX)\" x2=\"\(legendX + 24)\" y1=\"\(ly - 4)\" y2=\"\(ly - 4)\" stroke=\"\(line.color)\" stroke-width=\"2\"\(line.dashed ? " stroke-dasharray=\"6 4\"" : "")/>"
+            s += "<text x=\"\(legendX + 30)\" y=\"\(ly)\">\(line.name)</text>\n"
+            legendX += 30 + 7 * line.name.count + 20
         }
         return s + "</g>\n"
     }

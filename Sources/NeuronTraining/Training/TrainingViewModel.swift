@@ -76,38 +76,55 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
     }
 
     public func handle(event: TrainingEvent) {
+        guard let action = action(for: event) else {
+            ignore(event)
+            return
+        }
+        action()
+    }
+
+    /// Whether `event` does something in the current state; ``handle(event:)`` ignores it otherwise.
+    public func accepts(_ event: TrainingEvent) -> Bool { action(for: event) != nil }
+
+    /// What `event` does in the current state; nil when it means nothing there. The one table of
+    /// which event is honoured when, so that what a display enables is what `handle` does.
+    private func action(for event: TrainingEvent) -> (@MainActor () -> Void)? {
         switch (event, viewState.phase) {
         case (.start, .idle):
-            launch(maxSteps: nil)
+            return { self.launch(maxSteps: nil) }
         case (.pause, .running):
-            control.request.store(TrainingControl.pause, ordering: .relaxed)
+            return { self.control.request.store(TrainingControl.pause, ordering: .relaxed) }
         case (.resume, .running) where control.request.load(ordering: .relaxed) == TrainingControl.pause:
-            control.request.store(TrainingControl.run, ordering: .relaxed)  // a pause not yet taken is withdrawn
+            return { self.control.request.store(TrainingControl.run, ordering: .relaxed) }  // a pause not yet taken is withdrawn
         case (.resume, .paused) where heldEngine?.isFinished == false,
             (.resume, .stopped) where heldEngine?.isFinished == false:
-            launch(maxSteps: nil)
+            return { self.launch(maxSteps: nil) }
         case (.stop, .running):
-            control.request.store(TrainingControl.stop, ordering: .relaxed)
+            return { self.control.request.store(TrainingControl.stop, ordering: .relaxed) }
         case (.stop, .paused), (.stop, .idle):
-            viewState.phase = .stopped
+            return { self.viewState.phase = .stopped }
         case (.reset, let phase) where phase != .running:
-            runID += 1  // a check still in flight belongs to the old run
-            lastCheck = nil
-            lastLoopCheck = nil
-            heldEngine = initial
-            record = LoopRecord()
-            epochEnds = []  // they belong to the old run
-            show(TrainingViewState(phase: .idle, engine: initial.snapshot(), loop: record))
+            return { self.reset() }
         case (.step(let count), .idle) where count >= 1 && heldEngine?.isFinished == false,
             (.step(let count), .paused) where count >= 1 && heldEngine?.isFinished == false:
-            launch(maxSteps: count)
+            return { self.launch(maxSteps: count) }
         case (.checkGradients, .running):
-            control.checkRequested.store(true, ordering: .relaxed)
+            return { self.control.checkRequested.store(true, ordering: .relaxed) }
         case (.checkGradients, .idle), (.checkGradients, .paused), (.checkGradients, .stopped), (.checkGradients, .finished):
-            checkGradients()  // a diverged or failed network has nothing worth checking
+            return { self.checkGradients() }  // a diverged or failed network has nothing worth checking
         default:
-            ignore(event)
+            return nil
         }
+    }
+
+    private func reset() {
+        runID += 1  // a check still in flight belongs to the old run
+        lastCheck = nil
+        lastLoopCheck = nil
+        heldEngine = initial
+        record = LoopRecord()
+        epochEnds = []  // they belong to the old run
+        show(TrainingViewState(phase: .idle, engine: initial.snapshot(), loop: record))
     }
 
     // MARK: Runs

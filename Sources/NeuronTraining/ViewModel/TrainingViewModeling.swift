@@ -11,6 +11,10 @@ public protocol TrainingViewModeling: ViewModel where ViewEvent == TrainingEvent
 
     /// The view model of layer `index` (0 ..< viewState.layers.count).
     func layer(_ index: Int) -> LayerViewModel
+
+    /// Whether `event` would do something in the current state (a display enables only the
+    /// controls whose events are accepted); ``ViewModel/handle(event:)`` ignores the others.
+    func accepts(_ event: TrainingEvent) -> Bool
 }
 
 extension PreviewViewModel: TrainingViewModeling where ViewEvent == TrainingEvent, ViewState == TrainingViewState {
@@ -18,4 +22,7 @@ extension PreviewViewModel: TrainingViewModeling where ViewEvent == TrainingEven
     public func layer(_ index: Int) -> PreviewViewModel<LayerEvent, LayerViewState> {
         PreviewViewModel<LayerEvent, LayerViewState>(viewState.layers[index])
     }
+
+    /// Every event: a preview records whatever it is sent.
+    public func accepts(_ event: TrainingEvent) -> Bool { true }
 }
