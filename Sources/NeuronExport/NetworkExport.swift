@@ -203,7 +203,7 @@ private struct GraphBuilder<Scalar: TensorScalar> {
                 reason: "inputs of shape \(input) are neither features nor an image")
         }
         for (index, layer) in network.layers.enumerated() {
-            try add(layer, index: index)
+            try add(layer, index: index, path: "")
         }
     }
 
@@ -222,21 +222,25 @@ private struct GraphBuilder<Scalar: TensorScalar> {
         constant(p.name, p.tensor.shape, p.tensor.scalars)
     }
 
-    mutating func add(_ layer: any Layer<Scalar>, index: Int) throws(ONNXExportError) {
-        let prefix = "layers.\(index)"
+    /// Adds the nodes of `layer`, the network's layer `index` or a layer inside it: `path` is its
+    /// place within layer `index` (`body.0.` inside a residual block), as its tensors are named.
+    mutating func add(_ layer: any Layer<Scalar>, index: Int, path: String) throws(ONNXExportError) {
+        let prefix = "layers.\(index)" + (path.isEmpty ? "" : "." + path.dropLast())
         func refuse(_ reason: String) -> ONNXExportError { .unsupportedLayer(index: index, layer: layer.description, reason: reason) }
+        func parameter(_ name: String) -> (name: String, tensor: Tensor<Scalar>) { self.parameter(index, path + name) }
+        func state(_ name: String) -> (name: String, tensor: Tensor<Scalar>) { self.state(index, path + name) }
 
         if let dense = layer as? Dense<Scalar> {
             guard case .features = layout else { throw refuse("a dense layer needs features, not an image: add a flatten layer") }
             // y = x·Wᵀ + b with W in nn.Linear's (outputs, inputs).
-            let w = initializer(parameter(index, "weight")), b = initializer(parameter(index, "bias"))
+            let w = initializer(parameter("weight")), b = initializer(parameter("bias"))
             current = add("Gemm", [current, w, b], name: "\(prefix).linear", [ONNXAttribute(name: "transB", value: .int(1))])
             addActivation(dense.activation, prefix: prefix)
             layout = .features(dense.outputs)
         } else if let conv = layer as? Conv2D<Scalar> {
             let window = conv.window
             guard case .image = layout else { throw refuse("a convolution needs an image") }
-            let w = initializer(parameter(index, "weight")), b = initializer(parameter(index, "bias"))
+            let w = initializer(parameter("weight")), b = initializer(parameter("bias"))
             current = add(
                 "Conv", [current, w, b], name: "\(prefix).conv",
                 [
@@ -267,12 +271,20 @@ private struct GraphBuilder<Scalar: TensorScalar> {
             // Evaluation form: y = γ·(x - running mean)/√(running variance + ε) + β, per channel
             // (axis 1 of both (batch, features) and NCHW).
             let inputs = [
-                current, initializer(parameter(index, "weight")), initializer(parameter(index, "bias")),
-                initializer(state(index, "running_mean")), initializer(state(index, "running_var")),
+                current, initializer(parameter("weight")), initializer(parameter("bias")),
+                initializer(state("running_mean")), initializer(state("running_var")),
             ]
             current = add(
                 "BatchNormalization", inputs, name: "\(prefix).norm", [ONNXAttribute(name: "epsilon", value: .float(Float(norm.epsilon)))])
             addActivation(norm.activation, prefix: prefix)
+        } else if let block = layer as? Residual<Scalar> {
+            // y = x + f(x): the body's nodes, then an Add of the block's input.
+            let (input, inputLayout) = (current, layout)
+            for (j, inner) in block.body.layers.enumerated() { try add(inner, index: index, path: path + "body.\(j).") }
+            guard layout == inputLayout else { throw refuse("its body changes the layout it is added to") }
+            current = add("Add", [input, current], name: "\(prefix).add")
+        } else if let chain = layer as? Sequential<Scalar> {
+            for (j, inner) in chain.layers.enumerated() { try add(inner, index: index, path: path + "\(j).") }
         } else {
             throw refuse("no ONNX form is defined for this kind of layer")
         }
