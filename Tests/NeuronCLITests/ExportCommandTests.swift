@@ -65,6 +65,7 @@ struct ShippedExport: Sendable, CustomStringConvertible {
     static let all: [ShippedExport] = [
         ShippedExport(config: "iris.yaml", rows: .csv("iris.csv")),
         ShippedExport(config: "digits.yaml", rows: .csv("digits.csv")),
+        ShippedExport(config: "digits-residual.yaml", epochs: 3, rows: .csv("digits.csv")),
         ShippedExport(config: "xor.yaml", rows: .csv("xor")),
         ShippedExport(config: "xor.yaml", rows: .csv("xor"), float32: true),
         ShippedExport(config: "fashion-mnist.yaml", dataLines: ["  limit: 2000"], epochs: 1, rows: .fashionTestImages(1000)),

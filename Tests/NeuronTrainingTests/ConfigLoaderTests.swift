@@ -156,7 +156,9 @@ struct ConfigLoaderTests {
             + #""normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","testLabels":"d","testPath":"t.csv","#
             + #""trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
             + #""model":{"inputShape":[28,28,1],"inputs":3,"layers":[{"activation":"tanh","units":2},{"activation":"relu","epsilon":1e-05,"#
-            + #""filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"stride":2}],"#
+            + #""filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"stride":2},"#
+            + #"{"kind":"residual","layers":[{"activation":"tanh","units":2},{"activation":"relu","epsilon":1e-05,"#
+            + #""filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"stride":2}]}],"#
             + #""loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
             + #""optimizer":{"beta1":0.9,"beta2":0.999,"decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"momentum":0.5,"#
             + #""nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1},"weightDecay":0},"#
@@ -183,7 +185,10 @@ struct ConfigLoaderTests {
             if let array = value as? [Any] { return array.reduce(into: Set<String>()) { $0.formUnion(paths($1, prefix + "[]")) } }
             return []
         }
-        #expect(paths(json, "") == ConfigLoader.schemaKeyPaths)
+        #expect(
+            paths(json, "") == ConfigLoader.schemaKeyPaths,
+            "json only: \(paths(json, "").subtracting(ConfigLoader.schemaKeyPaths).sorted()), schema only: \(ConfigLoader.schemaKeyPaths.subtracting(paths(json, "")).sorted())"
+        )
     }
 
     /// A layer with every key set (no kind takes them all; encoding writes every one).
@@ -196,6 +201,8 @@ struct ConfigLoaderTests {
 
     /// A config with every optional key set, so that encoding writes every key.
     static func everyKeySet() -> RunConfig {
+        var residual = LayerConfig(kind: .residual)
+        residual.layers = [LayerConfig(units: 2), everyLayerKey]
         var data = DataConfig(kind: .csv)
         (data.path, data.labelColumn, data.task, data.featureColumns, data.testPath) = ("a.csv", "y", .regression, ["x"], "t.csv")
         (data.trainImages, data.trainLabels, data.testImages, data.testLabels) = ("a", "b", "c", "d")
@@ -210,7 +217,7 @@ struct ConfigLoaderTests {
         (output.directory, output.checkpointEvery) = ("runs/x", 1)
         return RunConfig(
             model: ModelConfig(
-                inputs: 3, inputShape: [28, 28, 1], layers: [LayerConfig(units: 2), everyLayerKey], loss: .halfSquaredError,
+                inputs: 3, inputShape: [28, 28, 1], layers: [LayerConfig(units: 2), everyLayerKey, residual], loss: .halfSquaredError,
                 neuron: NeuronConfig(weight: 1, bias: 2)),
             data: data, optimizer: optimizer, training: training, output: output)
     }
@@ -341,7 +348,7 @@ struct ConfigLoaderTests {
                 == "run.yaml:2:3: model: expected a mapping (keys inputs, inputShape, layers, loss, neuron); found a list")
         #expect(
             failure("model:\n  layers: {units: 4}\n")
-                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys kind, units, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon); found a mapping"
+                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys kind, units, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers); found a mapping"
         )
         #expect(failure(xorNetwork + "training:\n  epochs: 1.5\n") == "run.yaml:9:11: training.epochs: expected a whole number; found 1.5")
         #expect(
@@ -691,5 +698,79 @@ struct ConfigLoaderTests {
         #expect(ConfigLoader.nearest(to: "threads", in: training) == nil)
         #expect(ConfigLoader.nearest(to: "colour", in: training) == nil)
         #expect(ConfigLoader.nearest(to: "modle", in: ["model", "data"]) == "model")
+    }
+}
+
+@Suite("Config: residual blocks")
+struct ResidualConfigTests {
+    /// A network config whose second layer is `block` (YAML lines, indented under the layer list).
+    static func network(_ block: String) -> String {
+        """
+        model:
+          layers:
+            - units: 4
+        \(block)
+            - units: 1
+        data:
+          kind: synthetic
+          name: xor
+
+        """
+    }
+
+    @Test("A residual block's body is read layer by layer, activations written out, and builds the network it describes")
+    func builds() throws {
+        let config = try ConfigLoader.parse(
+            Self.network(
+                """
+                    - kind: residual
+                      layers:
+                        - units: 4
+                          activation: relu
+                        - kind: batchNorm
+                        - units: 4
+                          activation: identity
+                """), source: "run.yaml", baseDirectory: nil)
+        let block = config.model.layers[1]
+        #expect(block.kind == .residual && block.layers?.map(\.kind) == [.dense, .batchNorm, .dense])
+        #expect(block.layers?.map(\.activation) == [.relu, .identity, .identity])
+        let network: Network<Double> = try config.model.network(features: 2, seed: 1)
+        #expect(
+            network.description
+                == "Network[Dense(2→4, tanh), Residual[Dense(4→4, relu), BatchNorm(4), Dense(4→4, identity)], Dense(4→1, tanh)]")
+        #expect(network.stateTensors.map(\.name) == ["layers.1.body.1.running_mean", "layers.1.body.1.running_var"])
+    }
+
+    @Test("A body that is missing, empty, nests a residual block, holds a softmax or an unknown key, or changes the shape is refused at its key")
+    func refused() {
+        #expect(failure(Self.network("    - kind: residual")).contains("missing key 'layers' in model.layers[1]; a residual layer needs layers"))
+        #expect(
+            failure(Self.network("    - {kind: residual, layers: []}")).contains("model.layers[1].layers: expected at least one layer in the body"))
+        let nested = failure(Self.network("    - {kind: residual, layers: [{kind: residual, layers: [{units: 4}]}]}"))
+        #expect(nested.contains("model.layers[1].layers[0]"), "\(nested)")
+        let softmax = failure(Self.network("    - {kind: residual, layers: [{units: 4, activation: softmax}]}"))
+        #expect(softmax.contains("model.layers[1].layers[0].activation"), "\(softmax)")
+        let unknown = failure(Self.network("    - {kind: residual, layers: [{units: 4, size: 2}]}"))
+        #expect(unknown.contains("model.layers[1].layers[0]") && unknown.contains("size"), "\(unknown)")
+        do {
+            let config = try ConfigLoader.parse(
+                Self.network("    - {kind: residual, layers: [{units: 3}]}"), source: "run.yaml", baseDirectory: nil)
+            let built: Result<Network<Double>, LayerBuildError> = Result { () throws(LayerBuildError) in
+                try config.model.network(features: 2, seed: 1)
+            }
+            guard case let .failure(error) = built else {
+                Issue.record("a body from 4 to 3 features was built")
+                return
+            }
+            #expect(error.path == "model.layers[1]" && "\(error)".contains("its body takes (4) but gives (3)"), "\(error)")
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+
+    @Test("The shipped residual MLP on digits loads")
+    func shipped() throws {
+        let config = try ready("digits-residual.yaml")
+        #expect(config.model.layers.map(\.kind) == [.dense, .residual, .residual, .dense])
     }
 }

@@ -413,6 +413,9 @@ private struct ConfigChecker {
             try validateLayer(layer, at: "model.layers[\(i)]", isLast: i == model.layers.count - 1)
             // The activation written out, default or not, as the run saves it.
             if [.dense, .conv2d, .batchNorm].contains(layer.kind) { model.layers[i].activation = layer.effectiveActivation }
+            for (j, inner) in (layer.layers ?? []).enumerated() where [.dense, .conv2d, .batchNorm].contains(inner.kind) {
+                model.layers[i].layers![j].activation = inner.effectiveActivation
+            }
         }
         guard let loss = model.loss else {
             model.loss = model.effectiveLoss
@@ -476,6 +479,15 @@ private struct ConfigChecker {
         case .dropout:
             try needs("rate", layer.rate, "rate")
             try require(layer.rate! >= 0 && layer.rate! < 1, "a number in [0, 1)", at: "\(path).rate", found: "\(layer.rate!)")
+        case .residual:
+            guard let body = layer.layers else { throw missing("layers", in: path, because: "a residual layer needs layers, its body") }
+            try require(!body.isEmpty, "at least one layer in the body", at: "\(path).layers", found: "an empty list")
+            for (j, inner) in body.enumerated() {
+                try require(
+                    inner.kind != .residual, "a layer other than residual (a body holds no residual block)", at: "\(path).layers[\(j)].kind",
+                    found: "'residual'")
+                try validateLayer(inner, at: "\(path).layers[\(j)]", isLast: false)
+            }
         case .batchNorm:
             if let momentum = layer.momentum {
                 try require(momentum >= 0 && momentum <= 1, "a number in [0, 1]", at: "\(path).momentum", found: "\(momentum)")

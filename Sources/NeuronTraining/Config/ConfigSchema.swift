@@ -140,4 +140,14 @@ struct ConfigField<Section: ConfigSection> {
             if let value = try container.decodeIfPresent(Value.self, forKey: key) { section[keyPath: property] = value }
         }
     }
+
+    /// The key filling `property`, with a shape given here: for a type that holds itself (a
+    /// residual block's body of layers), whose shape would otherwise never end.
+    init<Value: Decodable>(_ property: WritableKeyPath<Section, Value?>, shape: ConfigShape) {
+        self.shape = shape
+        isRequired = false
+        decode = { section, container, key in
+            if let value = try container.decodeIfPresent(Value.self, forKey: key) { section[keyPath: property] = value }
+        }
+    }
 }

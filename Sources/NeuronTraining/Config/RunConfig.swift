@@ -89,7 +89,7 @@ public struct ModelConfig: Sendable, Equatable, Codable {
     }
 
     /// Whether the model reads samples as images: it has a convolution, a pool or a flatten.
-    public var takesImages: Bool { layers.contains { $0.kind.takesImages } }
+    public var takesImages: Bool { layers.contains { $0.takesImages } }
 }
 
 /// One layer: its kind and the settings that kind takes.
@@ -110,6 +110,8 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         case dropout
         /// Batch normalization over channels or features: `momentum`, `epsilon`, `activation`.
         case batchNorm
+        /// A residual block, `y = x + f(x)`: `layers`, the body `f`, which must give back its input's shape.
+        case residual
 
         /// Whether a layer of this kind needs its input as an image.
         var takesImages: Bool { self == .conv2d || self == .maxPool2d || self == .avgPool2d || self == .flatten }
@@ -149,6 +151,8 @@ public struct LayerConfig: Sendable, Equatable, Codable {
     public var momentum: Double?
     /// BatchNorm: added to the variance (default 1e-5, PyTorch's).
     public var epsilon: Double?
+    /// Residual: the body's layers, input side first (one level: a body holds no residual block).
+    public var layers: [LayerConfig]?
 
     public init(kind: Kind) { self.kind = kind }
 
@@ -179,6 +183,7 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         try container.encodeIfPresent(rate, forKey: .rate)
         try container.encodeIfPresent(momentum, forKey: .momentum)
         try container.encodeIfPresent(epsilon, forKey: .epsilon)
+        try container.encodeIfPresent(layers, forKey: .layers)
     }
 
     /// Two layers are equal when they build the same layer: an activation left out equals its default written out.
@@ -187,8 +192,11 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         (a.activation, b.activation) = (a.effectiveActivation, b.effectiveActivation)
         return a.kind == b.kind && a.units == b.units && a.activation == b.activation && a.filters == b.filters && a.kernel == b.kernel
             && a.stride == b.stride && a.padding == b.padding && a.pad == b.pad && a.size == b.size && a.global == b.global
-            && a.rate == b.rate && a.momentum == b.momentum && a.epsilon == b.epsilon
+            && a.rate == b.rate && a.momentum == b.momentum && a.epsilon == b.epsilon && a.layers == b.layers
     }
+
+    /// Whether this layer, or one in its body, needs its input as an image.
+    var takesImages: Bool { kind.takesImages || (layers ?? []).contains { $0.kind.takesImages } }
 }
 
 /// The single neuron's starting parameters.
@@ -428,7 +436,14 @@ extension LayerConfig: DefaultedConfigSection {
     init() { self.init(kind: .dense) }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case kind, units, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon
+        case kind, units, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers
+    }
+
+    /// A residual block's body layer: every key but `layers` (a body holds no residual block), so
+    /// that the schema, derived from the types, is finite.
+    static var bodyLayerShape: ConfigShape {
+        let keys = CodingKeys.allCases.filter { $0 != .layers }
+        return .mapping(keys.map { ($0.stringValue, field($0).shape) }, required: [])
     }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
@@ -446,6 +461,7 @@ extension LayerConfig: DefaultedConfigSection {
         case .rate: ConfigField(\.rate)
         case .momentum: ConfigField(\.momentum)
         case .epsilon: ConfigField(\.epsilon)
+        case .layers: ConfigField(\.layers, shape: .list(bodyLayerShape))
         }
     }
 }
@@ -461,6 +477,7 @@ extension LayerConfig.Kind {
         case .flatten: []
         case .dropout: [.rate]
         case .batchNorm: [.momentum, .epsilon, .activation]
+        case .residual: [.layers]
         }
     }
 }

@@ -98,6 +98,14 @@ extension LayerConfig {
             return try Dropout<Scalar>(input: shape, rate: try needs(rate, "rate"))
         case .batchNorm:
             return try BatchNorm<Scalar>(input: shape, momentum: momentum ?? 0.1, epsilon: epsilon ?? 1e-5, activation: effectiveActivation)
+        case .residual:
+            var body: [any Layer<Scalar>] = [], inner = shape
+            for layer in try needs(layers, "layers") {
+                let next = try layer.layer(Scalar.self, input: inner)
+                body.append(next)
+                inner = next.outputShape
+            }
+            return try Residual<Scalar>(body)
         }
     }
 }
