@@ -72,6 +72,9 @@ final class DashboardListener: Sendable {
     }
 
     let limits: DashboardLimits
+    /// How long a connection may take to send its request before a newer one may take its place:
+    /// a page's request arrives whole at once, and the server reads it within this time.
+    static let patience = Duration.milliseconds(100)
     /// The most connections open at once: `limits.connections`, or fewer when the process's file
     /// limit is low (the process needs descriptors for its checkpoints and data too).
     let capacity: Int
@@ -174,18 +177,17 @@ final class DashboardListener: Sendable {
         }
     }
 
-    /// Registers `socket` and starts its task, closing the oldest connection still sending its
-    /// request when `capacity` are open; when every open connection is answering, `socket` is
-    /// answered 503 and closed.
+    /// Registers `socket` and starts its task. When `capacity` are open, the oldest connection
+    /// still sending its request after ``patience`` is closed to make room; when there is none
+    /// (every connection answering, or just opened), `socket` is answered 503 and closed.
     private func admit(_ socket: AsyncSocket) {
         let now = ContinuousClock.now
         let deadline = now + .seconds(limits.requestSeconds)
         let admitted = registry.withLock { registry -> Bool in
             let open = registry.connections.filter { $0.value.phase != .closing }
             if open.count >= capacity {
-                guard let oldest = open.filter({ $0.value.phase == .request }).min(by: { $0.value.opened < $1.value.opened }) else {
-                    return false
-                }
+                let waiting = open.filter { $0.value.phase == .request && now - $0.value.opened >= Self.patience }
+                guard let oldest = waiting.min(by: { $0.value.opened < $1.value.opened }) else { return false }
                 registry.connections[oldest.key]?.phase = .closing
                 registry.connections[oldest.key]?.task?.cancel()
                 registry.evicted += 1

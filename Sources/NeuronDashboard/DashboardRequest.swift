@@ -17,7 +17,7 @@ public struct DashboardLimits: Sendable, Equatable {
     /// A request body (`POST /api/event`), in bytes.
     public var bodyBytes = 16 << 10
     /// Connections open at once; past it the oldest still sending its request is closed.
-    public var connections = 256
+    public var connections = 512
     /// Seconds from a connection's accept to its whole request (head and body) read.
     public var requestSeconds = 5.0
     /// Seconds one write of an answer (or of one event-stream frame) may take.
@@ -113,8 +113,8 @@ public struct RequestReader: Sendable {
     private var bytes: [UInt8] = []
     /// Bytes already searched for the head's end.
     private var searched = 0
-    /// Whether the request line's end has been seen.
-    private var requestLineEnded = false
+    /// Where the request line's line feed is, once seen.
+    private var requestLineEnd: Int?
     /// The head, once read, and where its body starts in `bytes`.
     private var head: (request: DashboardRequest, bodyStart: Int, bodyLength: Int)?
     private var outcome = Outcome.more
@@ -158,7 +158,7 @@ public struct RequestReader: Sendable {
         var i = max(0, searched - 3)
         while i < bytes.count {
             if bytes[i] == 0x0A {
-                requestLineEnded = true
+                if requestLineEnd == nil { requestLineEnd = i }
                 // LF LF, or CR LF CR LF: the empty line. A bare LF ends a line as CRLF does.
                 if i >= 1 && bytes[i - 1] == 0x0A {
                     end = (i - 1, i + 1)
@@ -176,11 +176,12 @@ public struct RequestReader: Sendable {
             i += 1
         }
         searched = bytes.count
+        // The request line's length (without its CR LF) decides first, however the bytes were split.
+        let lineLength = requestLineEnd.map { $0 > 0 && bytes[$0 - 1] == 0x0D ? $0 - 1 : $0 } ?? max(0, bytes.count - 1)
+        if lineLength > limits.requestLineBytes { return .refused(.requestLineTooLong(limit: limits.requestLineBytes)) }
         guard let end else {
-            if !requestLineEnded, bytes.count > limits.requestLineBytes {
-                return .refused(.requestLineTooLong(limit: limits.requestLineBytes))
-            }
-            if bytes.count > limits.headBytes { return .refused(.headTooLarge(limit: limits.headBytes)) }
+            // The empty line (up to 4 bytes) may still end a head of `headBytes` three bytes on.
+            if bytes.count > limits.headBytes + 3 { return .refused(.headTooLarge(limit: limits.headBytes)) }
             return .more
         }
         guard end.head <= limits.headBytes else { return .refused(.headTooLarge(limit: limits.headBytes)) }
