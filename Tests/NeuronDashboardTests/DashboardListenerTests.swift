@@ -221,7 +221,8 @@ struct DashboardListenerTests {
     @Test("Accepts that fail (no file descriptors left) are said once; the server goes on accepting")
     func acceptFailures() async throws {
         let said = Mutex<[String]>([])
-        try await serving(log: { line in said.withLock { $0.append(line) } }) { server, _ in
+        let log: @Sendable (String) -> Void = { line in said.withLock { $0.append(line) } }
+        try await serving(log: log) { server, _ in
             server.simulateAcceptFailures(6)
             // The accept loop waits in an accept: this connection ends the wait, the next six accepts fail.
             let port = server.port
