@@ -60,10 +60,17 @@ final class DashboardListener: Sendable {
         var opened: ContinuousClock.Instant
         var phase: Phase
         var deadline: ContinuousClock.Instant?
+        /// The socket's descriptor, to shut it from outside its task.
+        var file: Int32
     }
 
     private struct Registry {
         var connections: [Int: Connection] = [:]
+        /// Ids in the order accepted (oldest first) from `orderStart` on; some may have ended since.
+        var order: [Int] = []
+        var orderStart = 0
+        /// Connections being closed (shut, their task not yet ended).
+        var closing = 0
         var nextID = 0
         /// Connections closed to make room for newer ones.
         var evicted = 0
@@ -145,8 +152,9 @@ final class DashboardListener: Sendable {
         }
         for task in started.dropFirst() { task.cancel() }
         try? listener.close()
-        let open = registry.withLock { $0.connections.values.compactMap(\.task) }
-        for task in open { task.cancel() }
+        registry.withLock { registry in
+            for id in Array(registry.connections.keys) { Self.close(&registry, id) }
+        }
         let clock = ContinuousClock(), start = clock.now
         while openConnections > 0, clock.now - start < timeout { try? await Task.sleep(for: .milliseconds(10)) }
         started.first?.cancel()
@@ -177,25 +185,27 @@ final class DashboardListener: Sendable {
         }
     }
 
-    /// Registers `socket` and starts its task. When `capacity` are open, the oldest connection
-    /// still sending its request after ``patience`` is closed to make room; when there is none
-    /// (every connection answering, or just opened), `socket` is answered 503 and closed.
+    /// Registers `socket` and starts its task. When `capacity` are open, one connection waiting on
+    /// its client is closed to make room: of the oldest still sending their request after
+    /// ``patience``, the first with nothing unread (a page's request, not read yet because the
+    /// server is busy, is never the one). When there is none, or connections being closed still
+    /// hold a quarter of `capacity` more, `socket` is answered 503 and closed.
     private func admit(_ socket: AsyncSocket) {
         let now = ContinuousClock.now
         let deadline = now + .seconds(limits.requestSeconds)
         let admitted = registry.withLock { registry -> Bool in
-            let open = registry.connections.filter { $0.value.phase != .closing }
-            if open.count >= capacity {
-                let waiting = open.filter { $0.value.phase == .request && now - $0.value.opened >= Self.patience }
-                guard let oldest = waiting.min(by: { $0.value.opened < $1.value.opened }) else { return false }
-                registry.connections[oldest.key]?.phase = .closing
-                registry.connections[oldest.key]?.task?.cancel()
+            guard registry.connections.count < capacity + capacity / 4 else { return false }
+            if registry.connections.count - registry.closing >= capacity {
+                guard let victim = Self.victim(in: &registry, now: now) else { return false }
+                Self.close(&registry, victim)
                 registry.evicted += 1
             }
             registry.nextID += 1
             let id = registry.nextID
+            registry.order.append(id)
             registry.connections[id] = Connection(
-                task: Task.detached { [self] in await serve(socket, id: id) }, opened: now, phase: .request, deadline: deadline)
+                task: Task.detached { [self] in await serve(socket, id: id) }, opened: now, phase: .request, deadline: deadline,
+                file: socket.socket.file.rawValue)
             return true
         }
         if !admitted {
@@ -206,6 +216,48 @@ final class DashboardListener: Sendable {
         }
     }
 
+    /// Whether the client sent bytes that the connection has not read yet.
+    private static func hasUnreadBytes(_ file: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(file, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) > 0
+    }
+
+    /// The connection to close to make room: of the 8 oldest still sending their request after
+    /// ``patience``, the first with nothing unread. Amortised O(1): ended ones leave `order` as they are passed.
+    private static func victim(in registry: inout Registry, now: ContinuousClock.Instant) -> Int? {
+        var examined = 0
+        var i = registry.orderStart
+        while i < registry.order.count && examined < 8 {
+            let id = registry.order[i]
+            guard let connection = registry.connections[id], connection.phase == .request else {
+                // Ended or answering: never a candidate again.
+                if i == registry.orderStart { registry.orderStart += 1 }
+                i += 1
+                continue
+            }
+            guard now - connection.opened >= patience else { return nil }  // the rest are younger
+            if !hasUnreadBytes(connection.file) { return id }
+            examined += 1
+            i += 1
+        }
+        if registry.orderStart > 1024 && registry.orderStart * 2 > registry.order.count {
+            registry.order.removeFirst(registry.orderStart)
+            registry.orderStart = 0
+        }
+        return nil
+    }
+
+    /// Ends connection `id` now: its socket shut (its task's read or write fails at once; the
+    /// descriptor itself is closed by the task, so that no other connection can reuse it meanwhile),
+    /// and its task cancelled.
+    private static func close(_ registry: inout Registry, _ id: Int) {
+        guard let connection = registry.connections[id], connection.phase != .closing else { return }
+        registry.connections[id]?.phase = .closing
+        registry.closing += 1
+        _ = shutdown(connection.file, Int32(SHUT_RDWR))
+        connection.task?.cancel()
+    }
+
     /// Cancels each connection past its deadline, ten times a second, until the server stops.
     private func reap() async {
         while !Task.isCancelled {
@@ -214,9 +266,8 @@ final class DashboardListener: Sendable {
             registry.withLock { registry in
                 for (id, connection) in registry.connections {
                     guard let deadline = connection.deadline, deadline < now, connection.phase != .closing else { continue }
-                    registry.connections[id]?.phase = .closing
+                    Self.close(&registry, id)
                     registry.timedOut += 1
-                    connection.task?.cancel()
                 }
             }
         }
@@ -235,7 +286,9 @@ final class DashboardListener: Sendable {
     private func serve(_ socket: AsyncSocket, id: Int) async {
         defer {
             try? socket.close()
-            _ = registry.withLock { $0.connections.removeValue(forKey: id) }
+            registry.withLock { registry in
+                if registry.connections.removeValue(forKey: id)?.phase == .closing { registry.closing -= 1 }
+            }
         }
         do {
             var reader = RequestReader(limits: limits)
@@ -269,13 +322,14 @@ final class DashboardListener: Sendable {
         }
     }
 
-    /// After a refusal, reads (and drops) what the client is still sending for up to a second and
-    /// 1 MB, so that closing does not reset the connection before the client reads the answer.
+    /// After a refusal, reads (and drops) what the client is still sending for up to a quarter of
+    /// a second and 64 KB, so that closing does not reset the connection before a client that
+    /// sent a little too much reads the answer.
     private func drain(_ socket: AsyncSocket, id: Int) async {
         _ = shutdown(socket.socket.file.rawValue, Int32(SHUT_WR))
-        update(id, deadline: .now + .seconds(1))
+        update(id, deadline: .now + .milliseconds(250))
         var dropped = 0
-        while dropped < 1 << 20, let bytes = try? await socket.read(atMost: 4096) { dropped += bytes.count }
+        while dropped < 64 << 10, let bytes = try? await socket.read(atMost: 4096) { dropped += bytes.count }
     }
 
     static func refusal(_ status: Int, _ message: String) -> DashboardResponse {

@@ -154,27 +154,24 @@ public struct RequestReader: Sendable {
 
     /// Searches the new bytes for the empty line ending the head; parses the head once found.
     private mutating func findHead() -> Outcome {
-        var end: (head: Int, body: Int)?
-        var i = max(0, searched - 3)
-        while i < bytes.count {
-            if bytes[i] == 0x0A {
-                if requestLineEnd == nil { requestLineEnd = i }
-                // LF LF, or CR LF CR LF: the empty line. A bare LF ends a line as CRLF does.
-                if i >= 1 && bytes[i - 1] == 0x0A {
-                    end = (i - 1, i + 1)
-                    break
-                }
-                if i >= 3 && bytes[i - 1] == 0x0D && bytes[i - 2] == 0x0A && bytes[i - 3] == 0x0D {
-                    end = (i - 3, i + 1)
-                    break
-                }
-                if i >= 2 && bytes[i - 1] == 0x0D && bytes[i - 2] == 0x0A {
-                    end = (i - 2, i + 1)
-                    break
-                }
+        // Line feeds found by memchr, each looked behind once: the empty line is LF LF, LF CR LF
+        // or CR LF CR LF (a bare LF ends a line as CR LF does).
+        let from = max(0, searched - 3)
+        let (end, firstFeed): ((head: Int, body: Int)?, Int?) = bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return (nil, nil) }
+            var firstFeed: Int?
+            var i = from
+            while i < buffer.count, let found = memchr(base + i, 0x0A, buffer.count - i) {
+                i = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                if firstFeed == nil { firstFeed = i }
+                if i >= 1 && buffer[i - 1] == 0x0A { return ((i - 1, i + 1), firstFeed) }
+                if i >= 3 && buffer[i - 1] == 0x0D && buffer[i - 2] == 0x0A && buffer[i - 3] == 0x0D { return ((i - 3, i + 1), firstFeed) }
+                if i >= 2 && buffer[i - 1] == 0x0D && buffer[i - 2] == 0x0A { return ((i - 2, i + 1), firstFeed) }
+                i += 1
             }
-            i += 1
+            return (nil, firstFeed)
         }
+        if requestLineEnd == nil { requestLineEnd = firstFeed }
         searched = bytes.count
         // The request line's length (without its CR LF) decides first, however the bytes were split.
         let lineLength = requestLineEnd.map { $0 > 0 && bytes[$0 - 1] == 0x0D ? $0 - 1 : $0 } ?? max(0, bytes.count - 1)
