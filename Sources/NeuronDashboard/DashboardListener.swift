@@ -52,7 +52,7 @@ struct DashboardResponse: Sendable {
 
 /// Accepts connections on a listening socket and answers one request on each.
 final class DashboardListener: Sendable {
-    /// Where a connection is: reading its request, or answering it.
+    /// Where a connection is: reading its request, answering it, or being closed.
     private enum Phase { case request, answer, closing }
 
     private struct Connection {
@@ -90,6 +90,7 @@ final class DashboardListener: Sendable {
     private let registry = Mutex(Registry())
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let handler: @Sendable (DashboardRequest) async -> DashboardResponse
+    private var executor: DashboardExecutor { .shared }
     private let log: @Sendable (String) -> Void
     /// Accept failures still to simulate (tests: a process out of file descriptors).
     let simulatedAcceptFailures = Atomic<Int>(0)
@@ -138,7 +139,7 @@ final class DashboardListener: Sendable {
         let pool = self.pool
         let started: [Task<Void, Never>] = [
             Task.detached { _ = try? await pool.run() },
-            Task.detached { [self] in await acceptLoop() },
+            Task.detached(executorPreference: executor) { [self] in await acceptLoop() },
             Task.detached { [self] in await reap() },
         ]
         tasks.withLock { $0 += started }
@@ -204,7 +205,8 @@ final class DashboardListener: Sendable {
             let id = registry.nextID
             registry.order.append(id)
             registry.connections[id] = Connection(
-                task: Task.detached { [self] in await serve(socket, id: id) }, opened: now, phase: .request, deadline: deadline,
+                task: Task.detached(executorPreference: executor) { [self] in await serve(socket, id: id) }, opened: now, phase: .request,
+                deadline: deadline,
                 file: socket.socket.file.rawValue)
             return true
         }
@@ -335,5 +337,39 @@ final class DashboardListener: Sendable {
     static func refusal(_ status: Int, _ message: String) -> DashboardResponse {
         DashboardResponse(
             status: status, headers: [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store")], body: Data(message.utf8))
+    }
+}
+
+/// The thread the dashboard's connections run on: one for the process, at a lower scheduling
+/// priority (nice 10), so that on a machine with every core busy a flood of connections takes its
+/// time from the server and not from the training thread (or the main actor that writes checkpoints).
+final class DashboardExecutor: TaskExecutor, Sendable {
+    /// The process's one dashboard thread, started on first use; it waits for jobs for as long as the process lives.
+    static let shared = DashboardExecutor(nice: 10)
+
+    private let waiting = Mutex<[UnownedJob]>([])
+    private let ready = DispatchSemaphore(value: 0)
+
+    /// Starts the thread at `nice` (on Linux, the priority of the calling thread only).
+    private init(nice: Int32) {
+        let thread = Thread { [self] in
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
+            while true {
+                ready.wait()
+                let batch = waiting.withLock { waiting in
+                    defer { waiting = [] }
+                    return waiting
+                }
+                for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            }
+        }
+        thread.name = "neuron dashboard"
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        waiting.withLock { $0.append(job) }
+        ready.signal()
     }
 }
