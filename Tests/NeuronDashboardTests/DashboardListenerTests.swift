@@ -255,4 +255,38 @@ struct DashboardListenerTests {
             #expect(binding.encodedFrames - before <= 1)
         }
     }
+
+    @Test("Connections run on the dashboard's one thread at nice 10, beneath the training thread")
+    func lowerPriority() async throws {
+        let nice = await Task.detached(executorPreference: DashboardExecutor.shared) { () -> Int32 in
+            errno = 0
+            return getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)  // Linux: this thread's
+        }.value
+        #expect(nice == 10)
+        #expect(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) == 0)
+    }
+
+    @Test("Stopping with 300 connections open (idle, slow, oversized) takes well under a second")
+    func stopUnderLoad() async throws {
+        var state = TrainingViewState()
+        state.phase = .running
+        let binding = DashboardBinding(model: PreviewViewModel<TrainingEvent, TrainingViewState>(state), engine: { nil })
+        let server = try await DashboardServer.start(binding: binding)
+        let port = server.port
+        let clients = try await off { () -> [RawConnection] in
+            let clients = (0..<300).compactMap { _ in RawConnection(port: port) }
+            for (i, client) in clients.enumerated() where i % 3 > 0 {
+                client.send("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX: " + (i % 3 == 2 ? String(repeating: "a", count: 20_000) : "a"))
+            }
+            return clients
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let clock = ContinuousClock(), start = clock.now
+        await server.stop()
+        let took = clock.now - start
+        #expect(took < .seconds(1), "stopping took \(took)")
+        #expect(server.openConnections == 0)
+        #expect(RawConnection(port: port) == nil)  // no longer listening
+        withExtendedLifetime(clients) {}
+    }
 }
