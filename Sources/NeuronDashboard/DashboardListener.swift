@@ -81,7 +81,7 @@ final class DashboardListener: Sendable {
     let limits: DashboardLimits
     /// How long a connection may take to send its request before a newer one may take its place:
     /// a page's request arrives whole at once, and the server reads it within this time.
-    static let patience = Duration.milliseconds(100)
+    static let patience = Duration.milliseconds(10)
     /// The most connections open at once: `limits.connections`, or fewer when the process's file
     /// limit is low (the process needs descriptors for its checkpoints and data too).
     let capacity: Int
@@ -224,12 +224,12 @@ final class DashboardListener: Sendable {
         return recv(file, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) > 0
     }
 
-    /// The connection to close to make room: of the 8 oldest still sending their request after
+    /// The connection to close to make room: of the 32 oldest still sending their request after
     /// ``patience``, the first with nothing unread. Amortised O(1): ended ones leave `order` as they are passed.
     private static func victim(in registry: inout Registry, now: ContinuousClock.Instant) -> Int? {
         var examined = 0
         var i = registry.orderStart
-        while i < registry.order.count && examined < 8 {
+        while i < registry.order.count && examined < 32 {
             let id = registry.order[i]
             guard let connection = registry.connections[id], connection.phase == .request else {
                 // Ended or answering: never a candidate again.
