@@ -1,10 +1,12 @@
 // The connections side: one accept loop, one task per connection, one reaper, all off the main
-// actor, over FlyingSocks' non-blocking sockets (a connection waiting for bytes holds no thread).
-// Every connection is bounded: its request by `RequestReader` (bytes) and a deadline (time), its
-// answer's writes by a deadline each, and the connections together by a count. A connection past
-// its deadline is cancelled by the reaper; past the count, the oldest connection still sending
-// its request makes room. A failed accept (the process is out of file descriptors) is said once
-// and retried after a pause that grows to 1 s; the loop ends only when the server stops.
+// actor, over FlyingSocks' non-blocking sockets (a connection waiting for bytes holds no thread);
+// the accept loop and the connections run on one thread at nice 10 (`DashboardExecutor`), beneath
+// the training thread. Every connection is bounded: its request by `RequestReader` (bytes) and a
+// deadline (time), its answer's writes by a deadline each, and the connections together by a
+// count. A connection past its deadline is shut by the reaper; past the count, the oldest
+// connection still waiting on its client makes room. A failed accept (the process is out of file
+// descriptors) is said once and retried after a pause that grows to 1 s; the loop ends only when
+// the server stops. The routes that read the view model hop to the main actor for that alone.
 import FlyingSocks
 import Foundation
 import Synchronization
