@@ -19,7 +19,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         // `swift package generate-documentation --target NeuronCore`: the DocC catalog in Sources/NeuronCore.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // The dashboard's HTTP server: small (no swift-nio), so the first build stays quick.
+        // The dashboard's sockets: FlyingSocks, the non-blocking socket layer of FlyingFox (small, no
+        // swift-nio, so the first build stays quick). The HTTP on top is the dashboard's own, bounded.
         .package(url: "https://github.com/swhitty/FlyingFox", exact: "0.27.1"),
     ],
     targets: [
@@ -76,7 +77,7 @@ let package = Package(
         /// loopback and a token by default.
         .target(
             name: "NeuronDashboard",
-            dependencies: ["NeuronCore", "NeuronTraining", .product(name: "FlyingFox", package: "FlyingFox")],
+            dependencies: ["NeuronCore", "NeuronTraining", .product(name: "FlyingSocks", package: "FlyingFox")],
             resources: [.embedInCode("Resources/dashboard.html")]
         ),
 

@@ -24,6 +24,10 @@ public final class DashboardBinding {
     private var observing: Task<Void, Never>?, keepingAlive: Task<Void, Never>?
     /// Frames published so far.
     public private(set) var publishedFrames = 0
+    /// Frames encoded so far (concurrent readers of one state share its encoding).
+    public private(set) var encodedFrames = 0
+    /// The newest frame's JSON and what it was made of: requests for an unchanged state share it.
+    private var encoded: (state: TrainingViewState, engineAvailable: Bool, json: Data)?
 
     /// The shortest time between two frames: at most 20 a second.
     public static let frameInterval = Duration.milliseconds(50)
@@ -86,21 +90,35 @@ public final class DashboardBinding {
         broadcaster.closeAll()
     }
 
-    /// Publishes the current frame now (a page that just connected, a keep-alive).
-    public func publish() {
+    /// The current state's frame as JSON. Encoded once per state: any number of pages asking for
+    /// an unchanged state share one encoding (one copy of its bytes).
+    public func stateJSON() -> Data {
         let state = self.state()
-        // The layers' curves need every state's numbers, whether or not a page is there to see them.
         record(state)
-        guard broadcaster.subscriberCount > 0 else { return }
-        let frame = makeFrame(state)
-        publishedFrames += 1
-        broadcaster.publish(Self.event(frame.json()))
+        let engineAvailable = engine() != nil
+        // Equal arrays sharing storage compare in O(1): an unchanged state costs next to nothing.
+        if let encoded, encoded.engineAvailable == engineAvailable, encoded.state == state { return encoded.json }
+        let json = makeFrame(state).json()
+        encoded = (state, engineAvailable, json)
+        encodedFrames += 1
+        return json
     }
 
-    /// Hands `event` to the view model and returns the frame of its answer.
-    public func handle(_ event: TrainingEvent) -> DashboardFrame {
+    /// Publishes the current frame now (a page that just connected, a keep-alive).
+    public func publish() {
+        // The layers' curves need every state's numbers, whether or not a page is there to see them.
+        guard broadcaster.subscriberCount > 0 else {
+            record(state())
+            return
+        }
+        publishedFrames += 1
+        broadcaster.publish(Self.event(stateJSON()))
+    }
+
+    /// Hands `event` to the view model and returns the JSON of its answer's frame.
+    public func handle(_ event: TrainingEvent) -> Data {
         send(event)
-        return frame()
+        return stateJSON()
     }
 
     /// Unit `unit` of layer `layer` explained on training sample `sample`; nil while a run owns the engine.

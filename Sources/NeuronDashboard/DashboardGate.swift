@@ -5,8 +5,12 @@
 
 /// Decides whether a request may reach the dashboard. Pure: no sockets, no clock.
 public struct DashboardGate: Sendable, Equatable {
-    /// Why a request was refused (each answered with 403 Forbidden).
+    /// Why a request was refused: 400 Bad Request without exactly one `Host`, else 403 Forbidden.
     public enum Refusal: Error, Equatable, Sendable, CustomStringConvertible {
+        /// No `Host` header: the host the request is meant for cannot be checked.
+        case missingHost
+        /// More than one `Host` header: which one a proxy or the browser meant cannot be told.
+        case duplicateHost
         /// No `token` query item, or a wrong one.
         case badToken
         /// An `Origin` header that is not the dashboard's own.
@@ -16,8 +20,18 @@ public struct DashboardGate: Sendable, Equatable {
         /// A `Host` header that names neither the address the server listens on nor a loopback name.
         case foreignHost(String)
 
+        /// The HTTP status answered.
+        public var status: Int {
+            switch self {
+            case .missingHost, .duplicateHost: 400
+            case .badToken, .crossOrigin, .crossSite, .foreignHost: 403
+            }
+        }
+
         public var description: String {
             switch self {
+            case .missingHost: "no Host header"
+            case .duplicateHost: "more than one Host header"
             case .badToken: "missing or wrong token"
             case let .crossOrigin(origin): "cross-origin request from \(origin)"
             case let .crossSite(site): "cross-site request (Sec-Fetch-Site: \(site))"
@@ -50,14 +64,16 @@ public struct DashboardGate: Sendable, Equatable {
     /// Nil when the request may pass, else why not.
     /// - Parameters:
     ///   - token: the request's `token` query item.
-    ///   - header: the request's header of a name (case-insensitive), or nil.
-    public func check(token given: String?, header: (String) -> String?) -> Refusal? {
+    ///   - values: every value of the request's header of a name (case-insensitive), in order.
+    public func check(token given: String?, values: (String) -> [String]) -> Refusal? {
+        let host = values("Host")
+        guard host.count <= 1 else { return .duplicateHost }
+        guard let host = host.first else { return .missingHost }
         guard let given, Self.equalInConstantTime(given, token) else { return .badToken }
-        if let host = header("Host"), !hosts.contains(host.lowercased()) { return .foreignHost(host) }
-        if let site = header("Sec-Fetch-Site"), site != "same-origin", site != "none" { return .crossSite(site) }
-        if let origin = header("Origin") {
-            let allowed = hosts.contains { "http://\($0)" == origin.lowercased() }
-            if !allowed { return .crossOrigin(origin) }
+        if !hosts.contains(host.lowercased()) { return .foreignHost(host) }
+        if let site = values("Sec-Fetch-Site").first(where: { $0 != "same-origin" && $0 != "none" }) { return .crossSite(site) }
+        if let origin = values("Origin").first(where: { origin in !hosts.contains { "http://\($0)" == origin.lowercased() } }) {
+            return .crossOrigin(origin)
         }
         return nil
     }

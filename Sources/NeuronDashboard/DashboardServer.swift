@@ -1,8 +1,7 @@
-// The HTTP side: FlyingFox (no swift-nio, so the first build stays quick) serving the page, the
-// state as Server-Sent Events and a handful of JSON routes. Every request passes the gate first.
-// A page that reads slowly, or goes away, costs its own connection's task and nothing else: its
-// frames wait in a one-frame slot (`FrameBroadcaster`), and training never waits for the server.
-import FlyingFox
+// The HTTP side: the page, the state as Server-Sent Events and a handful of JSON routes, served
+// by `DashboardListener` (bounded connections over FlyingSocks). Every request passes the gate
+// first. A page that reads slowly, or goes away, costs its own connection's task and nothing else:
+// its frames wait in a one-frame slot (`FrameBroadcaster`), and training never waits for the server.
 import FlyingSocks
 import Foundation
 import NeuronCore
@@ -32,8 +31,9 @@ public final class DashboardServer: Sendable {
     public let port: Int
     /// The gate every request passes.
     public let gate: DashboardGate
-    private let server: HTTPServer
-    private let task: Task<Void, any Error>
+    /// The bounds on each connection and on their number.
+    public var limits: DashboardLimits { listener.limits }
+    private let listener: DashboardListener
     private let binding: DashboardBinding
 
     /// The page's address, with the token.
@@ -45,10 +45,15 @@ public final class DashboardServer: Sendable {
     }
 
     /// Starts serving `binding` on `host` and `port` (0: any free port) and publishing its frames.
+    /// - Parameters:
+    ///   - limits: the bounds on each connection and on their number.
+    ///   - log: where the server says what goes wrong beyond one request (a failed accept).
     /// - Throws: ``Failure`` when the host is not an address or the port cannot be listened on.
     @MainActor
     public static func start(
-        binding: DashboardBinding, host: String = "127.0.0.1", port: Int = 0, token: String = DashboardGate.makeToken()
+        binding: DashboardBinding, host: String = "127.0.0.1", port: Int = 0, token: String = DashboardGate.makeToken(),
+        limits: DashboardLimits = DashboardLimits(),
+        log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
     ) async throws(Failure) -> DashboardServer {
         guard (0...65535).contains(port) else { throw .cannotListen(host: host, port: port, reason: "a port is 0 to 65535") }
         let address: any SocketAddress
@@ -57,141 +62,148 @@ public final class DashboardServer: Sendable {
         } catch {
             throw .badHost(host)
         }
-        // Long-lived event streams are not requests that time out: the timeout bounds a handler's
-        // answer only, and the stream's answer is immediate.
-        let server = HTTPServer(config: .init(address: address, timeout: 30, logger: .disabled))
-        let failure = Mutex<String?>(nil)
-        let task = Task {
-            do {
-                try await server.run()
-            } catch {
-                failure.withLock { $0 = "\(error)" }
-                throw error
+        // The routes are bound once the listener knows its port (the gate names it); until then
+        // nothing is accepted.
+        let routes = RouteBox()
+        let listener: DashboardListener
+        do {
+            listener = try await DashboardListener(address: address, limits: limits, log: log) { request in
+                await routes.server?.respond(to: request) ?? DashboardListener.refusal(503, "starting\n")
             }
+        } catch {
+            throw .cannotListen(host: host, port: port, reason: "\(error.localizedDescription)")
         }
-        // Listening, or failed to (the port is taken): whichever comes first, within 10 s.
-        for _ in 0..<1000 where failure.withLock({ $0 }) == nil {
-            if await server.isListening { break }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        guard await server.isListening else {
-            task.cancel()
-            throw .cannotListen(host: host, port: port, reason: failure.withLock { $0 } ?? "not listening after 10 s")
-        }
-        let actual: Int
-        switch await server.listeningAddress {
-        case let .ip4(_, p)?, let .ip6(_, p)?: actual = Int(p)
-        default: actual = port
-        }
+        let actual = listener.port
         let dashboard = DashboardServer(
-            host: host, port: actual, gate: DashboardGate(token: token, host: host, port: actual), server: server, task: task, binding: binding)
-        await server.appendRoute("*") { [dashboard] request in await dashboard.respond(to: request) }
+            host: host, port: actual, gate: DashboardGate(token: token, host: host, port: actual), listener: listener, binding: binding)
+        routes.server = dashboard
+        listener.run()
         binding.start()
         return dashboard
     }
 
-    private init(host: String, port: Int, gate: DashboardGate, server: HTTPServer, task: Task<Void, any Error>, binding: DashboardBinding) {
-        (self.host, self.port, self.gate, self.server, self.task, self.binding) = (host, port, gate, server, task, binding)
+    private init(host: String, port: Int, gate: DashboardGate, listener: DashboardListener, binding: DashboardBinding) {
+        (self.host, self.port, self.gate, self.listener, self.binding) = (host, port, gate, listener, binding)
     }
 
-    /// Ends every page's stream and stops listening.
+    /// Ends every page's stream, closes every connection and stops listening.
     @MainActor
     public func stop() async {
         binding.stop()
-        await server.stop(timeout: 1)
-        task.cancel()
+        await listener.stop()
     }
+
+    /// Connections open now.
+    var openConnections: Int { listener.openConnections }
+
+    /// Makes the next `count` accepts fail as they do when the process is out of file descriptors.
+    func simulateAcceptFailures(_ count: Int) { listener.simulatedAcceptFailures.store(count, ordering: .relaxed) }
+
+    /// Accepts that failed so far.
+    var acceptFailures: Int { listener.acceptFailures.load(ordering: .relaxed) }
+
+    /// Connections closed so far to make room for newer ones, and because their deadline passed.
+    var closedEarly: (evicted: Int, timedOut: Int) { listener.closedEarly }
 
     // MARK: Routes
 
-    /// The answer to one request: refused at the gate (403), or routed.
-    func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let token = request.query.first { $0.name == "token" }?.value
-        if let refusal = gate.check(token: token, header: { request.headers[HTTPHeader($0)] }) {
-            return Self.text(.forbidden, "refused: \(refusal)\n")
+    /// The answer to one request: refused at the gate (400 or 403), or routed.
+    func respond(to request: DashboardRequest) async -> DashboardResponse {
+        if let refusal = gate.check(token: request.queryValue("token"), values: request.values(of:)) {
+            return Self.text(refusal.status, "refused: \(refusal)\n")
         }
-        let get = request.method == .GET || request.method == .HEAD
-        switch (request.path, get, request.method == .POST) {
+        let get = request.method == "GET" || request.method == "HEAD"
+        switch (request.path, get, request.method == "POST") {
         case ("/", true, _), ("/index.html", true, _):
-            var response = HTTPResponse(
-                statusCode: .ok, headers: Self.headers(type: "text/html; charset=utf-8"), body: Data(PackageResources.dashboard_html))
+            var response = DashboardResponse(status: 200, headers: Self.headers(type: "text/html; charset=utf-8"), body: Self.page)
             // Nothing from elsewhere: no script, style, image or connection outside this page and server.
-            response.headers[HTTPHeader("Content-Security-Policy")] =
-                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+            response.headers.append(
+                (
+                    "Content-Security-Policy",
+                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+                ))
             return response
         case ("/events", true, _):
             let subscription = binding.broadcaster.subscribe()
             await binding.publish()  // the new page sees the state at once
-            var headers = Self.headers(type: "text/event-stream")
-            headers[HTTPHeader("X-Accel-Buffering")] = "no"
-            return HTTPResponse(statusCode: .ok, headers: headers, body: HTTPBodySequence(from: subscription, suggestedBufferSize: 1 << 16))
+            return DashboardResponse(
+                status: 200, headers: Self.headers(type: "text/event-stream") + [("X-Accel-Buffering", "no")], body: Data(), stream: subscription)
         case ("/api/state", true, _):
-            return await Self.json(binding.frame().json())
+            return await Self.json(binding.stateJSON())
         case ("/api/event", _, true):
-            guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
-                return Self.text(.unsupportedMediaType, "expected Content-Type: application/json\n")
+            guard request.values(of: "Content-Type").first?.lowercased().hasPrefix("application/json") == true else {
+                return Self.text(415, "expected Content-Type: application/json\n")
             }
             let event: TrainingEvent
             do {
-                event = try DashboardEventRequest.event(fromBody: try await request.bodyData)
+                event = try DashboardEventRequest.event(fromBody: Data(request.body))
             } catch {
-                return Self.text(.badRequest, "\(error)\n")
+                return Self.text(400, "\(error)\n")
             }
-            return await Self.json(binding.handle(event).json())
+            return await Self.json(binding.handle(event))
         case ("/api/explain", true, _):
             return await explain(request)
         case ("/api/weights", true, _):
-            guard let layer = Self.integer("layer", in: request) else { return Self.text(.badRequest, "expected ?layer=N\n") }
+            guard let layer = Self.integer("layer", in: request) else { return Self.text(400, "expected ?layer=N\n") }
             guard let weights = await binding.weights(ofLayer: layer) else {
-                return Self.text(.conflict, "no weights to show for layer \(layer) now (a run owns the weights while it trains; pause it)\n")
+                return Self.text(409, "no weights to show for layer \(layer) now (a run owns the weights while it trains; pause it)\n")
             }
             struct Weights: Encodable { var layer: Int, shape: [Int], values: [Double] }
             return Self.json(try! DashboardJSON.encoder.encode(Weights(layer: layer, shape: weights.shape, values: weights.values)))
         case ("/", false, _), ("/index.html", false, _), ("/events", false, _), ("/api/state", false, _), ("/api/event", _, false),
             ("/api/explain", false, _), ("/api/weights", false, _):
-            return Self.text(.methodNotAllowed, "method \(request.method.rawValue) not allowed on \(request.path)\n")
+            return Self.text(405, "method \(request.method) not allowed on \(request.path)\n")
         default:
-            return Self.text(.notFound, "no such page: \(request.path)\n")
+            return Self.text(404, "no such page: \(request.path)\n")
         }
     }
 
-    private func explain(_ request: HTTPRequest) async -> HTTPResponse {
+    private func explain(_ request: DashboardRequest) async -> DashboardResponse {
         guard let layer = Self.integer("layer", in: request), let unit = Self.integer("unit", in: request) else {
-            return Self.text(.badRequest, "expected ?layer=L&unit=U[&sample=I]\n")
+            return Self.text(400, "expected ?layer=L&unit=U[&sample=I]\n")
         }
         let sample = Self.integer("sample", in: request) ?? 0
         do {
             guard let explanation = try await binding.explain(layer: layer, unit: unit, sample: sample) else {
-                return Self.text(.conflict, "a run owns the weights while it trains: pause it to explain a unit\n")
+                return Self.text(409, "a run owns the weights while it trains: pause it to explain a unit\n")
             }
             struct Answer: Encodable { var explanation: UnitExplanation, table: String }
             return Self.json(try DashboardJSON.encoder.encode(Answer(explanation: explanation, table: explanation.table)))
         } catch {
-            return Self.text(.badRequest, "\(error)\n")
+            return Self.text(400, "\(error)\n")
         }
     }
 
     // MARK: Answers
 
-    private static func headers(type: String) -> HTTPHeaders {
-        var headers = HTTPHeaders()
-        headers[.contentType] = type
-        headers[.cacheControl] = "no-store"
-        headers[HTTPHeader("Referrer-Policy")] = "no-referrer"  // the token never leaves in a Referer
-        headers[HTTPHeader("X-Content-Type-Options")] = "nosniff"
-        headers[HTTPHeader("X-Frame-Options")] = "DENY"
-        return headers
+    private static let page = Data(PackageResources.dashboard_html)
+
+    private static func headers(type: String) -> [(name: String, value: String)] {
+        [
+            ("Content-Type", type), ("Cache-Control", "no-store"),
+            ("Referrer-Policy", "no-referrer"),  // the token never leaves in a Referer
+            ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"),
+        ]
     }
 
-    private static func text(_ status: HTTPStatusCode, _ message: String) -> HTTPResponse {
-        HTTPResponse(statusCode: status, headers: headers(type: "text/plain; charset=utf-8"), body: Data(message.utf8))
+    private static func text(_ status: Int, _ message: String) -> DashboardResponse {
+        DashboardResponse(status: status, headers: headers(type: "text/plain; charset=utf-8"), body: Data(message.utf8))
     }
 
-    private static func json(_ data: Data) -> HTTPResponse {
-        HTTPResponse(statusCode: .ok, headers: headers(type: "application/json"), body: data)
+    private static func json(_ data: Data) -> DashboardResponse {
+        DashboardResponse(status: 200, headers: headers(type: "application/json"), body: data)
     }
 
-    private static func integer(_ name: String, in request: HTTPRequest) -> Int? {
-        request.query.first { $0.name == name }.flatMap { Int($0.value) }
+    private static func integer(_ name: String, in request: DashboardRequest) -> Int? {
+        request.queryValue(name).flatMap { Int($0) }
+    }
+}
+
+/// The server the routes answer for, set once it exists (the listener is made first, to learn its port).
+private final class RouteBox: Sendable {
+    private let held = Mutex<DashboardServer?>(nil)
+    var server: DashboardServer? {
+        get { held.withLock { $0 } }
+        set { held.withLock { $0 = newValue } }
     }
 }

@@ -2,7 +2,6 @@
 // only the newest frame not yet sent. A slow page skips frames; a closed one is forgotten when its
 // connection ends. Publishing takes a lock per page for the time of a pointer swap; the training
 // thread never publishes at all (the view model's snapshots reach the main actor first).
-import FlyingSocks
 import Synchronization
 
 /// Hands each frame to every subscriber, keeping at most one unsent frame per subscriber.
@@ -117,10 +116,8 @@ final class FrameSlot: Sendable {
     }
 }
 
-/// A subscriber's frames as a byte stream for an HTTP body; leaving it (the connection closed)
-/// unsubscribes.
-public final class FrameSubscription: Sendable, AsyncBufferedSequence {
-    public typealias Element = UInt8
+/// A subscriber's frames; leaving it (the connection closed) unsubscribes.
+public final class FrameSubscription: Sendable {
     private let slot: FrameSlot
     private let onEnd: @Sendable () -> Void
 
@@ -135,32 +132,4 @@ public final class FrameSubscription: Sendable, AsyncBufferedSequence {
 
     /// The next frame, waiting for one; nil once the broadcaster is closed.
     public func next() async -> [UInt8]? { await slot.next() }
-
-    public func makeAsyncIterator() -> Iterator { Iterator(subscription: self) }
-
-    /// Frames whole, one per buffer (the HTTP body sends each as one chunk).
-    public struct Iterator: AsyncBufferedIteratorProtocol {
-        let subscription: FrameSubscription
-        private var bytes: [UInt8] = []
-        private var offset = 0
-
-        init(subscription: FrameSubscription) { self.subscription = subscription }
-
-        public mutating func nextBuffer(suggested count: Int) async throws -> [UInt8]? {
-            if offset < bytes.count {
-                defer { (bytes, offset) = ([], 0) }
-                return Array(bytes[offset...])
-            }
-            return await subscription.next()
-        }
-
-        public mutating func next() async throws -> UInt8? {
-            if offset == bytes.count {
-                guard let frame = await subscription.next() else { return nil }
-                (bytes, offset) = (frame, 0)
-            }
-            offset += 1
-            return bytes[offset - 1]
-        }
-    }
 }

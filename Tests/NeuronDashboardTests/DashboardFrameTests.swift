@@ -80,4 +80,27 @@ struct DashboardFrameTests {
         history.append(step: history.steps.last!, LayerViewState(index: 0, title: "", weightNorm: 99, gradientNorm: 1, saturation: 0.5))
         #expect(history.weightNorms.last == 99 && history.saturations.last == 0.5)  // the same step replaced, not added
     }
+
+    @Test("At epoch 100,000 a frame carries 500 records: the newest 100 whole, every k-th before them from the first")
+    func boundedRecords() throws {
+        var state = TrainingViewState()
+        state.records = (1...100_000).map {
+            EpochRecord(epoch: $0, step: $0 * 10, trainingLoss: 1 / Double($0), trainingAccuracy: nil, validationLoss: nil, validationAccuracy: 0.5)
+        }
+        let frame = DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false, acceptedEvents: [])
+        #expect(frame.recordCount == 100_000)
+        #expect(frame.records.count <= DashboardFrame.recordLimit && frame.records.count > DashboardFrame.recordLimit - 10)
+        #expect(frame.records.first?.epoch == 1)
+        #expect(frame.records.suffix(100).map(\.epoch) == Array(99_901...100_000))
+        let older = frame.records.dropLast(100).map(\.epoch)
+        let strides = Set(zip(older, older.dropFirst()).map { $1 - $0 })
+        #expect(strides.count == 1, "older records every \(strides) epochs")
+        #expect(zip(frame.records, frame.records.dropFirst()).allSatisfy { $0.epoch < $1.epoch })
+        // The whole run's records as JSON were 17.6 MB; the frame's are under 100 KB.
+        let json = frame.json()
+        #expect(json.count < 150_000, "\(json.count) bytes")
+        // Under the limit, every record travels.
+        let short = Array(state.records.prefix(DashboardFrame.recordLimit))
+        #expect(DashboardFrame.bounded(short) == short)
+    }
 }

@@ -6,8 +6,14 @@ import Testing
 struct DashboardGateTests {
     let gate = DashboardGate(token: "abc123", host: "127.0.0.1", port: 8765)
 
+    /// The gate's answer to `token` with `headers` (the server's own Host unless given).
     private func check(_ token: String?, _ headers: [String: String] = [:]) -> DashboardGate.Refusal? {
-        gate.check(token: token) { name in headers.first { $0.key.lowercased() == name.lowercased() }?.value }
+        let fields = headers.keys.contains { $0.lowercased() == "host" } ? headers : headers.merging(["Host": "127.0.0.1:8765"]) { $1 }
+        return check(token, fields: fields.map { ($0.key, $0.value) })
+    }
+
+    private func check(_ token: String?, fields: [(String, String)]) -> DashboardGate.Refusal? {
+        gate.check(token: token) { name in fields.filter { $0.0.lowercased() == name.lowercased() }.map(\.1) }
     }
 
     @Test("The right token passes; none, a wrong one or a prefix of it is refused")
@@ -40,7 +46,23 @@ struct DashboardGateTests {
         #expect(check("abc123", ["Host": "rebind.example:8765"]) == .foreignHost("rebind.example:8765"))
         #expect(check("abc123", ["Host": "127.0.0.1:80"]) == .foreignHost("127.0.0.1:80"))
         let wide = DashboardGate(token: "t", host: "10.1.2.3", port: 80)
-        #expect(wide.check(token: "t") { $0 == "Host" ? "10.1.2.3:80" : nil } == nil)
+        #expect(wide.check(token: "t") { $0 == "Host" ? ["10.1.2.3:80"] : [] } == nil)
+    }
+
+    @Test("A request without a Host, or with two, is refused with 400 before its token is looked at")
+    func hostCount() {
+        #expect(check("abc123", fields: []) == .missingHost)
+        #expect(check(nil, fields: [("Accept", "*/*")]) == .missingHost)
+        // Two Host headers, the last the server's own: which one a proxy or a browser meant cannot be told.
+        #expect(check("abc123", fields: [("Host", "rebind.example:8765"), ("Host", "127.0.0.1:8765")]) == .duplicateHost)
+        #expect(check("abc123", fields: [("Host", "127.0.0.1:8765"), ("host", "127.0.0.1:8765")]) == .duplicateHost)
+        #expect(DashboardGate.Refusal.missingHost.status == 400 && DashboardGate.Refusal.duplicateHost.status == 400)
+        #expect(DashboardGate.Refusal.badToken.status == 403)
+        // Any foreign Origin among several is refused.
+        #expect(check("abc123", ["Origin": "http://127.0.0.1:8765"]) == nil)
+        #expect(
+            check("abc123", fields: [("Host", "127.0.0.1:8765"), ("Origin", "http://127.0.0.1:8765"), ("Origin", "http://evil.example")])
+                == .crossOrigin("http://evil.example"))
     }
 
     @Test("Tokens are 32 hex digits, new each time")

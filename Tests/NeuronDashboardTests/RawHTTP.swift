@@ -56,3 +56,68 @@ enum RawHTTP {
         return Answer(status: status, head: head, body: parts.dropFirst().joined(separator: "\r\n\r\n"))
     }
 }
+
+/// One client socket to 127.0.0.1, held open for as long as a test needs: for idle, slow and
+/// oversized requests, sent in pieces. Every wait is bounded by a timeout.
+final class RawConnection: Sendable {
+    let fd: Int32
+
+    /// Connects to 127.0.0.1:`port`; nil when the connection is refused.
+    init?(port: Int) {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        // A send the server does not read fails after 200 ms rather than waiting for ever.
+        var sendTimeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    /// Sends `bytes`; how many went (fewer when the server stopped reading or closed).
+    @discardableResult
+    func send(_ bytes: some Collection<UInt8>) -> Int {
+        let array = Array(bytes)
+        var sent = 0
+        while sent < array.count {
+            let n = array.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, array.count - sent, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { break }
+            sent += n
+        }
+        return sent
+    }
+
+    @discardableResult
+    func send(_ text: String) -> Int { send(Array(text.utf8)) }
+
+    /// Reads until the server closes the connection or `timeout` seconds pass: what arrived, and
+    /// whether the server closed (end of stream or reset).
+    func receive(timeout: Double) -> (text: String, closed: Bool) {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 50) > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return (String(decoding: received, as: UTF8.self), true) }
+            received += buffer[0..<n]
+        }
+        return (String(decoding: received, as: UTF8.self), false)
+    }
+
+    /// The status of the answer in `text`, or 0.
+    static func status(_ text: String) -> Int {
+        text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
+    }
+}
