@@ -89,15 +89,16 @@ struct DashboardListenerTests {
                 last = clock.now
             }
             let (status, seconds) = try await answer
-            #expect(status == 200 && seconds < 5, "/api/state took \(seconds) s")
+            #expect(status == 200 && seconds < 20, "/api/state took \(seconds) s")
             for attack in attacks {
                 let result = try await attack.value
                 #expect(result.status == 431, "a 512 KB header line answered \(result.status)")
-                #expect(result.seconds < 5, "refusing a 512 KB header line took \(result.seconds) s")
+                #expect(result.seconds < 20, "refusing a 512 KB header line took \(result.seconds) s")
             }
             // Refusing a line costs the server microseconds off the main actor: what remains is the
-            // machine's own scheduling (under 0.1 s alone, up to 2 s beside a busy suite).
-            #expect(longestGap < .seconds(5), "the main actor waited \(longestGap)")
+            // machine's own scheduling (under 0.1 s alone, up to 10 s beside the whole suite on two
+            // cores). The bounds separate that from a server that parses the line: 37 s for 256 KB.
+            #expect(longestGap < .seconds(20), "the main actor waited \(longestGap)")
         }
     }
 
@@ -303,7 +304,7 @@ struct DashboardListenerTests {
         let clock = ContinuousClock(), start = clock.now
         await server.stop()
         let took = clock.now - start
-        #expect(took < .seconds(1), "stopping took \(took)")
+        #expect(took < .seconds(10), "stopping took \(took)")  // 17 s for a server that waited on its connections
         #expect(server.openConnections == 0)
         #expect(RawConnection(port: port) == nil)  // no longer listening
         withExtendedLifetime(clients) {}
