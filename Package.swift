@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "NeuronCore", targets: ["NeuronCore"]),
         .library(name: "NeuronTraining", targets: ["NeuronTraining"]),
         .library(name: "NeuronExport", targets: ["NeuronExport"]),
+        .library(name: "NeuronDashboard", targets: ["NeuronDashboard"]),
         .executable(name: "neuron", targets: ["neuron"]),
     ],
     // `swift build --traits MPI` (Open MPI installed: `apt-get install openmpi-bin libopenmpi-dev`): `neuron train`

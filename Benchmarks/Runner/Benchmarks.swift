@@ -234,6 +234,11 @@ struct Benchmarks: AsyncParsableCommand {
 
     // MARK: F1 and F2: Fashion-MNIST to a test accuracy
 
+    /// A progress line on standard error, for work that runs minutes: standard output keeps the results alone.
+    func progress(_ line: String) {
+        FileHandle.standardError.write(Data("  … \(line)\n".utf8))
+    }
+
     /// The end-to-end workloads: a shipped config trained until its test accuracy reaches the
     /// target, training time only, then the peers with the same recipe from the same initial weights.
     struct FashionWorkload {
@@ -264,6 +269,7 @@ struct Benchmarks: AsyncParsableCommand {
             .standardized.path
         let config = try ConfigLoader.load(configPath)
         let target = workload.target
+        progress("\(workload.id): loading \(workload.config)")
         // Training alone is timed, as the peers time it: the validation rows stay held out, but
         // are not evaluated after each epoch.
         let built = try RunBuilder.build(config).engine
@@ -271,7 +277,7 @@ struct Benchmarks: AsyncParsableCommand {
         let engine = try trainingAlone(built)
         // The run's own initial weights, for the peers (taken before the first step).
         let initial = initialEntries(engine, pytorchLayouts: workload.pytorchLayouts)
-        let result = try fashionRun(engine, target: target, batches: batches)
+        let result = try fashionRun(engine, target: target, batches: batches, label: workload.id)
         print(
             String(
                 format: "%@ Fashion-MNIST to %.2f test accuracy (%@): Neuron %@ in %d epochs (training time only; accuracies %@)",
@@ -298,6 +304,7 @@ struct Benchmarks: AsyncParsableCommand {
                 batchArguments = ["--batches", orderFile.path]
             }
             for script in workload.scripts {
+                progress("\(workload.id): \(script) to \(target), up to \(config.training.epochs) epochs (its result follows when it ends)")
                 let peer: PeerResult
                 do {
                     peer = try runner.run(
@@ -343,8 +350,9 @@ struct Benchmarks: AsyncParsableCommand {
 
     /// Trains until the test accuracy reaches `target`, timing the steps alone; with `batches`,
     /// checks (untimed) after each epoch that it drew the order the peers were given.
+    /// Prints a line per epoch to standard error (`label` first), since a run takes minutes.
     func fashionRun<E: TrainingEngine>(
-        _ engine: E, target: Double, batches: SharedBatches? = nil
+        _ engine: E, target: Double, batches: SharedBatches? = nil, label: String
     ) throws -> (seconds: Double, epochs: Int, reached: Bool, accuracies: [Double]) {
         var run = engine
         let clock = ContinuousClock()
@@ -358,6 +366,10 @@ struct Benchmarks: AsyncParsableCommand {
             }
             let accuracy = try run.finalEvaluation()?.evaluation.accuracy ?? 0  // untimed
             accuracies.append(accuracy)
+            progress(
+                String(
+                    format: "%@: epoch %d of at most %d, %.1f s of training, test accuracy %.4f", label, run.epoch, run.totalEpochs, seconds, accuracy
+                ))
             if accuracy >= target { return (seconds, run.epoch, true, accuracies) }
         }
         return (seconds, run.epoch, false, accuracies)

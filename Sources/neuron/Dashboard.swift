@@ -8,7 +8,7 @@ struct Dashboard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a finished or interrupted run in the browser, from its run directory.",
         discussion: """
-            Reads checkpoint.safetensors, metrics.csv and summary.json and serves the same page as
+            Reads checkpoint.safetensors, metrics.csv and summary.json and serves the same page as \
             `neuron train --dashboard`, until Ctrl-C. Check gradients and clicking a unit work on the saved weights.
             """)
 
@@ -27,6 +27,8 @@ struct Dashboard: AsyncParsableCommand {
 
     @MainActor
     func run() async throws {
+        let run = self.run
+        StopSignals.onExit { "dashboard of \(run) stopped by \($0); the run's files are unchanged" }
         let model = try SavedRunViewModel(directory: run)
         let server: DashboardServer
         do {

@@ -20,7 +20,7 @@ struct Evaluate: ParsableCommand {
         let name: String, evaluation: Evaluation
         if let data {
             // Other rows: the model as trained, their features preprocessed with its statistics.
-            (name, evaluation) = try RunBuilder.evaluation(of: saved, on: try ConfigLoader.load(data).data)
+            (name, evaluation) = try RunBuilder.evaluation(of: saved, on: try ConfigLoader.load(data).data, from: data)
         } else {
             let run: Run
             do {

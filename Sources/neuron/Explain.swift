@@ -8,38 +8,48 @@ struct Explain: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Explain one tanh neuron: forward quantities, local, global and faux gradients.",
         discussion: """
-            Defaults are Docs/Reference.md §1's reference neuron: x = 0.4, w = 0.5, b = 0.6, target 0.7.
-            With --iterations and --learning-rate the neuron is trained by gradient descent first,
-            and the trained neuron is explained.
-            With --checkpoint RUN --layer L --unit U [--sample I], the same table for unit U of dense
-            layer L of a trained network on training sample I (default 0), in Double: its inputs are the
-            layer's inputs, its weights its column of the layer's weights, and its output gradient flows
-            back from the network's loss; faux gradients by forward difference (or --central) through
-            the network's forward pass, with the network's own backward pass beside them.
+            Defaults are Docs/Reference.md §1's reference neuron: x = 0.4, w = 0.5, b = 0.6, target 0.7. \
+            With --iterations and --learning-rate the neuron is trained by gradient descent first, and the \
+            trained neuron is explained.
+
+            With --checkpoint RUN --layer L --unit U [--sample I], the same table for unit U of dense layer L \
+            of a trained network on training sample I, in Double: its inputs are the layer's inputs, its \
+            weights its column of the layer's weights, and its output gradient flows back from the network's \
+            loss; faux gradients by forward difference (or --central) through the network's forward pass, \
+            with the network's own backward pass beside them.
             """
     )
 
-    @Option(name: .customLong("input"), parsing: .unconditional, help: "The input x, or comma-separated inputs x₁,…,xₙ.", transform: parseNumbers)
-    var inputs: [Double] = [0.4]
+    /// Docs/Reference.md §1's neuron and §2's nudge: the defaults, named once for the options and their help.
+    private enum Reference {
+        static let input = 0.4, weight = 0.5, bias = 0.6, target = 0.7, tiny = 1e-4
+    }
 
     @Option(
-        name: .customLong("weight"), parsing: .unconditional, help: "The weight w, or comma-separated weights, one per input.",
-        transform: parseNumbers)
-    var weights: [Double] = [0.5]
+        name: .customLong("input"), parsing: .unconditional,
+        help: help("The input x, or comma-separated inputs x₁,…,xₙ.", default: Reference.input), transform: parseNumbers)
+    var inputs: [Double] = [Reference.input]
 
-    @Option(parsing: .unconditional, help: "The bias b.", transform: parseNumber)
-    var bias: Double = 0.6
+    @Option(
+        name: .customLong("weight"), parsing: .unconditional,
+        help: help("The weight w, or comma-separated weights, one per input.", default: Reference.weight), transform: parseNumbers)
+    var weights: [Double] = [Reference.weight]
 
-    @Option(parsing: .unconditional, help: "The target t the output should reach.", transform: parseNumber)
-    var target: Double = 0.7
+    @Option(parsing: .unconditional, help: help("The bias b.", default: Reference.bias), transform: parseNumber)
+    var bias: Double = Reference.bias
 
-    @Option(parsing: .unconditional, help: "The nudge of the faux gradients; greater than 0.", transform: parseNumber)
-    var tiny: Double = 1e-4
+    @Option(parsing: .unconditional, help: help("The target t the output should reach.", default: Reference.target), transform: parseNumber)
+    var target: Double = Reference.target
+
+    @Option(parsing: .unconditional, help: help("The nudge of the faux gradients; greater than 0.", default: Reference.tiny), transform: parseNumber)
+    var tiny: Double = Reference.tiny
 
     @Flag(help: "Central differences (L(q+tiny) - L(q-tiny)) / 2·tiny instead of forward differences.")
     var central = false
 
-    @Option(help: "Train by gradient descent for this many iterations first (needs --learning-rate).")
+    // `.unconditional`: a negative count is read as the value it is and refused by `validate`, not
+    // taken for an option name ("Missing value for '--layer'").
+    @Option(parsing: .unconditional, help: "Train by gradient descent for this many iterations first (needs --learning-rate).")
     var iterations: Int?
 
     @Option(
@@ -56,20 +66,24 @@ struct Explain: ParsableCommand {
     @Option(help: "Explain a unit of this run's trained network (its run directory or checkpoint file).")
     var checkpoint: String?
 
-    @Option(help: "With --checkpoint: the dense layer, counted from 0.")
+    @Option(parsing: .unconditional, help: "With --checkpoint: the dense layer, counted from 0.")
     var layer: Int?
 
-    @Option(help: "With --checkpoint: the unit of the layer, counted from 0.")
+    @Option(parsing: .unconditional, help: "With --checkpoint: the unit of the layer, counted from 0.")
     var unit: Int?
 
-    @Option(help: "With --checkpoint: the training sample, counted from 0 (as the run's training rows are read, before shuffling).")
+    @Option(
+        parsing: .unconditional,
+        help: "With --checkpoint: the training sample, counted from 0 (as the run's training rows are read, before shuffling).")
     var sample: Int = 0
 
     func validate() throws {
         guard tiny > 0 else { throw ValidationError("--tiny must be greater than 0, got \(tiny)") }
         if checkpoint != nil {
             guard let layer, let unit else { throw ValidationError("--checkpoint needs --layer L and --unit U") }
-            guard layer >= 0, unit >= 0, sample >= 0 else { throw ValidationError("--layer, --unit and --sample count from 0") }
+            for (name, value) in [("--layer", layer), ("--unit", unit), ("--sample", sample)] where value < 0 {
+                throw ValidationError("\(name) \(value): layers, units and samples are counted from 0")
+            }
             guard iterations == nil, learningRate == nil else {
                 throw ValidationError("--iterations and --learning-rate train the single neuron; a checkpoint's network is explained as trained")
             }
@@ -151,6 +165,8 @@ extension Explain {
         _: Scalar.Type, _ saved: LoadedCheckpoint, layer: Int, unit: Int, sample: Int, difference: FiniteDifference<Double>
     ) throws -> UnitExplanation {
         let network: Network<Scalar> = try Prediction<Scalar>.network(saved)
+        // A layer or unit that is not there is refused before the dataset is read.
+        try UnitExplanation.check(layer: layer, unit: unit, of: network)
         // The training rows as the run read them: the same split and the same fitted statistics.
         let data = try RunData<Scalar>(saved.state.config.data, seed: saved.state.seed)
         guard data.preprocessing == saved.state.preprocessing else {

@@ -11,26 +11,31 @@ struct Gradcheck: ParsableCommand {
             "Central differences in Double by default (PyTorch gradcheck's eps 1e-6, atol 1e-5, rtol 1e-3); a Float network is checked on a Double copy."
     )
 
+    /// PyTorch gradcheck's eps, atol and rtol, and Docs/Reference.md §2's nudge: named once for the options and their help.
+    private enum Default {
+        static let eps = 1e-6, atol = 1e-5, rtol = 1e-3, tiny = 1e-4
+    }
+
     @Argument(help: "The config file.")
     var config: String
 
     @Option(help: "Check this many seeded entries per tensor instead of all.")
     var samples: Int?
 
-    @Option(help: "Central-difference step.", transform: parseNumber)
-    var eps: Double = 1e-6
+    @Option(help: help("Central-difference step.", default: Default.eps), transform: parseNumber)
+    var eps: Double = Default.eps
 
-    @Option(help: "Absolute tolerance.", transform: parseNumber)
-    var atol: Double = 1e-5
+    @Option(help: help("Absolute tolerance.", default: Default.atol), transform: parseNumber)
+    var atol: Double = Default.atol
 
-    @Option(help: "Relative tolerance.", transform: parseNumber)
-    var rtol: Double = 1e-3
+    @Option(help: help("Relative tolerance.", default: Default.rtol), transform: parseNumber)
+    var rtol: Double = Default.rtol
 
     @Flag(help: "Forward differences (Docs/Reference.md §2) with --tiny instead of central ones.")
     var forward = false
 
-    @Option(help: "The forward-difference nudge.", transform: parseNumber)
-    var tiny: Double = 1e-4
+    @Option(help: help("The forward-difference nudge.", default: Default.tiny), transform: parseNumber)
+    var tiny: Double = Default.tiny
 
     @Option(name: .customLong("batch-size"), help: "Training rows in the checked batch.")
     var batchSize: Int = 16

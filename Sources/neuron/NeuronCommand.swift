@@ -47,6 +47,12 @@ struct NeuronCommand: AsyncParsableCommand {
     }
 }
 
+/// Help for an option read through a `transform`, whose default ArgumentParser cannot show: the
+/// text with "(default: value)" as ArgumentParser writes it for other options.
+func help(_ text: String, default value: some CustomStringConvertible) -> ArgumentHelp {
+    ArgumentHelp("\(text) (default: \(value))")
+}
+
 /// Parses `0.4` or `0.4,-1.5,2` into numbers, each finite.
 func parseNumbers(_ text: String) throws -> [Double] {
     let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }

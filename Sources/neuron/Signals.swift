@@ -22,6 +22,8 @@ enum StopSignals {
         var onStop: (@Sendable (Int32) -> Void)?
         /// The first signal received, whose number the exit status carries.
         var received: Int32?
+        /// What is printed when a signal ends the process at once, given the signal's name.
+        var exitMessage: @Sendable (String) -> String = { "stopped by \($0) before any training step; nothing to save" }
     }
 
     private static let state = Mutex(State())
@@ -52,21 +54,27 @@ enum StopSignals {
         state.withLock { $0.onStop = stop }
     }
 
+    /// What a signal that ends the process at once prints after "neuron: ", given the signal's name
+    /// (a command that does not train, such as `neuron dashboard`, says what it was doing instead).
+    static func onExit(say message: @escaping @Sendable (String) -> String) {
+        state.withLock { $0.exitMessage = message }
+    }
+
     /// The exit status a stopped run ends with: 128 + the number of the signal that stopped it
     /// (130 for Ctrl-C, also when the stop came from elsewhere).
     static var stoppedStatus: Int32 { 128 + (state.withLock { $0.received } ?? SIGINT) }
 
     private static func received(_ number: Int32) {
-        let stop: (@Sendable (Int32) -> Void)? = state.withLock { state in
+        let (stop, message) = state.withLock { state in
             if state.received == nil { state.received = number }
-            return state.onStop
+            return (state.onStop, state.exitMessage)
         }
         if let stop {
             stop(number)
             return
         }
         let name = handled.first { $0.number == number }?.name ?? "signal \(number)"
-        FileHandle.standardError.write(Data("neuron: stopped by \(name) before any training step; nothing to save\n".utf8))
+        FileHandle.standardError.write(Data("neuron: \(message(name))\n".utf8))
         exit(128 + number)
     }
 }

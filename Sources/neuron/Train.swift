@@ -11,12 +11,14 @@ struct Train: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Train a network (or the single neuron) from a YAML or JSON config.",
         discussion: """
-            Writes checkpoint.safetensors (tensors and run state in one file), metrics.csv, curves.svg and summary.json
-            to the run directory. Ctrl-C (SIGINT), SIGTERM and SIGHUP finish the current step, write a
-            checkpoint and exit 128 + the signal (130, 143, 129);
-            --resume goes on from it with exactly the numbers of an uninterrupted run.
-            Under `mpirun -np N` (a neuron built with `--traits MPI`), N processes train the one model, each on its
-            share of every batch (training.batchSize stays the whole batch); rank 0 shows progress and writes the run directory.
+            Writes checkpoint.safetensors (tensors and run state in one file), metrics.csv, curves.svg and \
+            summary.json to the run directory. Ctrl-C (SIGINT), SIGTERM and SIGHUP finish the current step, \
+            write a checkpoint and exit 128 + the signal (130, 143, 129); --resume goes on from it with \
+            exactly the numbers of an uninterrupted run.
+
+            Under `mpirun -np N` (a neuron built with `--traits MPI`), N processes train the one model, each \
+            on its share of every batch (training.batchSize stays the whole batch); rank 0 shows progress and \
+            writes the run directory.
             """)
 
     @Argument(help: "The config file (.yaml, .yml or .json).")

@@ -88,3 +88,54 @@ private indirect enum Node: Decodable {
         }
     }
 }
+
+@Suite("Agreement of the explanation's gradients, judged at the rule's own error")
+struct NeuronExplanationAgreementTests {
+    /// Docs/Reference.md §3's first run: trained to a loss of about 1e-32, every gradient about 1e-16.
+    private func trained() throws -> NeuronExplanation<Double> {
+        try NeuronExplanation(
+            neuron: Neuron<Double>(weight: 0.5, bias: 0.5), inputs: [0.01], target: 0.1, train: (learningRate: 0.01, iterations: 100_000))
+    }
+
+    @Test("At the trained neuron's minimum, relative errors are near 1 yet every gradient agrees, and the JSON says so")
+    func trainedAgrees() throws {
+        let explanation = try trained()
+        // The forward difference's faux gradient of the output is its own truncation, tiny·L''/2 = 5e-5 (L'' = 1).
+        let output = try #require(explanation.comparisons.first?.comparison)
+        #expect(abs(output.analytic) < 1e-14 && abs(output.faux - 5e-5) < 1e-12)
+        #expect(explanation.comparisons.allSatisfy { $0.comparison.relativeError > 0.99 })
+        #expect(explanation.agrees == Array(repeating: true, count: 5))
+        let object = try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(explanation)) as? [String: Any])
+        #expect(object["agrees"] as? [String: Bool] == ["output": true, "net": true, "bias": true, "weight": true, "input": true])
+        let tolerance = try #require(object["tolerance"] as? [String: Double])
+        // JSONSerialization may land one ulp away (see `json` above).
+        let absolute = try #require(tolerance["absolute"])
+        #expect(tolerance["relative"] == 1e-3 && abs(absolute - (1e-4 + Double.ulpOfOne / 1e-4)) < 1e-18)
+        #expect(explanation.table.contains("rel error is |∂ - faux| / max(|∂|, |faux|)"))
+    }
+
+    @Test("The absolute tolerance is each rule's truncation at tiny plus rounding ε/tiny")
+    func tolerance() throws {
+        func tolerance(_ method: FiniteDifference<Double>.Method, _ tiny: Double) throws -> Double {
+            try NeuronExplanation(
+                neuron: Neuron<Double>(weight: 0.5, bias: 0.6), inputs: [0.4], target: 0.7, difference: FiniteDifference(method, tiny: tiny)
+            ).absoluteTolerance
+        }
+        #expect(try tolerance(.forward, 1e-4) == 1e-4 + Double.ulpOfOne / 1e-4)
+        #expect(try tolerance(.central, 1e-3) == 1e-3 * 1e-3 + Double.ulpOfOne / 1e-3)
+        #expect(try tolerance(.fivePoint, 1e-2) == 1e-2 * 1e-2 * 1e-2 * 1e-2 + Double.ulpOfOne / 1e-2)
+    }
+
+    @Test("A nudge too coarse for the curvature (a forward difference across tanh's bend) is no agreement")
+    func disagreement() throws {
+        // x = 0.01, w = 30: ∂L/∂x = error·(1 - output²)·w ≈ -11.2, but nudging x by 0.1 moves the net from 0.3 to 3.3,
+        // past tanh's bend: the faux gradient is about -0.39, off by far more than atol 0.1 + rtol·0.39.
+        let explanation = try NeuronExplanation(
+            neuron: Neuron<Double>(weights: [30], bias: 0), inputs: [0.01], target: 0.7, difference: FiniteDifference(.forward, tiny: 0.1))
+        let input = try #require(explanation.comparisons.last)
+        #expect("\(input.quantity)" == "input[0]")
+        #expect(abs(input.comparison.analytic - -11.2) < 0.1 && abs(input.comparison.faux - -0.394) < 0.01)
+        #expect(explanation.agrees.last == false)
+        #expect(explanation.table.contains("NO"))
+    }
+}

@@ -774,3 +774,27 @@ struct ResidualConfigTests {
         #expect(config.model.layers.map(\.kind) == [.dense, .residual, .residual, .dense])
     }
 }
+
+@Suite("Batch norm's epsilon has a floor")
+struct BatchNormEpsilonTests {
+    private func model(epsilon: String) -> String {
+        """
+        model:
+          inputShape: [2, 1, 1]
+          layers:
+            - {kind: batchNorm, epsilon: \(epsilon)}
+            - {kind: flatten}
+            - {units: 1}
+        data: {kind: synthetic, name: xor}
+        """
+    }
+
+    @Test("An epsilon that Float holds as 0, or below the floor, is refused at its key; the floor itself is accepted")
+    func floor() {
+        let expected = "a finite number of at least 1e-12 (epsilon keeps 1/√(variance + epsilon) finite for a channel whose batch variance is 0;"
+        #expect(failure(model(epsilon: "1e-50")).hasPrefix("run.yaml:4:34: model.layers[0].epsilon: expected \(expected)"))
+        #expect(failure(model(epsilon: "1e-13")).hasSuffix("; found 1e-13"))
+        #expect(failure(model(epsilon: "1e-12")) == "no error")
+        #expect(Float(1e-50) == 0 && Float(LayerConfig.smallestEpsilon) > 0)
+    }
+}

@@ -52,11 +52,11 @@ struct PredictionTests {
         }
         var data = run.config.data
         (data.path, data.validationSplit) = (input, 0)
-        let (_, evaluation) = try RunBuilder.evaluation(of: checkpoint, on: data)
+        let (_, evaluation) = try RunBuilder.evaluation(of: checkpoint, on: data, from: "a config")
         #expect(evaluation.nonFiniteRow == 1 && evaluation.count == 3)
         // Finite rows leave it unset.
         data.path = dataDirectory + "/iris.csv"
-        #expect(try RunBuilder.evaluation(of: checkpoint, on: data).evaluation.nonFiniteRow == nil)
+        #expect(try RunBuilder.evaluation(of: checkpoint, on: data, from: "a config").evaluation.nonFiniteRow == nil)
     }
 
     @Test("CSV fields are quoted as RFC 4180 says when they hold a comma, a quote or a line break")

@@ -31,3 +31,32 @@ struct PreprocessingTests {
         #expect(try JSONDecoder().decode(Preprocessing.self, from: try JSONEncoder().encode(preprocessing)) == preprocessing)
     }
 }
+
+@Suite("Preprocessing's JSON: readable, and the earlier form still read")
+struct PreprocessingJSONTests {
+    private func json(_ preprocessing: Preprocessing) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(preprocessing), as: UTF8.self)
+    }
+
+    @Test("Each kind is one key; a scale is its factor, a number")
+    func readable() throws {
+        #expect(try json(.none) == #"{"none":{}}"#)
+        #expect(try json(.scale(0.5)) == #"{"scale":0.5}"#)
+        #expect(try json(.standardize(mean: [1, 2], standardDeviation: [3, 4])) == #"{"standardize":{"mean":[1,2],"standardDeviation":[3,4]}}"#)
+    }
+
+    @Test("A scale saved as {\"_0\": factor} by earlier versions decodes to the same factor")
+    func earlierScale() throws {
+        let factor = 1.0 / 255
+        let decoded = try JSONDecoder().decode(Preprocessing.self, from: Data(#"{"scale":{"_0":\#(factor)}}"#.utf8))
+        #expect(decoded == .scale(factor))
+        #expect(try JSONDecoder().decode(Preprocessing.self, from: Data(#"{"scale":\#(factor)}"#.utf8)) == .scale(factor))
+    }
+
+    @Test("No kind, two kinds, or an unknown one are refused", arguments: [#"{}"#, #"{"none":{},"scale":1}"#, #"{"rescale":2}"#])
+    func refused(text: String) {
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(Preprocessing.self, from: Data(text.utf8)) }
+    }
+}

@@ -144,10 +144,10 @@ struct RunBuilderTests {
             try RunBuilder.build(config, resume: saved)
         }
         #expect {
-            try RunBuilder.evaluation(of: saved, on: config.data)
+            try RunBuilder.evaluation(of: saved, on: config.data, from: "iris.yaml")
         } throws: {
             "\($0)".hasPrefix(
-                "\(directory.path): cannot evaluate: the data's features (sepal_length, sepal_width, petal_length, petal_width) are not the model's (a, b, c, d)"
+                "\(directory.path): cannot evaluate on iris.yaml: the data's features (sepal_length, sepal_width, petal_length, petal_width) are not the model's (a, b, c, d)"
             )
         }
     }

@@ -167,11 +167,9 @@ public enum CSV {
         return numbers.sorted { a, b in a.1 != b.1 ? a.1 < b.1 : a.0 < b.0 }.map(\.0)
     }
 
-    /// The header name nearest to `name` by edit distance, ignoring case; first in header order on ties.
+    /// The header name close enough to `name` to be a likely typo (``Spelling/nearest(to:in:)``), else nil.
     static func closest(to name: String, in header: [String]) -> String? {
-        let target = Array(name.lowercased())
-        let distances = header.map { Spelling.distance(Array($0.lowercased()), target) }
-        return distances.indices.min { distances[$0] < distances[$1] }.map { header[$0] }
+        Spelling.nearest(to: name, in: header)
     }
 
     /// Records of a CSV text (RFC 4180 with lenient edges): fields split at commas, quoted fields

@@ -21,4 +21,26 @@ public enum Spelling {
         }
         return previous[b.count]
     }
+
+    /// The candidate nearest to `word` when it is close enough to be a likely typo, else nil: a
+    /// suggestion only where one helps (`species` is no hint for a missing `sepal_length`).
+    ///
+    /// Words are compared ignoring case, `_` and `-` (so `learning_rate` finds `learningRate`); close
+    /// means at most one edit in four (at least one, at most three), or one word starting the other
+    /// (`batch` finds `batchSize`). Ties go to the first candidate.
+    public static func nearest(to word: String, in candidates: [String]) -> String? {
+        func normalized(_ s: String) -> [Character] { Array(s.lowercased().filter { $0 != "_" && $0 != "-" }) }
+        let target = normalized(word)
+        var best: (candidate: String, score: Int)?
+        for candidate in candidates {
+            let c = normalized(candidate)
+            let distance = distance(c, target)
+            let limit = max(1, min(3, c.count / 4))
+            let isPrefix = min(c.count, target.count) >= 3 && (c.starts(with: target) || target.starts(with: c))
+            guard distance <= limit || isPrefix else { continue }
+            let score = isPrefix && distance > limit ? limit + 1 : distance
+            if best == nil || score < best!.score { best = (candidate, score) }
+        }
+        return best?.candidate
+    }
 }

@@ -54,6 +54,31 @@ public struct NeuronExplanation<Scalar: TensorScalar>: Sendable {
         faux = try neuron.fauxGradients(inputs: inputs, target: target, difference: difference)
     }
 
+    /// The absolute tolerance of ``agrees``: what the rule itself gets wrong on a loss whose
+    /// derivatives are about 1, its truncation (forward `tiny`, central `tiny²`, five-point `tiny⁴`)
+    /// plus rounding (`ε / tiny`). At a minimum (a trained neuron) every true gradient is about 0
+    /// and a forward difference's faux gradient is its own truncation, `tiny·L''/2`: a relative error
+    /// near 1 that means nothing, which this floor absorbs.
+    public var absoluteTolerance: Scalar {
+        let tiny = difference.tiny
+        let truncation: Scalar
+        switch difference.method {
+        case .forward: truncation = tiny
+        case .central: truncation = tiny * tiny
+        case .fivePoint: truncation = tiny * tiny * tiny * tiny
+        }
+        return truncation + Scalar.ulpOfOne / tiny
+    }
+
+    /// The relative tolerance of ``agrees``: PyTorch gradcheck's 1e-3.
+    public static var relativeTolerance: Scalar { Scalar(1e-3) }
+
+    /// Whether each analytic gradient agrees with its faux one, as gradcheck judges it:
+    /// `|analytic - faux| <= absoluteTolerance + relativeTolerance·|faux|`; in ``comparisons``' order.
+    public var agrees: [Bool] {
+        comparisons.map { $0.comparison.agrees(absoluteTolerance: absoluteTolerance, relativeTolerance: Self.relativeTolerance) }
+    }
+
     /// Each analytic gradient beside its faux one, in the table's order.
     public var comparisons: [(quantity: Neuron<Scalar>.Quantity, comparison: GradientComparison<Scalar>)] {
         gradients.compared(with: faux)
@@ -67,10 +92,12 @@ extension NeuronExplanation: Encodable {
         case neuron, net, output, error, loss, local, gradients, faux, difference
         case absoluteError, relativeError, iterations, learningRate, initial, trained
         case input, weight, bias, target, method, tiny
+        case agrees, tolerance, absolute, relative
     }
 
     /// The keys of Docs/Reference.md §1–2 and of `neuron explain --json`: `net`, `output`, `error`, `loss`,
-    /// `local`, `gradients`, `faux` (and `absoluteError`, `relativeError` with the same keys);
+    /// `local`, `gradients`, `faux` (and `absoluteError`, `relativeError` and the verdict `agrees` with
+    /// the same keys, judged with `tolerance`'s `absolute` and `relative`);
     /// after training also `iterations`, `learningRate`, `initial` and `trained`. Weights and
     /// inputs are numbers for a single-input neuron and arrays for n inputs.
     public func encode(to encoder: Encoder) throws {
@@ -97,6 +124,23 @@ extension NeuronExplanation: Encodable {
         try encodeGradients(faux, forKey: .faux, in: &root)
         try encodeGradients(gradients.mapped(comparisons.map(\.absoluteError)), forKey: .absoluteError, in: &root)
         try encodeGradients(gradients.mapped(comparisons.map(\.relativeError)), forKey: .relativeError, in: &root)
+        let verdicts = agrees
+        var agreesContainer = root.nestedContainer(keyedBy: Key.self, forKey: .agrees)
+        try agreesContainer.encode(verdicts[0], forKey: .output)
+        try agreesContainer.encode(verdicts[1], forKey: .net)
+        try agreesContainer.encode(verdicts[2], forKey: .bias)
+        let n = neuron.inputCount
+        let (weightVerdicts, inputVerdicts) = (Array(verdicts[3..<3 + n]), Array(verdicts[(3 + n)...]))
+        if n == 1 {
+            try agreesContainer.encode(weightVerdicts[0], forKey: .weight)
+            try agreesContainer.encode(inputVerdicts[0], forKey: .input)
+        } else {
+            try agreesContainer.encode(weightVerdicts, forKey: .weight)
+            try agreesContainer.encode(inputVerdicts, forKey: .input)
+        }
+        var toleranceContainer = root.nestedContainer(keyedBy: Key.self, forKey: .tolerance)
+        try toleranceContainer.encode(absoluteTolerance, forKey: .absolute)
+        try toleranceContainer.encode(Self.relativeTolerance, forKey: .relative)
 
         var differenceContainer = root.nestedContainer(keyedBy: Key.self, forKey: .difference)
         try differenceContainer.encode(difference.method, forKey: .method)
@@ -181,11 +225,16 @@ extension NeuronExplanation {
         ])
         lines.append("")
         lines.append("Global gradients (chain rule) and faux gradients (\(difference))")
-        var table = [["quantity", "∂loss/∂quantity", "faux", "abs error", "rel error"]]
-        for (quantity, c) in comparisons {
-            table.append(["\(quantity)", "\(c.analytic)", "\(c.faux)", "\(c.absoluteError)", "\(c.relativeError)"])
+        var table = [["quantity", "∂loss/∂quantity", "faux", "abs error", "rel error", "agrees"]]
+        for ((quantity, c), agrees) in zip(comparisons, agrees) {
+            table.append(["\(quantity)", "\(c.analytic)", "\(c.faux)", "\(c.absoluteError)", "\(c.relativeError)", agrees ? "yes" : "NO"])
         }
         lines += paddedRows(table)
+        lines.append("")
+        lines.append("rel error is |∂ - faux| / max(|∂|, |faux|). Where every gradient is about 0 (a trained neuron) the faux")
+        lines.append("gradient is the difference's own error, tiny·L''/2 for a forward one, and rel error is near 1 without")
+        lines.append("meaning anything. agrees: |∂ - faux| <= atol + rtol·|faux| (gradcheck's rule), with rtol \(Self.relativeTolerance) and")
+        lines.append("atol \(absoluteTolerance): the rule's own error at this tiny (truncation plus rounding ε/tiny).")
         return lines.joined(separator: "\n")
     }
 

@@ -60,6 +60,20 @@ public struct UnitExplanation: Sendable, Equatable {
     /// The rule behind ``faux``.
     public var difference: FiniteDifference<Double>
 
+    /// Checks that `network` has a dense layer `layer` with a unit `unit`, before any data is read.
+    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` naming the layers or units there are.
+    public static func check<Scalar: TensorScalar>(layer: Int, unit: Int, of network: Network<Scalar>) throws(NetworkError) {
+        guard network.layers.indices.contains(layer) else {
+            throw .invalidLayer("layer \(layer)", reason: "\(network) has layers 0 to \(network.layers.count - 1)")
+        }
+        guard let dense = network.layers[layer] as? Dense<Scalar> else {
+            throw .invalidLayer("layer \(layer) \(network.layers[layer])", reason: "only a dense layer's units can be explained")
+        }
+        guard (0..<dense.outputs).contains(unit) else {
+            throw .invalidLayer("layer \(layer) \(dense)", reason: "unit \(unit) is out of range; it has units 0 to \(dense.outputs - 1)")
+        }
+    }
+
     /// Explains unit `unit` of dense layer `layer` of `network` on one sample.
     /// - Parameters:
     ///   - sample: one sample's features, as the network takes them (preprocessed).
@@ -70,17 +84,10 @@ public struct UnitExplanation: Sendable, Equatable {
         network: Network<Scalar>, sample: [Scalar], target: [Scalar], layer: Int, unit: Int,
         difference: FiniteDifference<Double> = .reference
     ) throws(NetworkError) {
+        try Self.check(layer: layer, unit: unit, of: network)
         // Evaluation mode throughout: the pass a trained model is used in (evaluate, predict).
         var n = try network.converted(to: Double.self).evaluationEquivalent()
-        guard n.layers.indices.contains(layer) else {
-            throw .invalidLayer("layer \(layer)", reason: "\(network) has layers 0 to \(n.layers.count - 1)")
-        }
-        guard let dense = n.layers[layer] as? Dense<Double> else {
-            throw .invalidLayer("layer \(layer) \(n.layers[layer])", reason: "only a dense layer's units can be explained")
-        }
-        guard (0..<dense.outputs).contains(unit) else {
-            throw .invalidLayer("layer \(layer) \(dense)", reason: "unit \(unit) is out of range; it has units 0 to \(dense.outputs - 1)")
-        }
+        let dense = n.layers[layer] as! Dense<Double>  // checked above; the equivalent keeps each dense layer in place
         guard sample.count == n.featureCount, target.count == n.outputCount else {
             throw .shapeMismatch(
                 "the sample has \(sample.count) features and \(target.count) targets but \(network) takes \(n.featureCount) and gives \(n.outputCount)"

@@ -202,8 +202,43 @@ extension Checkpoint {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
         let file = exists && isDirectory.boolValue ? (path as NSString).appendingPathComponent(fileName) : path
-        let (entries, metadata) = try SafeTensors.read(file)
+        let (entries, metadata): ([SafeTensors.Entry], [String: String])
+        do {
+            (entries, metadata) = try SafeTensors.read(file)
+        } catch {
+            throw formatOne(file, instead: error) ?? error
+        }
         return try decode(entries: entries, metadata: metadata, file: file)
+    }
+
+    /// What to say instead of "missing" or "corrupt" for a checkpoint of format 1 (its run state
+    /// was `checkpoint.json`, beside tensors without it) or another JSON file: its first 8 bytes
+    /// (`{"config`) would otherwise be read as a header of quintillions of bytes. Nil for anything else.
+    static func formatOne(_ file: String, instead error: CheckpointError) -> CheckpointError? {
+        let formatOne =
+            "this version reads format \(CheckpointState.currentFormat), one checkpoint.safetensors holding the tensors and the run state; train the run again"
+        switch error {
+        case .fileNotFound:
+            let stateFile = ((file as NSString).deletingLastPathComponent as NSString).appendingPathComponent("checkpoint.json")
+            guard (file as NSString).lastPathComponent == fileName, FileManager.default.fileExists(atPath: stateFile) else { return nil }
+            return .invalidState(
+                path: stateFile, field: "format", reason: "1, whose run state is this checkpoint.json beside the tensors; \(formatOne)")
+        case .corrupt:
+            guard let handle = FileHandle(forReadingAtPath: file), let head = try? handle.read(upToCount: 64) else { return nil }
+            try? handle.close()
+            guard head.first(where: { !" \t\r\n".utf8.contains($0) }) == UInt8(ascii: "{") else { return nil }
+            // The format number of a format-1 state is its key "format"; the file is read whole only here.
+            let object = (try? Data(contentsOf: URL(fileURLWithPath: file))).flatMap { try? JSONSerialization.jsonObject(with: $0) }
+            if let state = object as? [String: Any], let format = state["format"] as? Int {
+                return .invalidState(
+                    path: file, field: "format",
+                    reason: "\(format), a JSON run state (format 1's checkpoint.json) rather than a checkpoint; \(formatOne)")
+            }
+            return .corrupt(
+                path: file, reason: "a JSON file, not a checkpoint (a safetensors file: an 8-byte header length, a JSON header, the tensors' data)")
+        default:
+            return nil
+        }
     }
 
     /// Decodes and checks a checkpoint from a safetensors file's bytes; `file` names it.

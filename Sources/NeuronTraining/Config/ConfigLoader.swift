@@ -493,7 +493,10 @@ private struct ConfigChecker {
                 try require(momentum >= 0 && momentum <= 1, "a number in [0, 1]", at: "\(path).momentum", found: "\(momentum)")
             }
             if let epsilon = layer.epsilon {
-                try require(epsilon > 0 && epsilon.isFinite, "a number greater than 0", at: "\(path).epsilon", found: "\(epsilon)")
+                try require(
+                    epsilon >= LayerConfig.smallestEpsilon && epsilon.isFinite,
+                    "a finite number of at least \(LayerConfig.smallestEpsilon) (epsilon keeps 1/√(variance + epsilon) finite for a channel whose batch variance is 0; Float holds nothing below 1.4e-45)",
+                    at: "\(path).epsilon", found: "\(epsilon)")
             }
         }
         if layer.activation == .softmax {
@@ -643,24 +646,9 @@ private struct ConfigChecker {
 // MARK: - Suggestions
 
 extension ConfigLoader {
-    /// The candidate nearest to `word` when it is close enough to be a likely typo, else nil.
-    ///
-    /// Words are compared ignoring case, `_` and `-` (so `learning_rate` finds `learningRate`); close
-    /// means at most one edit in four (at least one, at most three), or one word starting the other
-    /// (`batch` finds `batchSize`). Ties go to the first candidate.
+    /// The candidate nearest to `word` when it is close enough to be a likely typo, else nil
+    /// (``Spelling/nearest(to:in:)``, which the data readers use too).
     static func nearest(to word: String, in candidates: [String]) -> String? {
-        func normalized(_ s: String) -> [Character] { Array(s.lowercased().filter { $0 != "_" && $0 != "-" }) }
-        let target = normalized(word)
-        var best: (candidate: String, distance: Int)?
-        for candidate in candidates {
-            let c = normalized(candidate)
-            let distance = Spelling.distance(c, target)
-            let limit = max(1, min(3, c.count / 4))
-            let isPrefix = min(c.count, target.count) >= 3 && (c.starts(with: target) || target.starts(with: c))
-            guard distance <= limit || isPrefix else { continue }
-            let score = isPrefix && distance > limit ? limit + 1 : distance
-            if best == nil || score < best!.distance { best = (candidate, score) }
-        }
-        return best?.candidate
+        Spelling.nearest(to: word, in: candidates)
     }
 }

@@ -149,10 +149,14 @@ public struct LayerConfig: Sendable, Equatable, Codable {
     public var rate: Double?
     /// BatchNorm: how far running statistics move per batch (default 0.1, PyTorch's).
     public var momentum: Double?
-    /// BatchNorm: added to the variance (default 1e-5, PyTorch's).
+    /// BatchNorm: added to the variance (default 1e-5, PyTorch's), at least ``smallestEpsilon``.
     public var epsilon: Double?
     /// Residual: the body's layers, input side first (one level: a body holds no residual block).
     public var layers: [LayerConfig]?
+    /// BatchNorm's smallest `epsilon`: a channel whose batch variance is 0 (a dead relu channel, a
+    /// constant pixel) is scaled by 1/√epsilon, at most 10⁶ here; far below it, Float rounds epsilon
+    /// to 0 (1e-50) and the scale is infinite, the run diverging at its first step.
+    public static let smallestEpsilon = 1e-12
 
     public init(kind: Kind) { self.kind = kind }
 

@@ -254,19 +254,22 @@ public enum RunBuilder {
 
     /// The checkpoint's network evaluated on the rows `data` names (its test rows when it has
     /// them, else all its rows, of any count), preprocessed with the statistics fitted when the
-    /// checkpoint was trained: a trained model on held-out data.
+    /// checkpoint was trained: a trained model on held-out data. `source` (the config's path) names
+    /// the data in messages.
     /// - Throws: ``RunError`` when the rows' features or classes are not the checkpoint's, and what
     ///   reading the data throws.
-    public static func evaluation(of saved: LoadedCheckpoint, on data: DataConfig) throws -> (name: String, evaluation: Evaluation) {
+    public static func evaluation(of saved: LoadedCheckpoint, on data: DataConfig, from source: String) throws -> (
+        name: String, evaluation: Evaluation
+    ) {
         switch saved.state.precision {
-        case .float: try evaluation(Float.self, of: saved, on: data)
-        case .double: try evaluation(Double.self, of: saved, on: data)
+        case .float: try evaluation(Float.self, of: saved, on: data, from: source)
+        case .double: try evaluation(Double.self, of: saved, on: data, from: source)
         }
     }
 
-    private static func evaluation<Scalar: TensorScalar>(_: Scalar.Type, of saved: LoadedCheckpoint, on data: DataConfig) throws -> (
-        name: String, evaluation: Evaluation
-    ) {
+    private static func evaluation<Scalar: TensorScalar>(
+        _: Scalar.Type, of saved: LoadedCheckpoint, on data: DataConfig, from source: String
+    ) throws -> (name: String, evaluation: Evaluation) {
         // Raw rows, none held out: the checkpoint's own preprocessing is applied below.
         var raw = data
         (raw.normalization, raw.validationSplit) = (DataConfig.Normalization.none, 0)
@@ -274,21 +277,21 @@ public enum RunBuilder {
         var (name, dataset) = rows.test.map { ("test", $0) } ?? ("data", rows.training)
         guard dataset.featureCount == saved.state.featureNames.count else {
             throw RunError.invalid(
-                "\(saved.path): cannot evaluate: the data has \(dataset.featureCount) features but the model was trained on \(saved.state.featureNames.count)"
+                "\(saved.path): cannot evaluate on \(source): its data has \(dataset.featureCount) features but the model was trained on \(saved.state.featureNames.count)"
             )
         }
         guard dataset.featureNames == saved.state.featureNames else {
             throw RunError.invalid(
-                "\(saved.path): cannot evaluate: the data's features (\(names(dataset.featureNames))) are not the model's (\(names(saved.state.featureNames)))\(rows.source)"
+                "\(saved.path): cannot evaluate on \(source): the data's features (\(names(dataset.featureNames))) are not the model's (\(names(saved.state.featureNames)))\(rows.source)"
             )
         }
         if let files = rows.imageShape, let shape = saved.state.config.model.inputShape, saved.state.config.model.takesImages, files != shape {
             throw RunError.invalid(
-                "\(saved.path): cannot evaluate: the data's images are \(files) but the model takes \(shape)\(rows.source)")
+                "\(saved.path): cannot evaluate on \(source): the data's images are \(files) but the model takes \(shape)\(rows.source)")
         }
         guard dataset.classNames == saved.state.classNames else {
             throw RunError.invalid(
-                "\(saved.path): cannot evaluate: the data's classes (\(dataset.classNames?.joined(separator: ", ") ?? "none")) are not the model's (\(saved.state.classNames?.joined(separator: ", ") ?? "none"))"
+                "\(saved.path): cannot evaluate on \(source): its data's classes (\(dataset.classNames?.joined(separator: ", ") ?? "none")) are not the model's (\(saved.state.classNames?.joined(separator: ", ") ?? "none"))"
             )
         }
         try saved.state.preprocessing.apply(to: &dataset.features)

@@ -177,7 +177,10 @@ public final class TrainingSession {
             "\(summary.title): \(summary.phase) after \(summary.epochs) epoch\(summary.epochs == 1 ? "" : "s"), \(summary.steps) steps in \(String(format: "%.1f", summary.trainingSeconds)) s (seed \(summary.seed))"
         ]
         if let loss = summary.trainingLoss { lines.append("  training loss        \(loss)") }
-        if let accuracy = summary.validationAccuracy { lines.append("  validation accuracy  \(accuracy)") }
+        // Without test rows the final evaluation is on the validation rows and prints their accuracy itself.
+        if let accuracy = summary.validationAccuracy, summary.evaluatedOn != "validation" {
+            lines.append("  validation accuracy  \(accuracy)")
+        }
         if let name = summary.evaluatedOn, let loss = summary.evaluationLoss {
             lines.append("  \(name) loss \(String(repeating: " ", count: max(0, 15 - name.count)))\(loss)")
             if let accuracy = summary.evaluationAccuracy {

@@ -5,7 +5,7 @@ import NeuronCore
 
 /// How features are transformed before they reach the network; saved with every checkpoint so
 /// that `evaluate` and `predict` see inputs exactly as training did.
-public enum Preprocessing: Sendable, Equatable, Codable {
+public enum Preprocessing: Sendable, Equatable {
     /// Features as read.
     case none
     /// Every feature multiplied by `factor` (IDX pixels: 1/255).
@@ -23,6 +23,61 @@ public enum Preprocessing: Sendable, Equatable, Codable {
             Tensor.scale(by: Scalar(factor), &features)
         case let .standardize(mean, deviation):
             try Standardizer<Scalar>(mean: mean.map { Scalar($0) }, standardDeviation: deviation.map { Scalar($0) }).apply(to: &features)
+        }
+    }
+}
+
+// MARK: - JSON
+
+/// One key naming the kind: `{"none": {}}`, `{"scale": 0.00392156862745098}`,
+/// `{"standardize": {"mean": [...], "standardDeviation": [...]}}`. A scale written by earlier
+/// versions, `{"scale": {"_0": 0.0039…}}` (Swift's synthesized form of an unlabeled value), still
+/// decodes, so their checkpoints load.
+extension Preprocessing: Codable {
+    private enum Kind: String, CodingKey {
+        case none, scale, standardize
+    }
+
+    private enum Field: String, CodingKey {
+        case mean, standardDeviation
+        /// The synthesized name of `scale`'s unlabeled value.
+        case unlabeled = "_0"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: Kind.self)
+        guard container.allKeys.count == 1, let kind = container.allKeys.first else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: container.codingPath, debugDescription: "expected exactly one of none, scale, standardize"))
+        }
+        switch kind {
+        case .none:
+            self = .none
+        case .scale:
+            if let factor = try? container.decode(Double.self, forKey: .scale) {
+                self = .scale(factor)
+            } else {
+                self = .scale(try container.nestedContainer(keyedBy: Field.self, forKey: .scale).decode(Double.self, forKey: .unlabeled))
+            }
+        case .standardize:
+            let fields = try container.nestedContainer(keyedBy: Field.self, forKey: .standardize)
+            self = .standardize(
+                mean: try fields.decode([Double].self, forKey: .mean),
+                standardDeviation: try fields.decode([Double].self, forKey: .standardDeviation))
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: Kind.self)
+        switch self {
+        case .none:
+            _ = container.nestedContainer(keyedBy: Field.self, forKey: .none)
+        case let .scale(factor):
+            try container.encode(factor, forKey: .scale)
+        case let .standardize(mean, deviation):
+            var fields = container.nestedContainer(keyedBy: Field.self, forKey: .standardize)
+            try fields.encode(mean, forKey: .mean)
+            try fields.encode(deviation, forKey: .standardDeviation)
         }
     }
 }
