@@ -95,7 +95,7 @@ public struct DashboardFrame: Sendable, Encodable {
     /// As a string: a UInt64 does not survive JavaScript's numbers.
     public var seed: String
     public var lossSteps: [Int], lossValues: [Double]
-    /// At most ``recordLimit`` of the run's epoch records, chosen by ``bounded(_:limit:)``.
+    /// At most ``recordLimit`` of the run's epoch records, chosen by `EpochRecord.bounded(_:limit:)`.
     public var records: [EpochRecord]
     /// The epochs the run has records of (`records` may hold fewer).
     public var recordCount: Int
@@ -152,7 +152,7 @@ public struct DashboardFrame: Sendable, Encodable {
         let gradientsKnown = gradientNote == nil
         lossSteps = state.lossHistory.points.map(\.step)
         lossValues = state.lossHistory.points.map(\.loss)
-        records = Self.bounded(state.records)
+        records = EpochRecord.bounded(state.records, limit: Self.recordLimit)
         recordCount = state.records.count
         layers = state.layers.map { layer in
             Layer(
@@ -178,16 +178,6 @@ public struct DashboardFrame: Sendable, Encodable {
     /// The most epoch records a frame carries: a frame stays under about 100 KB of records
     /// however long the run (each record is about 170 bytes of JSON).
     public static let recordLimit = 500
-
-    /// At most `limit` of `records`: all of them when they fit; else the newest `limit / 5` whole
-    /// and, before them, every k-th record from the first (k the smallest stride that fits), so
-    /// that the epoch curve keeps its shape over the whole run and its detail at the end.
-    public static func bounded(_ records: [EpochRecord], limit: Int = recordLimit) -> [EpochRecord] {
-        guard records.count > limit else { return records }
-        let recent = limit / 5, older = records.count - recent
-        let stride = (older + limit - recent - 1) / (limit - recent)
-        return Swift.stride(from: 0, to: older, by: stride).map { records[$0] } + records[older...]
-    }
 
     /// The frame as JSON; NaN and infinities (a diverged run) as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
     public func json() -> Data {

@@ -276,3 +276,78 @@ struct CheckpointTests {
         #expect(invalidField { () throws(CheckpointError) in try Checkpoint.decode(try! short.encoded(), file: "f") } == "optimizer.v")
     }
 }
+
+@Suite("A long run's checkpoint: a bounded history, the rest read back from metrics.csv")
+struct LongRunCheckpointTests {
+    /// XOR (one step an epoch) after `epochs` epochs, its checkpoint, and the engine's every record.
+    static func longRun(epochs: Int) throws -> (Checkpoint, [EpochRecord], RunConfig) {
+        var config = try ConfigLoader.load(dataDirectory + "/xor.yaml")
+        config.training.epochs = epochs
+        let run = try RunBuilder.build(config)
+        func stepped<E: TrainingEngine>(_ engine: E) -> (Checkpoint, [EpochRecord]) {
+            var engine = engine
+            for _ in 0..<epochs { _ = engine.step() }
+            return (Checkpoint(engine, config: config, preprocessing: run.preprocessing), engine.records)
+        }
+        let (checkpoint, records) = stepped(run.engine)
+        return (checkpoint, records, config)
+    }
+
+    @Test("1,300 epochs: the checkpoint carries 500 records (the first, every 3rd, the newest 100) and their count")
+    func bounded() throws {
+        let (checkpoint, records, _) = try Self.longRun(epochs: 1_300)
+        #expect(records.count == 1_300)
+        #expect(checkpoint.state.records.count == 500 && checkpoint.state.recordCount == 1_300)
+        #expect(checkpoint.state.records.first?.epoch == 1 && checkpoint.state.records.last?.epoch == 1_300)
+        #expect(checkpoint.state.records.suffix(100).map(\.epoch) == Array(1_201...1_300))
+        #expect(Set(zip(checkpoint.state.records.prefix(400), checkpoint.state.records.prefix(400).dropFirst()).map { $1.epoch - $0.epoch }) == [3])
+        // A short run's checkpoint is as before: every record, no count.
+        let (short, shortRecords, _) = try Self.longRun(epochs: 20)
+        #expect(short.state.records == shortRecords && short.state.recordCount == nil)
+        #expect(!String(decoding: try short.encoded(), as: UTF8.self).contains("recordCount"))
+    }
+
+    @Test("Read from its run directory, the checkpoint has every record again, from metrics.csv; without it, the bounded ones")
+    func readBack() throws {
+        let (checkpoint, records, config) = try Self.longRun(epochs: 1_300)
+        let directory = try CheckpointTestDirectory()
+        let outputs = RunOutputs(directory: directory.path)
+        try outputs.writeCheckpoint(checkpoint)
+
+        // No metrics.csv: the bounded history, its count kept, and the run resumes on it.
+        var loaded = try Checkpoint.read(directory.path)
+        #expect(loaded.state.records.count == 500 && loaded.state.recordCount == 1_300)
+        #expect(try RunBuilder.build(config, resume: loaded).engine.epoch == 1_300)
+
+        // metrics.csv as the run writes it, a few epochs ahead of the checkpoint: every record back, bit for bit.
+        var ahead = records
+        ahead.append(EpochRecord(epoch: 1_301, step: 1_301, trainingLoss: 0.5, trainingAccuracy: nil, validationLoss: nil, validationAccuracy: nil))
+        try outputs.writeMetrics(ahead)
+        loaded = try Checkpoint.read(directory.path)
+        #expect(loaded.state.records == records && loaded.state.recordCount == nil)
+
+        // A kept record edited in metrics.csv: the file does not agree with the checkpoint, which keeps its own.
+        var edited = records
+        edited[3].trainingLoss += 1  // epoch 4, kept (every 3rd from the first)
+        try outputs.writeMetrics(edited)
+        loaded = try Checkpoint.read(directory.path)
+        #expect(loaded.state.records.count == 500 && loaded.state.recordCount == 1_300)
+
+        // Not a metrics file, or too short: the same.
+        for text in ["epoch,step\n1,1\n", "", String(repeating: "x", count: 100_000)] {
+            try text.write(toFile: outputs.path("metrics.csv"), atomically: true, encoding: .utf8)
+            #expect(try Checkpoint.read(directory.path).state.recordCount == 1_300)
+        }
+    }
+
+    @Test("A record count that does not fit its records or epochs is refused, naming the field")
+    func refusedCounts() throws {
+        let (checkpoint, _, _) = try Self.longRun(epochs: 1_300)
+        for count in [500, 12, 1_301, -1] {
+            let bytes = try editedState(checkpoint) { NeuronTrainingTests.set(count, at: "recordCount", in: &$0) }
+            #expect(
+                invalidField { () throws(CheckpointError) in try Checkpoint.decode(bytes, file: "run/checkpoint.safetensors") } == "recordCount",
+                "\(count)")
+        }
+    }
+}

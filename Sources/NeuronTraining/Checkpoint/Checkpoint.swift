@@ -23,6 +23,10 @@ public struct Checkpoint: Sendable {
     public static let fileName = "checkpoint.safetensors"
     /// The `__metadata__` key holding the run state as JSON.
     public static let stateKey = "neuron.state"
+    /// The most epoch records a checkpoint carries (about 90 KB of its JSON): a long run's
+    /// checkpoint keeps a thinned history (``EpochRecord/bounded(_:limit:)``), and reading it takes
+    /// every record back from the run's `metrics.csv`.
+    public static let recordLimit = 500
 
     public init(tensors: [SafeTensors.Entry], state: CheckpointState) {
         (self.tensors, self.state) = (tensors, state)
@@ -39,7 +43,9 @@ public struct Checkpoint: Sendable {
             config: config, network: point.network, precision: Engine.Scalar.self == Float.self ? .float : .double,
             epoch: point.epoch, step: point.step, seed: point.seed, position: point.position,
             optimizerKind: config.optimizer.kind, optimizerStep: point.optimizerStep, preprocessing: preprocessing,
-            classNames: point.classNames, featureNames: point.featureNames, records: point.records,
+            classNames: point.classNames, featureNames: point.featureNames,
+            records: EpochRecord.bounded(point.records, limit: Self.recordLimit),
+            recordCount: point.records.count > Self.recordLimit ? point.records.count : nil,
             overrides: overrides.isEmpty ? nil : overrides)
     }
 
@@ -128,7 +134,11 @@ public struct CheckpointState: Sendable, Equatable, Codable {
     public var preprocessing: Preprocessing
     public var classNames: [String]?
     public var featureNames: [String]
+    /// The epochs' records: all of them, or at most ``Checkpoint/recordLimit`` of a longer run.
     public var records: [EpochRecord]
+    /// How many records ``records`` stands for when it holds fewer (the rest are in the run's
+    /// `metrics.csv`); absent when it holds them all.
+    public var recordCount: Int? = nil
     /// The command-line settings over the config file's (`--epochs`, `--learning-rate`, …), which
     /// `config` already holds: `--resume` applies them again to the config file, so that the run
     /// goes on as it was started. Absent when none were given.
@@ -268,10 +278,19 @@ extension Checkpoint {
             throw .invalidState(path: file, field: stateKey, reason: "\(error)")
         }
         let tensors = Dictionary(entries.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        try state.validate(tensors: tensors, file: file)
+        var checked = state
+        try checked.validate(tensors: tensors, file: file)
         // The folder by hand: Foundation's `deletingLastPathComponent` traps on some bare names.
         let directory = file.lastIndex(of: "/").map { $0 == file.startIndex ? "/" : String(file[..<$0]) } ?? "."
-        return LoadedCheckpoint(path: directory, file: file, state: state, tensors: tensors)
+        if let count = checked.recordCount,
+            let all = RunOutputs.readMetrics((directory as NSString).appendingPathComponent("metrics.csv"), records: count),
+            EpochRecord.bounded(all, limit: recordLimit).elementsEqual(checked.records, by: { $0.isSame(as: $1) })
+        {
+            // The whole history, as the checkpoint's own thinned records say it was; otherwise
+            // (metrics.csv gone or edited) the run goes on with the thinned one.
+            (checked.records, checked.recordCount) = (all, nil)
+        }
+        return LoadedCheckpoint(path: directory, file: file, state: checked, tensors: tensors)
     }
 
     /// The field a decoding error is about, as a key path (`position.batches.order`), and what is wrong.

@@ -119,6 +119,12 @@ extension CheckpointState {
         guard optimizerStep == step else { throw invalid("optimizerStep", "\(optimizerStep) but step is \(step)") }
         guard epoch >= 0, epoch <= step else { throw invalid("epoch", "\(epoch); expected 0 to step (\(step))") }
         guard records.count <= epoch else { throw invalid("records", "\(records.count) records for \(epoch) epochs") }
+        if let count = recordCount {
+            guard count > records.count, count <= epoch, records.count <= Checkpoint.recordLimit else {
+                throw invalid(
+                    "recordCount", "\(count) for \(records.count) records at epoch \(epoch); expected more than the records, at most the epochs")
+            }
+        }
         for (i, record) in records.enumerated() where !(1...epoch).contains(record.epoch) || !(0...step).contains(record.step) {
             throw invalid("records[\(i)]", "epoch \(record.epoch), step \(record.step); the checkpoint is at epoch \(epoch), step \(step)")
         }

@@ -132,6 +132,39 @@ public struct RunOutputs: Sendable {
         try AtomicFile.write(text, to: path("metrics.csv"))
     }
 
+    /// The first `records` rows of a `metrics.csv` as written by ``writeMetrics(_:)``, or nil when
+    /// the file is missing, shorter, or not such a file. Reads at most 256 bytes a row (the
+    /// longest a written row can be), so a huge file costs no more than the rows asked for.
+    static func readMetrics(_ file: String, records count: Int) -> [EpochRecord]? {
+        let header = "epoch,step,training_loss,training_accuracy,validation_loss,validation_accuracy"
+        guard count >= 0, count <= Int.max / 256 - 1, let handle = FileHandle(forReadingAtPath: file) else { return nil }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: (count + 1) * 256) else { return nil }
+        let lines = data.split(separator: UInt8(ascii: "\n"), maxSplits: count + 1, omittingEmptySubsequences: false)
+        guard lines.count > count, String(decoding: lines[0], as: UTF8.self) == header else { return nil }
+        var records: [EpochRecord] = []
+        records.reserveCapacity(count)
+        for line in lines[1...count] {
+            let cells = String(decoding: line, as: UTF8.self).split(separator: ",", omittingEmptySubsequences: false)
+            guard cells.count == 6, let epoch = Int(cells[0]), let step = Int(cells[1]), let loss = Double(cells[2]) else { return nil }
+            // An empty cell is a number the run did not have (no validation rows); anything else must parse.
+            var optional: [Double?] = []
+            for cell in cells[3...] {
+                if cell.isEmpty {
+                    optional.append(nil)
+                } else {
+                    guard let value = Double(cell) else { return nil }
+                    optional.append(value)
+                }
+            }
+            records.append(
+                EpochRecord(
+                    epoch: epoch, step: step, trainingLoss: loss, trainingAccuracy: optional[0], validationLoss: optional[1],
+                    validationAccuracy: optional[2]))
+        }
+        return records
+    }
+
     /// `curves.svg`: loss and accuracy per epoch, training and validation.
     public func writeCurves(_ records: [EpochRecord], title: String) throws {
         try beforeWrite("curves.svg")

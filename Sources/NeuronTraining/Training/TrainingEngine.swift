@@ -71,6 +71,25 @@ public struct EpochRecord: Sendable, Equatable, Codable {
         (self.epoch, self.step, self.trainingLoss, self.trainingAccuracy, self.validationLoss, self.validationAccuracy) =
             (epoch, step, trainingLoss, trainingAccuracy, validationLoss, validationAccuracy)
     }
+
+    /// At most `limit` of `records`: all of them when they fit; else the newest `limit / 5` whole
+    /// and, before them, every k-th record from the first (k the smallest stride that fits), so
+    /// that the epoch curve keeps its shape over the whole run and its detail at the end. What a
+    /// dashboard frame and a checkpoint carry of a long run.
+    public static func bounded(_ records: [EpochRecord], limit: Int) -> [EpochRecord] {
+        guard records.count > limit else { return records }
+        let recent = limit / 5, older = records.count - recent
+        let stride = (older + limit - recent - 1) / (limit - recent)
+        return Swift.stride(from: 0, to: older, by: stride).map { records[$0] } + records[older...]
+    }
+
+    /// The same numbers: equal, NaN counting as equal to NaN (a diverged epoch's record).
+    func isSame(as other: EpochRecord) -> Bool {
+        func same(_ a: Double?, _ b: Double?) -> Bool { a == b || (a?.isNaN == true && b?.isNaN == true) }
+        return epoch == other.epoch && step == other.step && same(trainingLoss, other.trainingLoss)
+            && same(trainingAccuracy, other.trainingAccuracy) && same(validationLoss, other.validationLoss)
+            && same(validationAccuracy, other.validationAccuracy)
+    }
 }
 
 /// An engine at a step boundary in plain values: what a checkpoint saves of it.
