@@ -122,15 +122,7 @@ struct ImageNetworkGradientCheckTests {
         network.noiseStep = UInt64(g.index(below: 100))
         let batch = 2 + g.index(below: 3)
         let x = Tensor<Double>.random([batch, network.featureCount], using: &g)
-        var t = Tensor<Double>(zeros: [batch, outputs])
-        for n in 0..<batch {
-            if loss == .softmaxCrossEntropy {
-                t[n, g.index(below: outputs)] = 1
-            } else {
-                for j in 0..<outputs { t[n, j] = g.uniform(-0.9, 0.9) }
-            }
-        }
-        return (network, x, t)
+        return (network, x, randomTargets(batch: batch, outputs: outputs, loss: loss, using: &g))
     }
 
     @Test("40 random image networks pass: every parameter and input, batch norm in training mode, dropout's mask held")

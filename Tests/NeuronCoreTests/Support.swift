@@ -44,6 +44,20 @@ extension Tensor {
     }
 }
 
+/// Targets for a batch of a random network: a one-hot class per row for softmax cross-entropy,
+/// values in (-0.9, 0.9) (inside tanh's range) otherwise.
+func randomTargets(batch: Int, outputs: Int, loss: Loss, using g: inout SeededGenerator) -> Tensor<Double> {
+    var t = Tensor<Double>(zeros: [batch, outputs])
+    for n in 0..<batch {
+        if loss == .softmaxCrossEntropy {
+            t[n, g.index(below: outputs)] = 1
+        } else {
+            for j in 0..<outputs { t[n, j] = g.uniform(-0.9, 0.9) }
+        }
+    }
+    return t
+}
+
 /// The tolerance for comparing a BLAS result with the naive loops' over `k` products:
 /// both round each of `k` additions, in different orders, so the gap grows like `k · ε`.
 func summationTolerance<Scalar: TensorScalar>(_: Scalar.Type, terms k: Int) -> Scalar {
