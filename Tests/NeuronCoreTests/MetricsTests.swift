@@ -46,6 +46,19 @@ struct MetricsTests {
         #expect(try handmade(input: .nan).divergenceLocation() == "layers.0 output")
     }
 
+    @Test("A residual block's weight norm is over every weight inside it: √(‖W₀‖² + ‖W₁‖²), biases left out")
+    func containerStatistics() throws {
+        var network = try Network<Double>(
+            [
+                try Residual<Double>([try Dense<Double>(2, 2, activation: .relu), try Dense<Double>(2, 2, activation: .identity)]),
+                try Dense<Double>(2, 1, activation: .identity),
+            ], loss: .halfSquaredError)
+        // body.0: W = [[3, 0], [0, 4]] (norm 5), b = [7, 7];  body.1: W = [[0, 12], [0, 0]] (norm 12), b = [9, 9];  layers.1: W = [1, 1], b = [0].
+        network.parameters = [3, 0, 0, 4, 7, 7, 0, 12, 0, 0, 9, 9, 1, 1, 0]
+        let statistics = network.layerStatistics()
+        #expect(statistics[0].weightNorm == 13 && statistics[1].weightNorm == (2 as Double).squareRoot())
+    }
+
     @Test("Shares of magnitudes: counted exactly up to 65,536 entries, estimated from 64 evenly spread runs past that")
     func shareOfMagnitudes() throws {
         // Small: exact. [0, -2, 0.5, 3] above 1: two of four.

@@ -110,7 +110,11 @@ extension Network {
     /// Each layer's ``LayerStatistics``.
     public func layerStatistics() -> [LayerStatistics] {
         layers.enumerated().map { i, layer in
-            let weight = parameterTensors.first { $0.layer == i && $0.tensor == "weight" }
+            // A layer's weights: its own, or, in a container, every weight inside it (`body.0.weight`, …).
+            let weights = parameterTensors.filter { $0.layer == i && ($0.tensor == "weight" || $0.tensor.hasSuffix(".weight")) }
+            func norm(_ one: (ParameterTensor) -> Double) -> Double {
+                weights.count == 1 ? one(weights[0]) : weights.reduce(0.0) { $0 + one($1) * one($1) }.squareRoot()
+            }
             let activation = (layer as? any ActivatedLayer)?.activation
             let hasOutput = layer.output.count > 0
             // A batch normalization's running statistics: its state tensors, averaged over channels.
@@ -120,8 +124,7 @@ extension Network {
             }
             return LayerStatistics(
                 index: i, title: layer.description,
-                weightNorm: weight.map(parameterNorm) ?? 0,
-                gradientNorm: weight.map(gradientNorm) ?? 0,
+                weightNorm: norm(parameterNorm), gradientNorm: norm(gradientNorm),
                 saturation: activation == .tanh && hasOutput ? layer.output.shareOfMagnitudes(above: 0.99) : nil,
                 deadShare: activation == .relu && hasOutput ? 1 - layer.output.shareOfMagnitudes(above: 0) : nil,
                 runningMean: channelMean("running_mean"), runningVariance: channelMean("running_var"))
