@@ -26,7 +26,7 @@ extension Benchmarks {
         let engine = try watchedEngine()
         let clock = ContinuousClock()
         var alone: [Double] = [], watched: [Double] = []
-        var frames = 0, bytes = 0
+        var frames = 0, bytes = 0, finished = 0
         for _ in 0..<(quick ? 1 : 9) {
             let quiet = TrainingViewModel(engine: engine)
             alone.append(
@@ -47,13 +47,18 @@ extension Benchmarks {
                 }.seconds)
             try await Task.sleep(for: .milliseconds(100))  // the last frame on its way
             (frames, bytes) = (frames + page.frames, bytes + page.bytes)
+            if page.sawFinished { finished += 1 }
             page.close()
             await server.stop()
             guard model.engine?.network.parameters == quiet.engine?.network.parameters else {
                 throw DashboardCostError("dashboard check failed: watched and unwatched runs ended with different weights")
             }
         }
-        guard frames > alone.count * 2 else { throw DashboardCostError("dashboard check failed: the page received \(frames) frames") }
+        // At least the first frame and the last (the finished run) of each round; a short run (64
+        // steps in about 50 ms, frames at most every 50 ms) may have no frame between them.
+        guard frames >= alone.count * 2, finished == alone.count else {
+            throw DashboardCostError("dashboard check failed: the page received \(frames) frames, \(finished) of \(alone.count) runs' last")
+        }
         let steps = Double(engine.totalSteps)
         func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
         let (a, w) = (median(alone), median(watched))
@@ -85,10 +90,13 @@ final class EventStreamReader: @unchecked Sendable {
     private let fd: Int32
     private let lock = NSLock()
     private var counted = (frames: 0, bytes: 0)
+    private var finished = false
     private var thread: Thread?
 
     var frames: Int { lock.withLock { counted.frames } }
     var bytes: Int { lock.withLock { counted.bytes } }
+    /// Whether a frame of a finished run arrived.
+    var sawFinished: Bool { lock.withLock { finished } }
 
     init(port: Int, token: String) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -104,13 +112,22 @@ final class EventStreamReader: @unchecked Sendable {
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         let thread = Thread { [self] in
             var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            let marker = Array(#""phase":"finished""#.utf8)
+            var tail: [UInt8] = []  // the end of the previous read, for a marker split across two
             while true {
                 let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 guard n > 0 else { return }
                 // A frame ends with a blank line: count "\n\n" (split across reads now and then: good enough to count).
                 var ends = 0
                 for i in 1..<n where buffer[i] == 10 && buffer[i - 1] == 10 { ends += 1 }
-                lock.withLock { counted = (counted.frames + ends, counted.bytes + n) }
+                let seen = tail + buffer[0..<n]
+                let hasFinished =
+                    seen.count >= marker.count && (0...(seen.count - marker.count)).contains { seen[$0..<$0 + marker.count].elementsEqual(marker) }
+                tail = Array(seen.suffix(marker.count - 1))
+                lock.withLock {
+                    counted = (counted.frames + ends, counted.bytes + n)
+                    finished = finished || hasFinished
+                }
             }
         }
         self.thread = thread
