@@ -48,7 +48,7 @@ struct ProgressViewTests {
     /// Polls `condition`, letting other tasks run in between, until it holds; records an issue
     /// and throws after `timeout` of wall-clock time (a timeout only, never a synchronisation).
     static func waitUntil(
-        timeout: Duration = .seconds(10), _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
+        timeout: Duration = .seconds(60), _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
         _ condition: () -> Bool
     ) async throws {
         let clock = ContinuousClock()
