@@ -43,7 +43,7 @@ struct NeuronCommand: AsyncParsableCommand {
     static func isBadInput(_ error: Error) -> Bool {
         error is ConfigError || error is DataError || error is CheckpointError || error is RunError
             || error is NetworkError || error is OptimizerError || error is NeuronError || error is TensorError
-            || error is DistributedError || error is ONNXExportError
+            || error is DistributedError || error is ONNXExportError || error is BLAS.KernelMismatch
     }
 }
 

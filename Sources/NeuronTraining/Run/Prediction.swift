@@ -18,6 +18,7 @@ public enum Prediction<Scalar: TensorScalar> {
     /// - Throws: ``RunError`` naming the first row whose outputs are not finite, and what reading
     ///   `input` or building the network throws.
     public static func csv(_ checkpoint: LoadedCheckpoint, input: String) throws -> String {
+        try BLAS.checkKernels()
         var network = try network(checkpoint)
         var x: Tensor<Scalar> = try CSV.loadFeatures(input, columns: checkpoint.state.featureNames)
         try checkpoint.state.preprocessing.apply(to: &x)

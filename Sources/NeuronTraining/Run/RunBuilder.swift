@@ -42,8 +42,9 @@ public struct Run: Sendable {
 public enum RunBuilder {
     /// A run as `config` says, or, with `resume`, the run exactly where the checkpoint left it.
     /// - Throws: ``DataError``, ``NetworkError``, ``OptimizerError``, ``CheckpointError`` or
-    ///   ``RunError`` saying what does not fit.
+    ///   ``RunError`` saying what does not fit; `BLAS.KernelMismatch` when this machine's BLAS kernels compute wrong products.
     public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil) throws -> Run {
+        try BLAS.checkKernels()
         if let neuron = config.model.neuron {
             try checkModel(config.model, against: resume)
             guard let input = config.data.input, let target = config.data.target else {
