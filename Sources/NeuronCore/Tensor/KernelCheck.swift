@@ -61,40 +61,28 @@ extension BLAS {
         let variants = [(false, false), (true, false), (false, true), (true, true)].flatMap { t in [0, 1].map { (t.0, t.1, $0) } }
         let products = checkedShapes.flatMap { shape in variants.map { (shape, $0) } } + [(largeShape, (false, false, 0))]
         for ((m, n, k), (transposeA, transposeB, beta)) in products {
-            // Integers in [-3, 3]: sums of at most 130 products of them are exact in Float.
-            let a = (0..<m * k).map { Scalar(($0 * 7 + m) % 7 - 3) }
-            let b = (0..<k * n).map { Scalar(($0 * 5 + n) % 7 - 3) }
-            var c = (0..<m * n).map { Scalar($0 % 5 - 2) }
-            let before = c
+            // Integers in [-3, 3]: sums of at most 130 products of them are exact in Float, so the
+            // kernels and the naive loops agree exactly whatever their order of summation.
+            let a = try! Tensor<Scalar>(shape: transposeA ? [k, m] : [m, k], scalars: (0..<m * k).map { Scalar(($0 * 7 + m) % 7 - 3) })
+            let b = try! Tensor<Scalar>(shape: transposeB ? [n, k] : [k, n], scalars: (0..<k * n).map { Scalar(($0 * 5 + n) % 7 - 3) })
+            var c = try! Tensor<Scalar>(shape: [m, n], scalars: (0..<m * n).map { Scalar($0 % 5 - 2) })
+            var expected = c
+            // The shapes fit by construction.
+            try! Naive.matmul(a, transposeA: transposeA, b, transposeB: transposeB, beta: Scalar(beta), into: &expected)
             a.withUnsafeBufferPointer { pa in
                 b.withUnsafeBufferPointer { pb in
                     c.withUnsafeMutableBufferPointer { pc in
                         gemm(
-                            transposeA, transposeB, m, n, k, 1, pa.baseAddress!, transposeA ? m : k, pb.baseAddress!, transposeB ? k : n,
-                            Scalar(beta), pc.baseAddress!, n)
+                            transposeA, transposeB, m, n, k, 1, pa.baseAddress!, a.columns, pb.baseAddress!, b.columns, Scalar(beta),
+                            pc.baseAddress!, n)
                     }
                 }
             }
-            // op(a)[i, p] and op(b)[p, j] in the stored layouts: a is (m, k) or, transposed, (k, m).
-            let (strideAi, strideAp) = transposeA ? (1, m) : (k, 1)
-            let (strideBp, strideBj) = transposeB ? (1, k) : (n, 1)
-            let wrong: (i: Int, j: Int, sum: Double)? = a.withUnsafeBufferPointer { a in
-                b.withUnsafeBufferPointer { b in
-                    for i in 0..<m {
-                        for j in 0..<n {
-                            var sum = Double(beta) * Double(before[i * n + j])
-                            for p in 0..<k { sum += Double(a[i * strideAi + p * strideAp]) * Double(b[p * strideBp + j * strideBj]) }
-                            if Double(c[i * n + j]) != sum { return (i, j, sum) }
-                        }
-                    }
-                    return nil
-                }
-            }
-            if let wrong {
+            if let index = c.scalars.indices.first(where: { c[$0] != expected[$0] }) {
                 throw KernelMismatch(
                     routine: Scalar.self == Float.self ? "sgemm" : "dgemm", kernels: coreName,
-                    product: "\(m)×\(n)×\(k), \(transposeA ? "Aᵀ" : "A")·\(transposeB ? "Bᵀ" : "B"), beta \(beta)", row: wrong.i,
-                    column: wrong.j, found: Double(c[wrong.i * n + wrong.j]), expected: wrong.sum)
+                    product: "\(m)×\(n)×\(k), \(transposeA ? "Aᵀ" : "A")·\(transposeB ? "Bᵀ" : "B"), beta \(beta)", row: index / n,
+                    column: index % n, found: Double(c[index]), expected: Double(expected[index]))
             }
         }
     }
