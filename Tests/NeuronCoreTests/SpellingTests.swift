@@ -26,7 +26,7 @@ struct SpellingTests {
 
     @Test("A CSV header hint names a close column, and none for a column unlike every other")
     func csvHint() throws {
-        #expect(CSV.closest(to: "Speceis", in: ["sepal_length", "species"]) == "species")
-        #expect(CSV.closest(to: "sepal_length", in: ["a", "b"]) == nil)
+        #expect(Spelling.nearest(to: "Speceis", in: ["sepal_length", "species"]) == "species")
+        #expect(Spelling.nearest(to: "sepal_length", in: ["a", "b"]) == nil)
     }
 }

@@ -692,12 +692,12 @@ struct ConfigLoaderTests {
     @Test("Suggestions: close misspellings and prefixes, nothing for a stranger")
     func suggestions() {
         let training = ["epochs", "iterations", "batchSize", "seed", "precision", "blasThreads"]
-        #expect(ConfigLoader.nearest(to: "epoch", in: training) == "epochs")
-        #expect(ConfigLoader.nearest(to: "batch_size", in: training) == "batchSize")
-        #expect(ConfigLoader.nearest(to: "Seed", in: training) == "seed")
-        #expect(ConfigLoader.nearest(to: "threads", in: training) == nil)
-        #expect(ConfigLoader.nearest(to: "colour", in: training) == nil)
-        #expect(ConfigLoader.nearest(to: "modle", in: ["model", "data"]) == "model")
+        #expect(Spelling.nearest(to: "epoch", in: training) == "epochs")
+        #expect(Spelling.nearest(to: "batch_size", in: training) == "batchSize")
+        #expect(Spelling.nearest(to: "Seed", in: training) == "seed")
+        #expect(Spelling.nearest(to: "threads", in: training) == nil)
+        #expect(Spelling.nearest(to: "colour", in: training) == nil)
+        #expect(Spelling.nearest(to: "modle", in: ["model", "data"]) == "model")
     }
 }
 

@@ -52,7 +52,7 @@ public enum CSV {
         let columnIndex = try columnIndices(header, source: source, line: headerLine)
         func column(_ name: String, role: String) throws(DataError) -> Int {
             guard let index = columnIndex[name] else {
-                throw .unknownColumn(path: source, column: name, role: role, available: header, suggestion: closest(to: name, in: header))
+                throw .unknownColumn(path: source, column: name, role: role, available: header, suggestion: Spelling.nearest(to: name, in: header))
             }
             return index
         }
@@ -165,11 +165,6 @@ public enum CSV {
         let numbers = names.compactMap { name in Double(name).flatMap { $0.isFinite ? (name, $0) : nil } }
         guard numbers.count == names.count else { return names.sorted() }
         return numbers.sorted { a, b in a.1 != b.1 ? a.1 < b.1 : a.0 < b.0 }.map(\.0)
-    }
-
-    /// The header name close enough to `name` to be a likely typo (``Spelling/nearest(to:in:)``), else nil.
-    static func closest(to name: String, in header: [String]) -> String? {
-        Spelling.nearest(to: name, in: header)
     }
 
     /// Records of a CSV text (RFC 4180 with lenient edges): fields split at commas, quoted fields
@@ -303,7 +298,8 @@ extension CSV {
         var indices = [Int]()
         for name in columns {
             guard let index = columnIndex[name] else {
-                throw .unknownColumn(path: path, column: name, role: "feature column", available: header, suggestion: closest(to: name, in: header))
+                throw .unknownColumn(
+                    path: path, column: name, role: "feature column", available: header, suggestion: Spelling.nearest(to: name, in: header))
             }
             indices.append(index)
         }

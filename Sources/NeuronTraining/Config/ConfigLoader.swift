@@ -240,7 +240,7 @@ private struct ConfigSchemaWalk {
             guard let scalar = node.scalar, !isNull(node) else { throw typeError(node, shape, path) }
             guard names.contains(scalar.string) else {
                 var message = "\(path): expected one of \(names.joined(separator: ", ")); found '\(cut(scalar.string))'"
-                if let suggestion = ConfigLoader.nearest(to: scalar.string, in: names) { message += "; did you mean '\(suggestion)'?" }
+                if let suggestion = Spelling.nearest(to: scalar.string, in: names) { message += "; did you mean '\(suggestion)'?" }
                 throw ConfigError(source, at: node.mark, message)
             }
         case .number:
@@ -294,7 +294,7 @@ private struct ConfigSchemaWalk {
 
     private func unknownKey(_ key: String, in path: String, valid: [String]) -> String {
         let place = path.isEmpty ? "at the top level" : "in \(path)"
-        if let suggestion = ConfigLoader.nearest(to: key, in: valid) {
+        if let suggestion = Spelling.nearest(to: key, in: valid) {
             return "unknown key '\(cut(key))' \(place); did you mean '\(suggestion)'?"
         }
         return "unknown key '\(cut(key))' \(place); expected one of \(valid.joined(separator: ", "))"
@@ -411,11 +411,7 @@ private struct ConfigChecker {
         }
         for (i, layer) in model.layers.enumerated() {
             try validateLayer(layer, at: "model.layers[\(i)]", isLast: i == model.layers.count - 1)
-            // The activation written out, default or not, as the run saves it.
-            if [.dense, .conv2d, .batchNorm].contains(layer.kind) { model.layers[i].activation = layer.effectiveActivation }
-            for (j, inner) in (layer.layers ?? []).enumerated() where [.dense, .conv2d, .batchNorm].contains(inner.kind) {
-                model.layers[i].layers![j].activation = inner.effectiveActivation
-            }
+            model.layers[i].writeActivations()
         }
         guard let loss = model.loss else {
             model.loss = model.effectiveLoss
@@ -640,15 +636,5 @@ private struct ConfigChecker {
         config.data.trainLabels = try resolved(config.data.trainLabels, key: "trainLabels")
         config.data.testImages = try resolved(config.data.testImages, key: "testImages")
         config.data.testLabels = try resolved(config.data.testLabels, key: "testLabels")
-    }
-}
-
-// MARK: - Suggestions
-
-extension ConfigLoader {
-    /// The candidate nearest to `word` when it is close enough to be a likely typo, else nil
-    /// (``Spelling/nearest(to:in:)``, which the data readers use too).
-    static func nearest(to word: String, in candidates: [String]) -> String? {
-        Spelling.nearest(to: word, in: candidates)
     }
 }

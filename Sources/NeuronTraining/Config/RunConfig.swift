@@ -199,6 +199,15 @@ public struct LayerConfig: Sendable, Equatable, Codable {
             && a.rate == b.rate && a.momentum == b.momentum && a.epsilon == b.epsilon && a.layers == b.layers
     }
 
+    /// Writes out the activation of this layer and of the layers of its body, default or not, as
+    /// a run saves them (the kinds that have one: dense, conv2d, batchNorm).
+    mutating func writeActivations() {
+        if [.dense, .conv2d, .batchNorm].contains(kind) { activation = effectiveActivation }
+        guard var body = layers else { return }
+        for j in body.indices { body[j].writeActivations() }
+        layers = body
+    }
+
     /// Whether this layer, or one in its body, needs its input as an image.
     var takesImages: Bool { kind.takesImages || (layers ?? []).contains { $0.kind.takesImages } }
 }
