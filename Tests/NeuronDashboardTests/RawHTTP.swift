@@ -4,6 +4,24 @@ import Foundation
 import Glibc
 #endif
 
+/// A TCP socket connected to 127.0.0.1:`port`, or nil when none can be opened or the connection is refused.
+private func loopbackSocket(port: Int) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        close(fd)
+        return nil
+    }
+    return fd
+}
+
 /// A minimal HTTP/1.1 client over a plain socket: it sends exactly the headers given (a browser's
 /// `Origin` or a foreign `Host` included, which URLSession would not let a test forge) and reads
 /// the answer until the server closes, the expected text shows, or the time is up.
@@ -21,17 +39,8 @@ enum RawHTTP {
         port: Int, method: String = "GET", path: String, headers: [String: String] = [:], body: String = "",
         until: String? = nil, timeout: Double = 10
     ) throws -> Answer {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
+        guard let fd = loopbackSocket(port: port) else { throw POSIXError(.ECONNREFUSED) }
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
         var receiveTimeout = timeval(tv_sec: 0, tv_usec: 100_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &receiveTimeout, socklen_t(MemoryLayout<timeval>.size))
         var all = ["Host": "127.0.0.1:\(port)", "Connection": "close"]
@@ -64,19 +73,8 @@ final class RawConnection: Sendable {
 
     /// Connects to 127.0.0.1:`port`; nil when the connection is refused.
     init?(port: Int) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            return nil
-        }
+        guard let fd = loopbackSocket(port: port) else { return nil }
+        self.fd = fd
         // A send the server does not read fails after 200 ms rather than waiting for ever.
         var sendTimeout = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
