@@ -11,36 +11,6 @@ import Testing
 // networks holding every layer kind. The optimizer's flat buffers are checked against their
 // documented order and layouts through one SGD step.
 
-/// The package's virtual environment's Python when there is one (`.venv` at the package root), else `python3`.
-private let pythonPath: String = {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
-    let venv = root + "/.venv/bin/python3"
-    return FileManager.default.isExecutableFile(atPath: venv) ? venv : "python3"
-}()
-
-/// Runs `script` with `arguments`; its standard output, or an error holding its standard error.
-private func runPython(_ script: String, _ arguments: [String], in directory: CheckpointTestDirectory) throws -> String {
-    struct PythonFailed: Error, CustomStringConvertible {
-        var description: String
-    }
-    let id = UUID().uuidString
-    let (outPath, errPath) = (directory.file("\(id).stdout"), directory.file("\(id).stderr"))
-    for file in [outPath, errPath] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [pythonPath, "-c", script] + arguments
-    process.standardOutput = FileHandle(forWritingAtPath: outPath)
-    process.standardError = FileHandle(forWritingAtPath: errPath)
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        let errors = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-        throw PythonFailed(
-            description: "\(pythonPath) exited with status \(process.terminationStatus) (the test needs safetensors and numpy): \(errors)")
-    }
-    return try String(contentsOfFile: outPath, encoding: .utf8)
-}
-
 /// The README's mapping in NumPy: the checkpoint and a CSV of rows in, the network's outputs out (JSON).
 private let numpyForward = #"""
     import csv, json, sys
@@ -197,7 +167,7 @@ struct PyTorchMappingTests {
         let predicted = precision == "float" ? try Prediction<Float>.csv(saved, input: input) : try Prediction<Double>.csv(saved, input: input)
         let swift = predicted.split(separator: "\n").dropFirst().map { $0.split(separator: ",").dropFirst(2).map { Double($0)! } }
         let numpy = try JSONDecoder().decode(
-            [[Double]].self, from: Data(try runPython(numpyForward, [directory.file("checkpoint.safetensors"), input], in: directory).utf8))
+            [[Double]].self, from: Data(try python(numpyForward, [directory.file("checkpoint.safetensors"), input], in: directory).utf8))
         #expect(numpy.count == 1797 && swift.count == 1797)
         var worst = 0.0
         for (p, q) in zip(numpy, swift) {
@@ -237,7 +207,7 @@ struct PyTorchMappingTests {
         let layout = try JSONDecoder().decode(
             Layout.self,
             from: Data(
-                try runPython(
+                try python(
                     optimizerLayout, [directory.file("before/checkpoint.safetensors"), directory.file("after/checkpoint.safetensors")],
                     in: directory
                 ).utf8))

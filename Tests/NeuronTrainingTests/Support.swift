@@ -132,3 +132,61 @@ func idxCNNConfig(in directory: CheckpointTestDirectory, epochs: Int = 4, layers
         \(extra)
         """, in: directory.path)
 }
+
+// MARK: - Python
+
+// Python's oracles (safetensors, numpy) come from the virtual environment `.venv` at the package
+// root that the README's test command makes (Debian's own Python refuses `pip install` into the
+// system). The tests that use them fail, never skip, when it is missing.
+
+/// The virtual environment's Python: `<package root>/.venv/bin/python3`.
+let venvPython = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent(".venv/bin/python3").path
+
+/// `python3 -c <script> <arguments>` (the package's virtual environment), with its output in files so
+/// that neither pipe can fill up.
+func python(_ script: String, _ arguments: [String] = [], in directory: CheckpointTestDirectory) throws -> String {
+    let id = UUID().uuidString
+    let (outPath, errPath) = (directory.file("\(id).stdout"), directory.file("\(id).stderr"))
+    for file in [outPath, errPath] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
+    defer { try? FileManager.default.removeItem(atPath: outPath); try? FileManager.default.removeItem(atPath: errPath) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: venvPython)
+    process.arguments = ["-c", script] + arguments
+    process.standardOutput = FileHandle(forWritingAtPath: outPath)
+    process.standardError = FileHandle(forWritingAtPath: errPath)
+    try process.run()
+    process.waitUntilExit()
+    let output = try String(contentsOfFile: outPath, encoding: .utf8)
+    guard process.terminationStatus == 0 else {
+        let errors = try String(contentsOfFile: errPath, encoding: .utf8)
+        throw PythonFailed(status: process.terminationStatus, errors: errors)
+    }
+    return output
+}
+
+struct PythonFailed: Error, CustomStringConvertible {
+    var status: Int32
+    /// What python3 wrote to standard error.
+    var errors: String
+    var description: String { "python3 exited with status \(status): \(errors)" }
+}
+
+/// Fails, with what to install, unless the package's virtual environment can import safetensors and numpy.
+func requireSafetensors(in directory: CheckpointTestDirectory) throws {
+    struct MissingPython: Error, CustomStringConvertible { var description: String }
+    guard FileManager.default.isExecutableFile(atPath: venvPython) else {
+        throw MissingPython(
+            description: "the interop tests need \(venvPython): run `python3 -m venv .venv && .venv/bin/pip install safetensors numpy`"
+                + " at the package root (the README's test command does)")
+    }
+    do {
+        _ = try python("import safetensors, numpy", in: directory)
+    } catch {
+        // The traceback's last line says what is missing: "ModuleNotFoundError: No module named 'safetensors'".
+        let reason = (error as? PythonFailed)?.errors.split(separator: "\n").last.map(String.init) ?? "\(error)"
+        throw MissingPython(
+            description: "the interop tests need Python 3 with safetensors and numpy:"
+                + " run `.venv/bin/pip install safetensors numpy` at the package root (\(reason))")
+    }
+}
