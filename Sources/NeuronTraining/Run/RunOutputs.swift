@@ -121,10 +121,13 @@ public struct RunOutputs: Sendable {
         try checkpoint.write(to: directory)
     }
 
+    /// `metrics.csv`'s header row, which ``readMetrics(_:records:)`` expects back.
+    static let metricsHeader = "epoch,step,training_loss,training_accuracy,validation_loss,validation_accuracy"
+
     /// `metrics.csv`: one row per epoch.
     public func writeMetrics(_ records: [EpochRecord]) throws {
         func cell(_ x: Double?) -> String { x.map { "\($0)" } ?? "" }
-        var text = "epoch,step,training_loss,training_accuracy,validation_loss,validation_accuracy\n"
+        var text = Self.metricsHeader + "\n"
         for r in records {
             text += "\(r.epoch),\(r.step),\(r.trainingLoss),\(cell(r.trainingAccuracy)),\(cell(r.validationLoss)),\(cell(r.validationAccuracy))\n"
         }
@@ -136,12 +139,11 @@ public struct RunOutputs: Sendable {
     /// the file is missing, shorter, or not such a file. Reads at most 256 bytes a row (the
     /// longest a written row can be), so a huge file costs no more than the rows asked for.
     static func readMetrics(_ file: String, records count: Int) -> [EpochRecord]? {
-        let header = "epoch,step,training_loss,training_accuracy,validation_loss,validation_accuracy"
         guard count >= 0, count <= Int.max / 256 - 1, let handle = FileHandle(forReadingAtPath: file) else { return nil }
         defer { try? handle.close() }
         guard let data = try? handle.read(upToCount: (count + 1) * 256) else { return nil }
         let lines = data.split(separator: UInt8(ascii: "\n"), maxSplits: count + 1, omittingEmptySubsequences: false)
-        guard lines.count > count, String(decoding: lines[0], as: UTF8.self) == header else { return nil }
+        guard lines.count > count, String(decoding: lines[0], as: UTF8.self) == metricsHeader else { return nil }
         var records: [EpochRecord] = []
         records.reserveCapacity(count)
         for line in lines[1...count] {
