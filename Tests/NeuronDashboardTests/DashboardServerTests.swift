@@ -5,13 +5,18 @@ import Testing
 
 @testable import NeuronDashboard
 
-/// Serves `model` on a free loopback port for the length of `body`.
+/// Serves `model` on a free loopback port for the length of `body`, with 60 s for each request and
+/// write instead of 5 and 10: these tests are about routes, not deadlines, and the process's one
+/// dashboard thread is shared with the connection-flood tests of `DashboardListenerTests`, which
+/// run at the same time and can keep a well-formed request unread for more than 5 s.
 @MainActor
 private func serving<Model: TrainingViewModeling>(
     _ model: Model, engine: @escaping @MainActor () -> (any TrainingEngine)? = { nil },
     _ body: (DashboardServer) async throws -> Void
 ) async throws {
-    let server = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: engine))
+    var limits = DashboardLimits()
+    (limits.requestSeconds, limits.writeSeconds) = (60, 60)
+    let server = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: engine), limits: limits)
     do {
         try await body(server)
     } catch {
