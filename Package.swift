@@ -116,7 +116,7 @@ let package = Package(
 
         // MARK: - Examples
 
-        /// `swift run TrainXOR`: the README's "Use it as a library" code, built and run by CI so that it cannot rot.
+        /// `swift run TrainXOR`: Docs/Library.md's example (and the README's lines), built and run by CI so that it cannot rot.
         .executableTarget(name: "TrainXOR", dependencies: ["NeuronCore", "NeuronTraining"], path: "Examples/TrainXOR"),
         /// `swift run ExportONNX`: Docs/ONNX.md's library example, built and run by CI.
         .executableTarget(name: "ExportONNX", dependencies: ["NeuronCore", "NeuronExport"], path: "Examples/ExportONNX"),

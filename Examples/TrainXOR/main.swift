@@ -1,5 +1,5 @@
 // XOR on a 2-4-1 tanh network, trained through the view model and watched through `Observations`,
-// as an app's screen would: the README's "Use it as a library" example. CI builds and runs it; it
+// as an app's screen would: Docs/Library.md's example. CI builds and runs it; it
 // exits with status 1 unless the loss ends below 0.001.
 import Foundation
 import NeuronCore

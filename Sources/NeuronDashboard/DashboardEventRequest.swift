@@ -4,7 +4,7 @@
 import Foundation
 import NeuronTraining
 
-/// The body of a `POST /api/event`, and the ``TrainingEvent`` it stands for.
+/// The body of a `POST /api/event`, and the `TrainingEvent` it stands for.
 public struct DashboardEventRequest: Sendable, Equatable, Codable {
     /// `start`, `pause`, `resume`, `stop`, `reset`, `step` or `checkGradients`.
     public var event: String

@@ -63,7 +63,7 @@ public struct DashboardGate: Sendable, Equatable {
 
     /// Nil when the request may pass, else why not.
     /// - Parameters:
-    ///   - token: the request's `token` query item.
+    ///   - given: the request's `token` query item.
     ///   - values: every value of the request's header of a name (case-insensitive), in order.
     public func check(token given: String?, values: (String) -> [String]) -> Refusal? {
         let host = values("Host")

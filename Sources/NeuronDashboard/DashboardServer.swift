@@ -46,6 +46,10 @@ public final class DashboardServer: Sendable {
 
     /// Starts serving `binding` on `host` and `port` (0: any free port) and publishing its frames.
     /// - Parameters:
+    ///   - binding: the view model and engine the page shows.
+    ///   - host: the address to listen on; loopback by default.
+    ///   - port: the port to listen on; 0: any free port.
+    ///   - token: the secret every request must carry.
     ///   - limits: the bounds on each connection and on their number.
     ///   - log: where the server says what goes wrong beyond one request (a failed accept).
     /// - Throws: ``Failure`` when the host is not an address or the port cannot be listened on.

@@ -6,7 +6,7 @@ import NeuronTraining
 /// Exports saved runs to ONNX.
 public enum ONNXExport {
     /// The ONNX model of a checkpoint, in its precision or, with `float32`, in Float.
-    /// - Throws: ``CheckpointError`` for tensors that do not fit the saved model, ``ONNXExportError``
+    /// - Throws: `CheckpointError` for tensors that do not fit the saved model, ``ONNXExportError``
     ///   for a layer with no ONNX form or an option out of range.
     public static func model(_ checkpoint: LoadedCheckpoint, float32: Bool = false, options: ONNXExportOptions = ONNXExportOptions())
         throws -> [UInt8]
@@ -30,7 +30,7 @@ public enum ONNXExport {
     /// Writes the ONNX model of `checkpoint` to `path` in one atomic rename: the file is whole or
     /// absent (an earlier file at `path` stays as it was when anything fails).
     /// - Returns: the number of bytes written.
-    /// - Throws: as ``model(_:float32:options:)``, and ``CheckpointError/writeFailed(path:reason:)``.
+    /// - Throws: as ``model(_:float32:options:)``, and `CheckpointError.writeFailed(path:reason:)`.
     @discardableResult
     public static func write(
         _ checkpoint: LoadedCheckpoint, to path: String, float32: Bool = false, options: ONNXExportOptions = ONNXExportOptions()

@@ -88,6 +88,7 @@ extension Network {
     ///   - preprocessing: what training applied to the raw features (saved in the checkpoint).
     ///   - featureNames: the features' names, in order; saved as metadata (`neuron.feature_names`).
     ///   - classNames: the classes' names, in the output's order; saved as metadata (`neuron.class_names`).
+    ///   - options: the operator set and the batch dimension.
     /// - Throws: ``ONNXExportError`` naming a layer with no ONNX form, or an option out of range.
     public func onnxModel(
         preprocessing: Preprocessing = .none, featureNames: [String]? = nil, classNames: [String]? = nil,

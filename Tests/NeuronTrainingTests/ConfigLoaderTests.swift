@@ -115,7 +115,7 @@ struct ConfigLoaderTests {
         let expected = RunConfig(
             model: ModelConfig(layers: [LayerConfig(units: 4), LayerConfig(units: 1)], loss: .halfSquaredError), data: data)
         #expect(config == expected)
-        // The defaults spelled out, as the README documents them.
+        // The defaults spelled out, as Docs/Config.md documents them.
         #expect(config.model.layers[0].activation == .tanh && config.model.inputs == nil && config.model.neuron == nil)
         let o = config.optimizer
         #expect(o.kind == .sgd && o.learningRate == 0.01 && o.momentum == 0 && !o.nesterov)

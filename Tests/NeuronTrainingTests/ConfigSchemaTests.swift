@@ -65,7 +65,7 @@ struct ConfigSchemaTests {
         #expect(names(TrainingConfig.Precision.shape) == ["float", "double"])
     }
 
-    @Test("Each kind's keys, as the README's tables list them")
+    @Test("Each kind's keys, as Docs/Config.md's tables list them")
     func kindKeys() {
         #expect(
             DataConfig.Kind.csv.keys.map(\.stringValue) == [

@@ -4,14 +4,14 @@ import Testing
 
 @testable import NeuronTraining
 
-// The README's "Checkpoints in Python and PyTorch" maps each layer kind to a PyTorch module and
+// Docs/Checkpoints.md ("In Python and PyTorch") maps each layer kind to a PyTorch module and
 // states the tensors' layouts; its snippet builds an `nn.Sequential` from the checkpoint alone.
 // PyTorch is not installed for the tests, so the same mapping is written here in NumPy, module by
 // module, and must reproduce `neuron predict`'s probabilities (what `Prediction.csv` prints) on
 // networks holding every layer kind. The optimizer's flat buffers are checked against their
 // documented order and layouts through one SGD step.
 
-/// The README's mapping in NumPy: the checkpoint and a CSV of rows in, the network's outputs out (JSON).
+/// Docs/Checkpoints.md's mapping in NumPy: the checkpoint and a CSV of rows in, the network's outputs out (JSON).
 private let numpyForward = #"""
     import csv, json, sys
     import numpy as np
@@ -82,7 +82,7 @@ private let numpyForward = #"""
     print(json.dumps(x.astype(np.float64).tolist()))
     """#
 
-/// The optimizer's buffers read as the README documents them: one flat vector per buffer over every
+/// The optimizer's buffers read as Docs/Checkpoints.md documents them: one flat vector per buffer over every
 /// parameter, layer by layer, each layer's weight then bias, each tensor in the engine's layout
 /// (dense `(inputs, outputs)`, conv `(kh, kw, in, out)`). Through one SGD step with momentum and a
 /// constant learning rate, `w_after = w_before - learningRate * velocity_after` must hold for every tensor.
@@ -113,7 +113,7 @@ private let optimizerLayout = #"""
     print(json.dumps({"worst": worst, "used": offset, "length": int(velocity.size)}))
     """#
 
-@Suite("Checkpoints in NumPy, as the README maps them to PyTorch modules")
+@Suite("Checkpoints in NumPy, as Docs/Checkpoints.md maps them to PyTorch modules")
 struct PyTorchMappingTests {
     /// The 8×8 digits as images with `layers`, 20% held out, two epochs of batch 32.
     private func digits(_ layers: String, normalization: String, optimizer: String, precision: String) throws -> RunConfig {

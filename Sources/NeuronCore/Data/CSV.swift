@@ -19,8 +19,14 @@ public enum CSV {
     /// - Throws: ``DataError`` naming the file, and the line and column (1-based) where it applies:
     ///   a missing or empty file, no data rows, an unknown column (with the closest header name),
     ///   a row with the wrong number of fields, an empty, non-numeric or non-finite value.
-    /// - Parameter classNames: for classification, the classes (in order) the labels must be
-    ///   among, as a test file must use the training file's; nil: the labels found, sorted.
+    /// - Parameters:
+    ///   - path: the CSV file.
+    ///   - labelColumn: the header name of the target column.
+    ///   - task: classification (class names, one-hot targets) or regression (one number).
+    ///   - featureColumns: the feature columns, in this order; nil: every column but the label.
+    ///   - classNames: for classification, the classes (in order) the labels must be
+    ///     among, as a test file must use the training file's; nil: the labels found, sorted.
+    ///   - as: the scalar type of the dataset.
     public static func load<Scalar: TensorScalar>(
         _ path: String, labelColumn: String, task: Task, featureColumns: [String]? = nil, classNames: [String]? = nil,
         as: Scalar.Type = Scalar.self
@@ -30,7 +36,7 @@ public enum CSV {
             bytes: bytes, source: path, labelColumn: labelColumn, task: task, featureColumns: featureColumns, classNames: classNames)
     }
 
-    /// The same as ``load(_:labelColumn:task:featureColumns:as:)`` from text already in memory;
+    /// The same as ``load(_:labelColumn:task:featureColumns:classNames:as:)`` from text already in memory;
     /// `source` names the text in errors.
     public static func parse<Scalar: TensorScalar>(
         _ text: String, source: String, labelColumn: String, task: Task, featureColumns: [String]? = nil,

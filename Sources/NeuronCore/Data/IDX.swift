@@ -54,11 +54,11 @@ public enum IDX {
     ///   - scale: each pixel byte's factor.
     ///   - classNames: the classes' names, in label order.
     ///   - limit: read only the first `limit` samples (at least 1).
+    ///   - reference: another IDX images file (the training images, for a test set) whose image
+    ///     size (rows × columns) these images must have.
     /// - Throws: ``DataError`` naming the file(s): everything ``read(_:)`` throws, images that are
     ///   not 3-dimensional or labels that are not 1-dimensional, image and label counts that
     ///   differ, a label outside the classes.
-    ///   - imageSizeOf: another IDX images file (the training images, for a test set) whose image
-    ///     size (rows × columns) these images must have.
     public static func load<Scalar: TensorScalar>(
         images: String, labels: String, scale: Scalar = 1 / 255, classNames: [String]? = nil, limit: Int? = nil,
         imageSizeOf reference: String? = nil

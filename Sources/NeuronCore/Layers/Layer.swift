@@ -12,7 +12,7 @@ public enum LayerMode: Sendable, Equatable {
 /// A stage of a network: a function of a batch and of its own parameters, with its backward pass.
 ///
 /// A layer declares the shape of one sample going in and coming out (`[features]` for a dense
-/// layer; `[channels, height, width]` for an image); a batch adds a leading dimension. The
+/// layer; `[height, width, channels]` for an image: channels-last); a batch adds a leading dimension. The
 /// network checks each layer's output shape against the next one's input shape when it is built.
 ///
 /// A layer owns no parameters: the network keeps every layer's parameters in one contiguous

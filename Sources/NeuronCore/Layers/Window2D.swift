@@ -43,7 +43,12 @@ public struct Window2D: Sendable, Equatable {
     public let outputHeight: Int, outputWidth: Int
 
     /// The geometry of a window over an image.
-    /// - Parameter layer: the layer's description, for the error.
+    /// - Parameters:
+    ///   - input: one sample's shape, `[height, width, channels]`.
+    ///   - kernel: the window's extent.
+    ///   - stride: how far the window moves between outputs.
+    ///   - padding: the zeros added at the borders.
+    ///   - layer: the layer's description, for the error.
     /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` for an extent, stride or padding out of
     ///   range, or a window that does not fit the (padded) image, naming the shapes.
     public init(

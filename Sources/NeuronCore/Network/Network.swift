@@ -118,7 +118,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 
     /// A network of dense layers, initialised from `seed`.
     /// - Parameters:
-    ///   - features: features per sample (the first layer's inputs).
+    ///   - featureCount: features per sample (the first layer's inputs).
     ///   - layers: units and activation of each dense layer, input side first.
     ///   - loss: the loss at the output.
     ///   - seed: the seed of the initial weights (Glorot/He, see ``Dense/initialize(parameters:state:using:)``).

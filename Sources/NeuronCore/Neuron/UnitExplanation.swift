@@ -76,8 +76,12 @@ public struct UnitExplanation: Sendable, Equatable {
 
     /// Explains unit `unit` of dense layer `layer` of `network` on one sample.
     /// - Parameters:
+    ///   - network: the network the unit belongs to.
     ///   - sample: one sample's features, as the network takes them (preprocessed).
     ///   - target: the sample's target row (one-hot for classification).
+    ///   - layer: the dense layer, counted from 0.
+    ///   - unit: the unit of that layer, counted from 0.
+    ///   - difference: the finite-difference rule of the faux gradients.
     /// - Throws: ``NetworkError`` when the layer is not dense, the unit or layer is out of range, or
     ///   the sample or target does not fit the network.
     public init<Scalar: TensorScalar>(

@@ -193,7 +193,7 @@ where RawSignificand: FixedWidthInteger {
         runningMean: UnsafeBufferPointer<Self>, runningVariance: UnsafeBufferPointer<Self>, epsilon: Double,
         into y: UnsafeMutableBufferPointer<Self>)
 
-    /// The backward pass of ``batchNormTraining``: `dγ += Σ dy·x̂`, `dβ += Σ dy`, and
+    /// The backward pass of `batchNormTraining`: `dγ += Σ dy·x̂`, `dβ += Σ dy`, and
     /// `dx = γ·s/rows · (rows·dy - Σ dy - x̂·Σ dy·x̂)` with `s` the inverse deviation; the column
     /// sums go through `sums` (scratch) first.
     ///
