@@ -141,7 +141,7 @@ public struct DashboardFrame: Sendable, Encodable {
         (epoch, totalEpochs, step, totalSteps) = (state.epoch, state.totalEpochs, state.step, state.totalSteps)
         (loss, smoothedLoss, validationLoss, validationAccuracy) = (state.loss, state.smoothedLoss, state.validationLoss, state.validationAccuracy)
         (samplesPerSecond, secondsRemaining, learningRate, seed) = (
-            state.samplesPerSecond, state.secondsRemaining, state.learningRate, "\(state.seed)"
+            state.samplesPerSecond, state.secondsRemaining, state.learningRate, state.seed.map { "\($0)" } ?? "none"
         )
         // A run read from its files, or one that has not stepped, has gradient buffers of zeros:
         // not the gradient of anything.

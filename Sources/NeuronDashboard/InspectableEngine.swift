@@ -50,23 +50,3 @@ extension NetworkTrainingEngine: InspectableEngine {
         return try UnitExplanation(network: network, sample: row.features.scalars, target: row.targets.scalars, layer: layer, unit: unit)
     }
 }
-
-extension NeuronTrainingEngine: InspectableEngine {
-    /// The neuron as the `Network[Dense(1→1, tanh)]` it equals.
-    private var network: Network<Double> {
-        var network = try! Network<Double>([try! Dense<Double>(1, 1, activation: .tanh)], loss: .halfSquaredError)  // fixed sizes
-        network.parameters = [neuron.weights[0], neuron.bias]
-        return network
-    }
-
-    public func layerLayouts() -> [LayerLayout] { network.layouts() }
-
-    public func layerWeights(_ index: Int) -> (shape: [Int], values: [Double])? { network.weights(ofLayer: index) }
-
-    public var explainableSampleCount: Int { 1 }
-
-    public func explainUnit(layer: Int, unit: Int, sample: Int) throws -> UnitExplanation {
-        guard sample == 0 else { throw DataError.invalidArgument(name: "sample", value: "\(sample)", expected: "0 (the neuron's one sample)") }
-        return try UnitExplanation(network: network, sample: [input], target: [target], layer: layer, unit: unit)
-    }
-}

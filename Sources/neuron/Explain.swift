@@ -148,13 +148,6 @@ extension Explain {
         -> UnitExplanation
     {
         let saved = try Checkpoint.read(path)
-        let config = saved.state.config
-        if config.model.neuron != nil, let input = config.data.input, let target = config.data.target {
-            // The neuron is saved as the Network[Dense(1→1, tanh)] it equals, on its one sample.
-            guard sample == 0 else { throw RunError.invalid("\(saved.path): --sample \(sample): the neuron has one sample, 0") }
-            let network: Network<Double> = try Prediction<Double>.network(saved)
-            return try UnitExplanation(network: network, sample: [input], target: [target], layer: layer, unit: unit, difference: difference)
-        }
         switch saved.state.precision {
         case .float: return try explainUnit(Float.self, saved, layer: layer, unit: unit, sample: sample, difference: difference)
         case .double: return try explainUnit(Double.self, saved, layer: layer, unit: unit, sample: sample, difference: difference)

@@ -24,7 +24,7 @@ struct Train: AsyncParsableCommand {
     @Argument(help: "The config file (.yaml, .yml or .json).")
     var config: String
 
-    @Option(help: "Epochs to train (overrides training.epochs; for the neuron, iterations).")
+    @Option(help: "Epochs to train (overrides training.epochs, and the neuron's training.iterations: an epoch of its one sample is one step).")
     var epochs: Int?
 
     @Option(name: .customLong("batch-size"), help: "Samples per step (overrides training.batchSize).")
@@ -104,9 +104,10 @@ struct Train: AsyncParsableCommand {
         }
         if let checkpoint, run.engine.isFinished {
             if let error = ResumeSettings.endedBefore(checkpoint, config: config) { throw error }
-            let length = config.model.neuron == nil ? "\(checkpoint.state.epoch) epochs" : "\(checkpoint.state.step) iterations"
             FileHandle.standardError.write(
-                Data("neuron: \(checkpoint.path) already finished its \(length); nothing to do (give a larger --epochs to train on)\n".utf8))
+                Data(
+                    "neuron: \(checkpoint.path) already finished its \(checkpoint.state.epoch) epochs; nothing to do (give a larger --epochs to train on)\n"
+                        .utf8))
             group?.end(status: 0, together: true)  // the other ranks found their replicas finished too
             return
         }

@@ -76,6 +76,28 @@ struct TrainCommandTests {
         #expect(s.trainedOutput == 0.1000000000000007)
         #expect(s.trainedWeight == 0.4959537581015022 && s.trainedBias == 0.09537581015006125)
         #expect(run.stdout.contains("0.1000000000000007"))
+        // Trained by the network engine, as the network it is; nothing was drawn, so no seed is claimed.
+        #expect(run.stdout.hasPrefix("Network[Dense(1→1, tanh)]: finished after 100000 epochs, 100000 steps in "))
+        let summaryText = try String(contentsOfFile: out + "/summary.json", encoding: .utf8)
+        #expect(!run.stdout.contains("seed") && !summaryText.contains("seed"))
+        // Byte for byte the checkpoint the neuron's own engine wrote before there was one engine.
+        let old = try Data(contentsOf: URL(fileURLWithPath: dataDirectory + "/../Tests/Fixtures/neuron-engine-100000.safetensors"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/checkpoint.safetensors")) == old)
+        let metrics = try String(contentsOfFile: out + "/metrics.csv", encoding: .utf8).split(separator: "\n")
+        #expect(metrics.count == 101 && metrics[1] == "1000,1000,3.731300186840145e-10,,,")
+    }
+
+    @Test("A checkpoint of the neuron's old engine (stopped at 50,000 of 100,000 iterations) resumes to Docs/Reference.md §3's end")
+    func oldNeuronCheckpoint() throws {
+        let out = try scratchDirectory("old-neuron") + "/run"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: dataDirectory + "/../Tests/Fixtures/neuron-engine-50000.safetensors", toPath: out + "/checkpoint.safetensors")
+        let run = try runNeuron(["train", dataDirectory + "/single-neuron.yaml", "--resume", out, "--epochs", "100000", "--quiet"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let s = try summary(out)
+        #expect(s.trainedOutput == 0.1000000000000007 && s.steps == 100_000)
+        #expect(s.trainedWeight == 0.4959537581015022 && s.trainedBias == 0.09537581015006125)
     }
 
     @Test(

@@ -575,6 +575,20 @@ struct ConfigLoaderTests {
         #expect(failure(neuron + "optimizer: {learningRate: 0.1}\n") == "no error")
     }
 
+    @Test("training.iterations is the neuron's name for its epochs: 1 or more, not beside epochs, and not a network's")
+    func iterations() {
+        let sample = neuron.replacingOccurrences(of: "training: {iterations: 10}\n", with: "")
+        #expect(failure(sample + "training:\n  iterations: 0\n") == "run.yaml:8:15: training.iterations: expected a whole number 1 or more; found 0")
+        #expect(
+            failure(sample + "training:\n  iterations: 5\n  epochs: 5\n")
+                == "run.yaml:9:3: training: expected iterations or epochs, not both (the single neuron's iterations are its epochs, one step on its one sample)"
+        )
+        #expect(failure(sample + "training: {epochs: 5}\n") == "no error")
+        #expect(
+            failure(xorNetwork + "training:\n  iterations: 5\n")
+                == "run.yaml:9:3: training.iterations is the single neuron's name for its epochs; a network trains for training.epochs")
+    }
+
     // MARK: Values: training and output
 
     @Test("Training and output values out of range")
@@ -583,7 +597,6 @@ struct ConfigLoaderTests {
             #expect(failure(xorNetwork + lines) == expected, sourceLocation: sourceLocation)
         }
         check("training:\n  epochs: 0\n", "run.yaml:9:11: training.epochs: expected a whole number 1 or more; found 0")
-        check("training:\n  iterations: 0\n", "run.yaml:9:15: training.iterations: expected a whole number 1 or more; found 0")
         check("training:\n  batchSize: -4\n", "run.yaml:9:14: training.batchSize: expected a whole number 1 or more; found -4")
         check("training:\n  precision: half\n", "run.yaml:9:14: training.precision: expected one of float, double; found 'half'")
         check("training:\n  blasThreads: 0\n", "run.yaml:9:16: training.blasThreads: expected a whole number from 1 to 1024; found 0")

@@ -20,10 +20,19 @@ struct NetworkBuilderTests {
         #expect(try given.network(Float.self, features: 4, seed: 1).loss == .halfSquaredError)
     }
 
-    @Test("The single neuron is one tanh unit with half the squared error, as its checkpoints hold it")
+    @Test("The single neuron desugars to one tanh unit with half the squared error, at its weight and bias, in Double")
     func neuron() throws {
-        let network = try ModelConfig(neuron: NeuronConfig()).network(Double.self, features: 1, seed: 0)
-        #expect(network.description == "Network[Dense(1→1, tanh)]" && network.loss == .halfSquaredError)
+        let neuron = try neuronConfig(iterations: 7)
+        let desugared = neuron.desugared
+        #expect(desugared.model.neuron == nil && desugared.model.layers == [LayerConfig(units: 1, activation: .tanh)])
+        #expect(desugared.model.startingParameters == [0.5, 0.5] && desugared.model.inputs == 1)
+        #expect(desugared.training.epochs == 7 && desugared.training.iterations == nil && desugared.training.precision == .double)
+        #expect(desugared.optimizer == neuron.optimizer && desugared.data == neuron.data)
+        let network = try desugared.model.network(Double.self, features: 1, seed: 3)
+        #expect(network.description == "Network[Dense(1→1, tanh)]" && network.loss == .halfSquaredError && network.parameters == [0.5, 0.5])
+        // A network config is its own desugaring.
+        let xor = try ConfigLoader.load(dataDirectory + "/xor.yaml")
+        #expect(xor.desugared == xor)
     }
 
     @Test("Each optimizer kind builds its optimizer with the config's hyperparameters")

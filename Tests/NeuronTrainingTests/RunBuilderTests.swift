@@ -4,17 +4,6 @@ import Testing
 
 @testable import NeuronTraining
 
-/// Docs/Reference.md §3's neuron, for `iterations` steps.
-private func neuronConfig(iterations: Int) throws -> RunConfig {
-    try config(
-        """
-        model: {neuron: {weight: 0.5, bias: 0.5}}
-        data: {kind: sample, input: 0.01, target: 0.1}
-        optimizer: {kind: sgd, learningRate: 0.01}
-        training: {iterations: \(iterations), precision: double}
-        """)
-}
-
 /// Expects two engines to stand at the same step with the same numbers: every saved tensor bit
 /// for bit, the position, the optimizer's step and the records.
 private func expectSameState<E: TrainingEngine>(_ a: E, _ b: E, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -51,13 +40,18 @@ struct RunBuilderTests {
         #expect(adam.engine is NetworkTrainingEngine<Double, Adam<Double>>)
     }
 
-    @Test("The neuron's config builds Docs/Reference.md §3's engine")
+    @Test("The neuron's config builds Docs/Reference.md §3's run on the network engine: one tanh unit at w = b = 0.5, one sample")
     func neuron() throws {
-        let run = try RunBuilder.build(try ConfigLoader.load(dataDirectory + "/single-neuron.yaml"))
-        let engine = try #require(run.engine as? NeuronTrainingEngine)
-        #expect(engine.totalSteps == 100_000 && engine.learningRate == 0.01)
-        #expect(engine.neuron.weights == [0.5] && engine.neuron.bias == 0.5 && engine.input == 0.01 && engine.target == 0.1)
-        #expect(run.preprocessing == .none)
+        let config = try ConfigLoader.load(dataDirectory + "/single-neuron.yaml")
+        let run = try RunBuilder.build(config)
+        let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
+        #expect(engine.title == "Network[Dense(1→1, tanh)]" && engine.network.loss == .halfSquaredError)
+        #expect(engine.totalEpochs == 100_000 && engine.totalSteps == 100_000 && engine.learningRate == 0.01)
+        #expect(engine.network.parameters == [0.5, 0.5] && engine.seed == nil && engine.samplesPerStep == 1)
+        #expect(engine.training.dataset.features.scalars == [0.01] && engine.training.dataset.targets.scalars == [0.1])
+        #expect(engine.training.dataset.featureNames == ["x"] && engine.validation == nil && engine.test == nil)
+        // The run saves the config as written: the sugar, not the network it stands for.
+        #expect(run.preprocessing == .none && run.config == config && run.config.model.neuron != nil)
     }
 
     @Test(
@@ -84,15 +78,30 @@ struct RunBuilderTests {
     @Test("The neuron resumes at its step with its records, and ends where Docs/Reference.md §3's run ends")
     func neuronResume() throws {
         let config = try neuronConfig(iterations: 1_000)
-        var engine = try #require(try RunBuilder.build(config).engine as? NeuronTrainingEngine)
-        for _ in 0..<250 { _ = engine.step() }
+        let engine = straightRun(try neuronEngine(iterations: 1_000), steps: 250)
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         try Checkpoint(engine, config: config, preprocessing: .none).write(to: directory.path)
-        let resumed = try #require(try RunBuilder.build(config, resume: try Checkpoint.read(directory.path)).engine as? NeuronTrainingEngine)
-        #expect(resumed.stepsTaken == 250 && resumed.records.count == 25 && resumed.neuron == engine.neuron)
+        let saved = try Checkpoint.read(directory.path)
+        // Saved as the neuron's checkpoints always were: no position (nothing was drawn), seed 0.
+        #expect(saved.state.position == nil && saved.state.seed == 0 && saved.state.step == 250 && saved.state.epoch == 250)
+        let resumed = try #require(try RunBuilder.build(config, resume: saved).engine as? NetworkTrainingEngine<Double, SGD<Double>>)
+        #expect(resumed.stepsTaken == 250 && resumed.epoch == 250 && resumed.records.count == 25)
+        #expect(resumed.network.parameters == engine.network.parameters)
         let (a, b) = (straightRun(resumed), straightRun(engine))
-        #expect(a.neuron == b.neuron && a.records == b.records && a.stepsTaken == 1_000)
+        #expect(a.network.parameters == b.network.parameters && a.records == b.records && a.stepsTaken == 1_000)
+    }
+
+    @Test("A checkpoint the old neuron engine wrote (Data/single-neuron.yaml stopped at 50,000 of 100,000) resumes to §3's end")
+    func oldNeuronCheckpoint() throws {
+        // Written by the build before the one engine: `neuron train Data/single-neuron.yaml --epochs 50000`.
+        let saved = try Checkpoint.read(dataDirectory + "/../Tests/Fixtures/neuron-engine-50000.safetensors")
+        #expect(saved.state.position == nil && saved.state.step == 50_000 && saved.state.config.training.iterations == 50_000)
+        let file = try ConfigLoader.load(dataDirectory + "/single-neuron.yaml")
+        let run = try RunBuilder.build(RunOverrides(epochs: 100_000).applied(to: file), resume: saved)
+        let ended = straightRun(try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>))
+        #expect(ended.network.parameters == [0.4959537581015022, 0.09537581015006125] && ended.stepsTaken == 100_000)
+        #expect(ended.snapshot().neuron?.output == 0.1000000000000007)
     }
 
     @Test("A checkpoint that does not fit the config is refused, saying why")
@@ -161,9 +170,9 @@ struct RunBuilderTests {
         let file = try irisConfig(epochs: 3)
         let config = saved.applied(to: file)
         #expect(config.training.epochs == 2000 && config.optimizer.learningRate == 0.01 && config.training.seed == file.training.seed)
-        // The neuron's epochs are its iterations.
-        let neuron = try neuronConfig(iterations: 5)
-        #expect(RunOverrides(epochs: 9).applied(to: neuron).training.iterations == 9)
+        // The neuron's iterations are its epochs: --epochs replaces them.
+        let neuron = RunOverrides(epochs: 9).applied(to: try neuronConfig(iterations: 5))
+        #expect(neuron.training.iterations == nil && neuron.training.epochs == 9 && neuron.desugared.training.epochs == 9)
 
         // Saved in the checkpoint, read back; overrides the saved config does not hold are refused.
         let run = try RunBuilder.build(config)

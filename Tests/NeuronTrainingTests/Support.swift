@@ -38,6 +38,22 @@ func xorEngine(epochs: Int, learningRate: Double = 0.5, seed: UInt64 = 1) throws
         dataset: Synthetic.xor(as: Double.self), batchSize: 4, epochs: epochs, seed: seed)
 }
 
+/// Docs/Reference.md §3's neuron, for `iterations` steps.
+func neuronConfig(iterations: Int) throws -> RunConfig {
+    try config(
+        """
+        model: {neuron: {weight: 0.5, bias: 0.5}}
+        data: {kind: sample, input: 0.01, target: 0.1}
+        optimizer: {kind: sgd, learningRate: 0.01}
+        training: {iterations: \(iterations), precision: double}
+        """)
+}
+
+/// The engine the neuron's config builds: the network engine, one tanh unit on one sample.
+func neuronEngine(iterations: Int = 100_000) throws -> NetworkTrainingEngine<Double, SGD<Double>> {
+    try #require(try RunBuilder.build(try neuronConfig(iterations: iterations)).engine as? NetworkTrainingEngine<Double, SGD<Double>>)
+}
+
 /// The engine run straight through (or for exactly `steps` steps), with no view model: the
 /// reference for exactness.
 func straightRun<E: TrainingEngine>(_ engine: E, steps: Int? = nil) -> E {

@@ -234,12 +234,12 @@ struct TrainingViewModelTests {
         #expect(vm.epochEnds.isEmpty && final.records.count == 20)
     }
 
-    @Test("The neuron trains through the same protocol: Docs/Reference.md §3's run ends at 0.1000000000000007")
+    @Test("The neuron trains as the network it is: Docs/Reference.md §3's run ends at 0.1000000000000007, with no seed to show")
     func neuron() async throws {
-        let vm = TrainingViewModel(engine: try NeuronTrainingEngine(), policy: .default)
+        let vm = TrainingViewModel(engine: try neuronEngine(), policy: .default)
         // Before training: net = 0.01·0.5 + 0.5, output = tanh(net).
         #expect(vm.viewState.neuron?.net == 0.505 && vm.viewState.neuron?.output == Double.tanh(0.505))
-        #expect(vm.viewState.totalSteps == 100_000)
+        #expect(vm.viewState.totalSteps == 100_000 && vm.viewState.seed == nil)
         vm.handle(event: .start)
         let final = try await waitUntil(vm) { $0.phase == .finished }
         let row = try #require(final.neuron)

@@ -21,16 +21,17 @@ extension CheckpointState {
         guard format == Self.currentFormat else { throw invalid("format", "\(format); this version reads format \(Self.currentFormat)") }
 
         try config.validate(file: file)
+        // The saved config is as written (a neuron config as sugar); the checks below are of what the run trained.
+        let config = self.config.desugared
         // Each saved override is a value the saved config holds (and was checked with it).
-        if let overrides, overrides.applied(to: config) != config {
+        if let overrides, overrides.applied(to: self.config).desugared != config {
             throw invalid("overrides", "\(overrides.arguments) but the saved config does not hold these values")
         }
         guard optimizerKind == config.optimizer.kind else {
             throw invalid("optimizerKind", "\(optimizerKind.rawValue) but config.optimizer.kind is \(config.optimizer.kind.rawValue)")
         }
 
-        // The neuron always trains in Double; a network in the precision its config names.
-        if config.model.neuron == nil, precision != config.training.precision {
+        if precision != config.training.precision {
             throw invalid("precision", "\(precision.rawValue) but config.training.precision is \(config.training.precision.rawValue)")
         }
 
@@ -45,8 +46,6 @@ extension CheckpointState {
                 "\(shape) holds \(ModelConfig.valueCount(shape).map(String.init) ?? "more than Int.max") values but featureNames names \(featureNames.count) features"
             )
         }
-        let isNeuron = config.model.neuron != nil
-        if isNeuron, featureNames.count != 1 { throw invalid("featureNames", "\(featureNames.count) names; the neuron takes 1 input") }
         // The tensors the config's layers have, built for the saved features (layers hold no
         // buffers until they run, so a hostile size costs nothing here).
         let layers: [any Layer<Float>]
@@ -98,7 +97,7 @@ extension CheckpointState {
 
         // The optimizer's buffers: the ones its kind keeps, one value per parameter (none before the first step).
         let bufferNames: [String] =
-            isNeuron ? [] : config.optimizer.kind == .adam ? ["m", "v"] : config.optimizer.momentum != 0 ? ["velocity"] : []
+            config.optimizer.kind == .adam ? ["m", "v"] : config.optimizer.momentum != 0 ? ["velocity"] : []
         for name in bufferNames {
             let key = "optimizer.\(name)"
             let length = optimizerStep == 0 ? 0 : parameterCount
@@ -114,7 +113,7 @@ extension CheckpointState {
             throw invalid(stray, "a tensor this run's model and optimizer do not have")
         }
 
-        // Counts: the neuron's steps, or the network's position in its epochs.
+        // Counts: the position in the epochs (none saved for a run on one sample without a seed, an epoch a step).
         guard step >= 0, step <= Self.maximumSteps else { throw invalid("step", "\(step); expected 0 to \(Self.maximumSteps)") }
         guard optimizerStep == step else { throw invalid("optimizerStep", "\(optimizerStep) but step is \(step)") }
         guard epoch >= 0, epoch <= step else { throw invalid("epoch", "\(epoch); expected 0 to step (\(step))") }
@@ -128,11 +127,9 @@ extension CheckpointState {
         for (i, record) in records.enumerated() where !(1...epoch).contains(record.epoch) || !(0...step).contains(record.step) {
             throw invalid("records[\(i)]", "epoch \(record.epoch), step \(record.step); the checkpoint is at epoch \(epoch), step \(step)")
         }
-        if isNeuron {
-            guard position == nil else { throw invalid("position", "the neuron has no epoch order; expected none") }
-            guard epoch == step else { throw invalid("epoch", "\(epoch); the neuron's epochs are its steps (\(step))") }
-            let iterations = config.training.iterations ?? config.training.epochs
-            guard step <= iterations else { throw invalid("step", "\(step) steps, more than the run's \(iterations)") }
+        if position == nil, config.data.kind == .sample {
+            guard epoch == step else { throw invalid("epoch", "\(epoch); on one sample the epochs are the steps (\(step))") }
+            guard step <= config.training.epochs else { throw invalid("step", "\(step) steps, more than the run's \(config.training.epochs)") }
         } else {
             guard let position else { throw invalid("position", "missing; a network's checkpoint saves its epoch order and generator") }
             try position.validate(step: step, epoch: epoch, file: file)
@@ -243,16 +240,18 @@ extension RunConfig {
         func check(_ ok: Bool, _ key: String, _ value: Any, _ expected: String) throws(CheckpointError) {
             guard ok else { throw .invalidState(path: file, field: "config.\(key)", reason: "\(value); expected \(expected)") }
         }
-        let o = optimizer, t = training
-        if model.neuron == nil { try check(!model.layers.isEmpty, "model.layers", "no layers", "at least one layer") }
+        // The sugar's own rule, then the checks of what it stands for.
+        try check((model.neuron != nil) == (data.kind == .sample), "data.kind", data.kind.rawValue, "sample for the neuron, and only for it")
+        if let n = training.iterations {
+            try check(n >= 1 && n <= CheckpointState.maximumSteps, "training.iterations", n, "1 to \(CheckpointState.maximumSteps)")
+        }
+        let config = desugared, model = config.model, o = config.optimizer, t = config.training
+        try check(!model.layers.isEmpty, "model.layers", "no layers", "at least one layer")
         for (i, layer) in model.layers.enumerated() where layer.kind == .dense {
             try check((layer.units ?? 0) >= 1, "model.layers[\(i)].units", layer.units ?? 0, "1 or more")
         }
         if let inputs = model.inputs { try check(inputs >= 1, "model.inputs", inputs, "1 or more") }
         try check(t.epochs >= 1 && t.epochs <= CheckpointState.maximumSteps, "training.epochs", t.epochs, "1 to \(CheckpointState.maximumSteps)")
-        if let n = t.iterations {
-            try check(n >= 1 && n <= CheckpointState.maximumSteps, "training.iterations", n, "1 to \(CheckpointState.maximumSteps)")
-        }
         try check(t.batchSize >= 1, "training.batchSize", t.batchSize, "1 or more")
         try check(
             (1...CheckpointState.maximumBLASThreads).contains(t.blasThreads), "training.blasThreads", t.blasThreads,
@@ -267,7 +266,7 @@ extension RunConfig {
         try check(o.beta2 >= 0 && o.beta2 < 1, "optimizer.beta2", o.beta2, "in [0, 1)")
         try check(o.epsilon.isFinite && o.epsilon > 0, "optimizer.epsilon", o.epsilon, "a finite number above 0")
         try check(o.weightDecay.isFinite && o.weightDecay >= 0, "optimizer.weightDecay", o.weightDecay, "a finite number above 0")
-        if t.precision == .float && model.neuron == nil {
+        if t.precision == .float {
             // As the config is checked when a run is built: a finite Double that is infinite as a Float.
             let numbers = [
                 ("optimizer.learningRate", o.learningRate), ("optimizer.momentum", o.momentum), ("optimizer.beta1", o.beta1),
@@ -288,7 +287,6 @@ extension RunConfig {
             }
         for (key, given) in required { try check(given, "data.\(key)", "nothing", "a value for a \(data.kind.rawValue) dataset") }
         try check((data.testImages == nil) == (data.testLabels == nil), "data.testImages", "one of testImages and testLabels", "both or neither")
-        try check((model.neuron != nil) == (data.kind == .sample), "data.kind", data.kind.rawValue, "sample for the neuron, and only for it")
         if let split = data.validationSplit { try check(split >= 0 && split < 1, "data.validationSplit", split, "in [0, 1)") }
         if let limit = data.limit { try check(limit >= 1, "data.limit", limit, "1 or more") }
         if let count = data.count { try check(count >= 1, "data.count", count, "1 or more") }

@@ -362,9 +362,9 @@ private struct ConfigChecker {
     // together.
 
     func validate(_ config: inout RunConfig) throws(ConfigError) {
-        try validateModel(&config.model)
-        try validateData(config.data, isNeuron: config.model.neuron != nil)
-        try validateOptimizer(config.optimizer, isNeuron: config.model.neuron != nil)
+        if config.model.neuron != nil { try validateNeuron(config) } else { try validateNetwork(&config) }
+        try validateData(config.data)
+        try validateOptimizer(config.optimizer)
         try validateTraining(config.training)
         if let every = config.output.checkpointEvery { try atLeastOne(every, at: "output.checkpointEvery") }
         if let directory = config.output.directory {
@@ -375,26 +375,54 @@ private struct ConfigChecker {
         try require(seconds.isFinite && seconds > 0, "a number greater than 0", at: "output.checkpointSeconds", found: "\(seconds)")
     }
 
-    func validateModel(_ model: inout ModelConfig) throws(ConfigError) {
-        if let neuron = model.neuron {
-            guard model.layers.isEmpty else {
-                throw ConfigError(
-                    source, at: nodes.keys["model.neuron"]?.mark,
-                    "model: expected either layers (a network) or neuron (the single neuron), not both")
-            }
-            for (key, value) in [("weight", neuron.weight), ("bias", neuron.bias)] {
-                try require(value.isFinite, "a finite number", at: "model.neuron.\(key)", found: "\(value)")
-            }
-            if let inputs = model.inputs {
-                try require(inputs == 1, "1 for the single neuron (it has one input)", at: "model.inputs", found: "\(inputs)")
-            }
-            if nodes.has("model.loss") {
-                throw ConfigError(
-                    source, at: nodes.keys["model.loss"]?.mark,
-                    "model.loss does not apply to the single neuron; its loss is always half the squared error")
-            }
-            return
+    /// The sugar's own rules: `model.neuron` stands for one tanh unit on one sample, trained by
+    /// plain gradient steps for `training.iterations` (``RunConfig/desugared``), so the keys that
+    /// would say otherwise are refused rather than ignored.
+    func validateNeuron(_ config: RunConfig) throws(ConfigError) {
+        guard let neuron = config.model.neuron, config.model.layers.isEmpty else {
+            throw ConfigError(
+                source, at: nodes.keys["model.neuron"]?.mark, "model: expected either layers (a network) or neuron (the single neuron), not both")
         }
+        for (key, value) in [("weight", neuron.weight), ("bias", neuron.bias)] {
+            try require(value.isFinite, "a finite number", at: "model.neuron.\(key)", found: "\(value)")
+        }
+        if let inputs = config.model.inputs {
+            try require(inputs == 1, "1 for the single neuron (it has one input)", at: "model.inputs", found: "\(inputs)")
+        }
+        if nodes.has("model.loss") {
+            throw ConfigError(
+                source, at: nodes.keys["model.loss"]?.mark,
+                "model.loss does not apply to the single neuron; its loss is always half the squared error")
+        }
+        try require(
+            config.data.kind == .sample, "sample for the single neuron (model.neuron trains on one input and target)", at: "data.kind",
+            found: "'\(config.data.kind.rawValue)'")
+        try require(
+            config.optimizer.kind == .sgd, "sgd for the single neuron (it takes plain gradient steps)", at: "optimizer.kind",
+            found: "'\(config.optimizer.kind.rawValue)'")
+        try onlyKeys([OptimizerConfig.CodingKeys.learningRate], in: "optimizer", for: "the single neuron (plain gradient steps)")
+        if nodes.has("training.iterations"), nodes.has("training.epochs") {
+            throw ConfigError(
+                source, at: nodes.keys["training.epochs"]?.mark,
+                "training: expected iterations or epochs, not both (the single neuron's iterations are its epochs, one step on its one sample)")
+        }
+    }
+
+    /// A network's model; `sample` data and `training.iterations` are the single neuron's.
+    func validateNetwork(_ config: inout RunConfig) throws(ConfigError) {
+        try require(
+            config.data.kind != .sample,
+            "\(alternatives(DataConfig.Kind.allCases.filter { $0 != .sample })) for a network (sample is the single neuron's one input and target)",
+            at: "data.kind", found: "'sample'")
+        if nodes.has("training.iterations") {
+            throw ConfigError(
+                source, at: nodes.keys["training.iterations"]?.mark,
+                "training.iterations is the single neuron's name for its epochs; a network trains for training.epochs")
+        }
+        try validateModel(&config.model)
+    }
+
+    func validateModel(_ model: inout ModelConfig) throws(ConfigError) {
         guard nodes.has("model.layers") else {
             throw missing("layers", in: "model", because: "a model needs layers (a network) or neuron (the single neuron)")
         }
@@ -505,17 +533,7 @@ private struct ConfigChecker {
         }
     }
 
-    func validateData(_ data: DataConfig, isNeuron: Bool) throws(ConfigError) {
-        if isNeuron {
-            try require(
-                data.kind == .sample, "sample for the single neuron (model.neuron trains on one input and target)",
-                at: "data.kind", found: "'\(data.kind.rawValue)'")
-        } else {
-            try require(
-                data.kind != .sample,
-                "\(alternatives(DataConfig.Kind.allCases.filter { $0 != .sample })) for a network (sample is the single neuron's one input and target)",
-                at: "data.kind", found: "'sample'")
-        }
+    func validateData(_ data: DataConfig) throws(ConfigError) {
         try onlyKeys(data.kind.keys, in: "data", for: "a \(data.kind.rawValue) dataset")
         switch data.kind {
         case .csv:
@@ -560,15 +578,8 @@ private struct ConfigChecker {
         if let limit = data.limit { try atLeastOne(limit, at: "data.limit") }
     }
 
-    func validateOptimizer(_ optimizer: OptimizerConfig, isNeuron: Bool) throws(ConfigError) {
-        if isNeuron {
-            try require(
-                optimizer.kind == .sgd, "sgd for the single neuron (it takes plain gradient steps)",
-                at: "optimizer.kind", found: "'\(optimizer.kind.rawValue)'")
-            try onlyKeys([OptimizerConfig.CodingKeys.learningRate], in: "optimizer", for: "the single neuron (plain gradient steps)")
-        } else {
-            try onlyKeys(optimizer.kind.keys, in: "optimizer", for: optimizer.kind.rawValue)
-        }
+    func validateOptimizer(_ optimizer: OptimizerConfig) throws(ConfigError) {
+        try onlyKeys(optimizer.kind.keys, in: "optimizer", for: optimizer.kind.rawValue)
         let rate = optimizer.learningRate
         try require(rate.isFinite && rate > 0, "a finite number greater than 0", at: "optimizer.learningRate", found: "\(rate)")
         try require(

@@ -63,8 +63,12 @@ public struct ModelConfig: Sendable, Equatable, Codable {
     public var layers: [LayerConfig] = []
     /// The loss; when absent, ``effectiveLoss`` chooses it from the output layer.
     public var loss: Loss?
-    /// The single neuron of Docs/Reference.md §1–3 instead of layers: its starting weight and bias.
+    /// The single neuron of Docs/Reference.md §1–3 instead of layers: its starting weight and bias
+    /// (sugar for a network of one tanh unit: ``RunConfig/desugared``).
     public var neuron: NeuronConfig?
+    /// The parameters to start from instead of drawing them from the seed, in the network's order
+    /// (the neuron's weight and bias, once desugared). Not a config key: nothing reads or writes it.
+    public var startingParameters: [Double]?
 
     public init(inputs: Int? = nil, inputShape: [Int]? = nil, layers: [LayerConfig] = [], loss: Loss? = nil, neuron: NeuronConfig? = nil) {
         (self.inputs, self.inputShape, self.layers, self.loss, self.neuron) = (inputs, inputShape, layers, loss, neuron)
@@ -368,7 +372,8 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
 
     /// Passes over the training rows (networks); default 10.
     public var epochs: Int = 10
-    /// Steps for the single neuron (Docs/Reference.md §3: 100,000).
+    /// The single neuron's name for its epochs, each one step on its one sample (Docs/Reference.md
+    /// §3: 100,000); a neuron config's sugar, replaced by `--epochs`.
     public var iterations: Int?
     /// Samples per step, at least 1 (a batch larger than the training rows is all of them).
     public var batchSize: Int = 32

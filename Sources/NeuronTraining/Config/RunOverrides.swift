@@ -6,7 +6,7 @@
 
 /// Settings given over a config's, as a run saves them.
 public struct RunOverrides: Sendable, Equatable, Codable {
-    /// Epochs to train (for the single neuron, iterations).
+    /// Epochs to train (the single neuron's iterations, an epoch a step on its one sample).
     public var epochs: Int?
     public var batchSize: Int?
     public var learningRate: Double?
@@ -26,12 +26,10 @@ public struct RunOverrides: Sendable, Equatable, Codable {
             seed: newer.seed ?? seed)
     }
 
-    /// `config` with these settings in place of its own (epochs are the neuron's iterations).
+    /// `config` with these settings in place of its own (epochs in place of `training.iterations`, the neuron's name for them).
     public func applied(to config: RunConfig) -> RunConfig {
         var config = config
-        if let epochs {
-            if config.model.neuron != nil { config.training.iterations = epochs } else { config.training.epochs = epochs }
-        }
+        if let epochs { (config.training.epochs, config.training.iterations) = (epochs, nil) }
         if let batchSize { config.training.batchSize = batchSize }
         if let learningRate { config.optimizer.learningRate = learningRate }
         if let seed { config.training.seed = seed }

@@ -52,7 +52,7 @@ public struct ProgressRenderer: Sendable {
         if !speed.isEmpty { summary.append(("speed", speed.joined(separator: ", "))) }
         // The learning rate and seed are configured values: shown exactly as a config would spell them.
         summary.append(("learning rate", "\(state.learningRate)"))
-        summary.append(("seed", "\(state.seed)"))
+        if let seed = state.seed { summary.append(("seed", "\(seed)")) }
         lines += Self.keyValues(summary, indent: "  ")
 
         if !state.layers.isEmpty {
@@ -136,7 +136,7 @@ private struct ProgressJSON: Encodable {
     var secondsRemaining: Double?
     var rankStepSeconds: [Double]?
     var learningRate: Double
-    var seed: UInt64
+    var seed: UInt64?
     var ignoredEventCount: Int
 
     init(_ state: TrainingViewState) {

@@ -10,12 +10,9 @@ extension ModelConfig {
     public func sampleShape(features: Int) -> [Int] { takesImages ? (inputShape ?? [features]) : [features] }
 
     /// The layers this model describes for `features` per sample, each built for the shape the
-    /// one before it gives (the single neuron's is one tanh unit, as its checkpoints hold it).
+    /// one before it gives (a neuron config's once ``RunConfig/desugared``).
     /// - Throws: ``LayerBuildError`` naming the layer whose settings do not fit the shape it receives.
     public func layers<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int) throws(LayerBuildError) -> [any Layer<Scalar>] {
-        if neuron != nil {
-            do { return [try Dense<Scalar>(features, 1, activation: .tanh)] } catch { throw LayerBuildError(index: 0, error: error) }
-        }
         var shape = sampleShape(features: features)
         var built: [any Layer<Scalar>] = []
         for (i, layer) in layers.enumerated() {
@@ -31,13 +28,18 @@ extension ModelConfig {
     }
 
     /// The network this model describes for `features` per sample: ``layers(_:features:)``, its
-    /// ``effectiveLoss``, and weights drawn from `seed`.
+    /// ``effectiveLoss``, and weights drawn from `seed` (or the ``startingParameters``).
     /// - Throws: ``LayerBuildError`` for a layer that cannot be built as configured.
     public func network<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int, seed: UInt64) throws(LayerBuildError) -> Network<Scalar> {
         let layers: [any Layer<Scalar>] = try self.layers(features: features)
         do {
             var network = try Network(layers, loss: effectiveLoss)
             network.initialize(seed: seed)
+            if let start = startingParameters {
+                // Desugaring writes the layers and their parameters together (the neuron's weight and bias).
+                precondition(start.count == network.parameters.count, "\(start.count) starting parameters for \(network)")
+                network.parameters = start.map { Scalar($0) }
+            }
             return network
         } catch let .layersDoNotChain(index, _, _, _, _) {
             throw LayerBuildError(index: index + 1, error: .invalidLayer("\(layers[index + 1])", reason: "cannot follow \(layers[index])"))

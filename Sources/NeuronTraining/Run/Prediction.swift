@@ -8,7 +8,7 @@ public enum Prediction<Scalar: TensorScalar> {
     /// - Throws: ``CheckpointError`` for a missing tensor or a shape that does not fit.
     public static func network(_ checkpoint: LoadedCheckpoint) throws -> Network<Scalar> {
         // Seed 0: every weight is replaced by the saved one.
-        var network: Network<Scalar> = try checkpoint.state.config.model.network(features: checkpoint.state.featureNames.count, seed: 0)
+        var network: Network<Scalar> = try checkpoint.state.config.desugared.model.network(features: checkpoint.state.featureNames.count, seed: 0)
         try network.loadParameters(from: checkpoint)
         return network
     }

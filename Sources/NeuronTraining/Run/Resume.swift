@@ -53,16 +53,13 @@ public enum ResumeSettings {
     /// checkpoint had finished its own run (nothing to do, said by the caller), else the error for
     /// a run stopped short of its end that `config` ends before it (a smaller `--epochs`).
     public static func endedBefore(_ saved: LoadedCheckpoint, config: RunConfig) -> RunError? {
-        let isNeuron = config.model.neuron != nil
-        let done = isNeuron ? saved.state.step : saved.state.epoch
-        let own = saved.state.config.training, given = config.training
-        let (started, now) = isNeuron ? (own.iterations ?? own.epochs, given.iterations ?? given.epochs) : (own.epochs, given.epochs)
+        let done = saved.state.epoch
+        let (started, now) = (saved.state.config.desugared.training.epochs, config.desugared.training.epochs)
         guard done < started else { return nil }
-        let unit = isNeuron ? "iteration" : "epoch"
         return .checkpointMismatch(
             path: saved.path,
             reason:
-                "the run stopped at \(unit) \(done) of its \(started), and \(now) \(unit)s end before that; give --epochs above \(done), or leave --epochs out to go on to \(started)"
+                "the run stopped at epoch \(done) of its \(started), and \(now) epochs end before that; give --epochs above \(done), or leave --epochs out to go on to \(started)"
         )
     }
 

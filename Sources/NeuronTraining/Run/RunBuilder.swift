@@ -24,11 +24,11 @@ public enum RunError: Error, Equatable, Sendable, CustomStringConvertible {
 /// A run as built from a config: the engine that trains, and what it was built from that a
 /// checkpoint saves beside the engine's own state.
 public struct Run: Sendable {
-    /// What trains: a network on its data, or the single neuron.
+    /// What trains: a network on its data (the single neuron among them).
     public var engine: any TrainingEngine
-    /// The config the run was built from.
+    /// The config the run was built from, as written (a neuron config as sugar), as its checkpoints save it.
     public let config: RunConfig
-    /// The preprocessing fitted on the training rows (`none` for the neuron).
+    /// The preprocessing fitted on the training rows (`none` for the neuron's one sample).
     public let preprocessing: Preprocessing
     /// The command-line settings `config` holds over its file's, which the run's checkpoints save.
     public var overrides = RunOverrides()
@@ -45,28 +45,15 @@ public enum RunBuilder {
     ///   ``RunError`` saying what does not fit; `BLAS.KernelMismatch` when this machine's BLAS kernels compute wrong products.
     public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil) throws -> Run {
         try BLAS.checkKernels()
-        if let neuron = config.model.neuron {
-            try checkModel(config.model, against: resume)
-            guard let input = config.data.input, let target = config.data.target else {
-                throw RunError.invalid("the neuron needs data.input and data.target")
-            }
-            var engine = try NeuronTrainingEngine(
-                weight: neuron.weight, bias: neuron.bias, input: input, target: target,
-                learningRate: config.optimizer.learningRate, iterations: config.training.iterations ?? config.training.epochs)
-            if let resume {
-                let weight = try resume.tensor("layers.0.weight", as: Double.self, shape: [1, 1])
-                let bias = try resume.tensor("layers.0.bias", as: Double.self, shape: [1])
-                engine = try engine.restored(weight: weight[0], bias: bias[0], stepsTaken: resume.state.step, records: resume.state.records)
-            }
-            return Run(engine: engine, config: config, preprocessing: .none)
-        }
-        switch config.training.precision {
+        switch config.desugared.training.precision {
         case .float: return try network(Float.self, config, resume)
         case .double: return try network(Double.self, config, resume)
         }
     }
 
-    private static func network<Scalar: TensorScalar>(_: Scalar.Type, _ config: RunConfig, _ resume: LoadedCheckpoint?) throws -> Run {
+    /// The run of `written` (saved as written, a neuron config as sugar), built from its desugared config.
+    private static func network<Scalar: TensorScalar>(_: Scalar.Type, _ written: RunConfig, _ resume: LoadedCheckpoint?) throws -> Run {
+        var config = written.desugared, saved = written
         let origin = config.origin
         let scalarBytes = MemoryLayout<Scalar>.size
         try checkPrecision(Scalar.self, config, origin: origin)
@@ -82,7 +69,6 @@ public enum RunBuilder {
         if let declared = config.model.inputs, declared != features {
             throw origin.error(at: "model.inputs", "model.inputs is \(declared) but the data has \(features) features\(data.source)")
         }
-        var config = config
         if config.model.takesImages {
             // The image shape a sample is read as: the config's, else the files' (IDX); recorded
             // in the config the run saves, so that evaluate and predict rebuild the same network.
@@ -102,6 +88,7 @@ public enum RunBuilder {
                 }
             } else if let shape = data.imageShape {
                 config.model.inputShape = shape
+                saved.model.inputShape = shape
             } else {
                 throw origin.error(
                     at: "model.layers",
@@ -110,7 +97,7 @@ public enum RunBuilder {
             }
         }
         // Compared once the image shape is filled in from the files, as the saved config holds it.
-        try checkModel(config.model, against: resume)
+        try checkModel(saved.model, against: resume)
         if let resume, resume.state.featureNames != data.training.featureNames {
             throw RunError.checkpointMismatch(
                 path: resume.path,
@@ -195,7 +182,10 @@ public enum RunBuilder {
         func run<O: Optimizer>(_ fresh: O) throws -> Run where O.Scalar == Scalar {
             var optimizer = fresh
             let engine: NetworkTrainingEngine<Scalar, O>
-            if let resume, let position = resume.state.position {
+            // Nothing is drawn for given parameters on one sample (the neuron): no seed to claim.
+            let seed = config.model.startingParameters != nil && data.training.count == 1 ? nil : config.training.seed
+            if let resume {
+                let position = resume.state.position ?? .oneSample(after: resume.state.step)
                 var state: [String: [Scalar]] = [:]
                 for (name, entry) in resume.tensors where name.hasPrefix("optimizer.") {
                     state[String(name.dropFirst("optimizer.".count))] = try entry.tensor(as: Scalar.self, source: resume.path).scalars
@@ -203,13 +193,13 @@ public enum RunBuilder {
                 try optimizer.restore(state: state, step: resume.state.optimizerStep)
                 engine = try NetworkTrainingEngine(
                     network: network, optimizer: optimizer, dataset: data.training, validation: data.validation, test: data.test,
-                    epochs: config.training.epochs, seed: config.training.seed, position: position, records: resume.state.records)
+                    epochs: config.training.epochs, seed: seed, position: position, records: resume.state.records)
             } else {
                 engine = try NetworkTrainingEngine(
                     network: network, optimizer: optimizer, dataset: data.training, validation: data.validation, test: data.test,
-                    batchSize: batchSize, epochs: config.training.epochs, seed: config.training.seed)
+                    batchSize: batchSize, epochs: config.training.epochs, seed: seed)
             }
-            return Run(engine: engine, config: config, preprocessing: data.preprocessing)
+            return Run(engine: engine, config: saved, preprocessing: data.preprocessing)
         }
         return try run(config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: config.training.epochs))
     }

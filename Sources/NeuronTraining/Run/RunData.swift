@@ -70,7 +70,13 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
                 throw DataError.invalidArgument(name: "data.name", value: "nothing", expected: "xor or sine for a synthetic dataset")
             }
         case .sample:
-            throw DataError.invalidArgument(name: "data.kind", value: "sample", expected: "csv, idx or synthetic for a network")
+            // The single neuron's one input `x` and its target (the loader requires both).
+            source = " (data: one sample)"
+            all = try Dataset(
+                features: Tensor(shape: [1, 1], scalars: [Scalar(config.input!)]), targets: Tensor(shape: [1, 1], scalars: [Scalar(config.target!)]),
+                featureNames: ["x"])
+            defaultSplit = 0
+            defaultNormalization = .none
         }
         if let limit = config.limit, limit < all.count { all = all.subset(Array(0..<limit)) }
         let fraction = config.validationSplit ?? defaultSplit

@@ -16,7 +16,8 @@ public struct RunSummary: Sendable, Equatable, Codable {
     public var phase: String
     public var epochs: Int
     public var steps: Int
-    public var seed: UInt64
+    /// Nil when the run makes no random choice (the single neuron).
+    public var seed: UInt64?
     public var precision: String
     public var blas: String
     public var trainingLoss: Double?
@@ -35,7 +36,7 @@ public struct RunSummary: Sendable, Equatable, Codable {
     public var checkpoint: String?
 
     public init(
-        title: String, phase: String, epochs: Int, steps: Int, seed: UInt64, precision: String, blas: String,
+        title: String, phase: String, epochs: Int, steps: Int, seed: UInt64?, precision: String, blas: String,
         trainingSeconds: Double
     ) {
         (self.title, self.phase, self.epochs, self.steps, self.seed, self.precision, self.blas, self.trainingSeconds) =

@@ -174,7 +174,7 @@ public final class TrainingSession {
             return
         }
         var lines = [
-            "\(summary.title): \(summary.phase) after \(summary.epochs) epoch\(summary.epochs == 1 ? "" : "s"), \(summary.steps) steps in \(String(format: "%.1f", summary.trainingSeconds)) s (seed \(summary.seed))"
+            "\(summary.title): \(summary.phase) after \(summary.epochs) epoch\(summary.epochs == 1 ? "" : "s"), \(summary.steps) steps in \(String(format: "%.1f", summary.trainingSeconds)) s\(summary.seed.map { " (seed \($0))" } ?? "")"
         ]
         if let loss = summary.trainingLoss { lines.append("  training loss        \(loss)") }
         // Without test rows the final evaluation is on the validation rows and prints their accuracy itself.

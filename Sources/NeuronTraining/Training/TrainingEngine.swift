@@ -3,7 +3,7 @@
 // and no file format; the view model and `Checkpoint` turn their reports into those.
 import NeuronCore
 
-/// Something trained one step at a time: a network on a dataset, or the single neuron. A value:
+/// Something trained one step at a time (a network on a dataset, the single neuron among them). A value:
 /// everything that decides the next step is inside it, so a copy taken at a step boundary goes on
 /// exactly like the original.
 public protocol TrainingEngine: Sendable {
@@ -12,8 +12,9 @@ public protocol TrainingEngine: Sendable {
 
     /// What is trained, e.g. `Network[Dense(2→4, tanh), Dense(4→1, tanh)]`.
     var title: String { get }
-    /// The seed every random choice flows from.
-    var seed: UInt64 { get }
+    /// The seed every random choice flows from; nil when the run makes none (the single neuron:
+    /// given parameters, one sample).
+    var seed: UInt64? { get }
     /// Samples in one step (for samples per second).
     var samplesPerStep: Int { get }
     /// Steps taken.
@@ -94,13 +95,13 @@ public struct EpochRecord: Sendable, Equatable, Codable {
 
 /// An engine at a step boundary in plain values: what a checkpoint saves of it.
 public struct ResumePoint<Scalar: TensorScalar>: Sendable {
-    /// `Network[Dense(784→256, tanh), …]` (the neuron: the one-unit network it equals).
+    /// `Network[Dense(784→256, tanh), …]`.
     public var network: String
     /// The parameters (`layers.<i>.weight`, `layers.<i>.bias`), then the optimizer's buffers (`optimizer.<name>`).
     public var tensors: [(name: String, tensor: Tensor<Scalar>)]
     /// Epochs completed, and steps taken.
     public var epoch: Int, step: Int
-    /// The seed every random choice flows from.
+    /// The seed every random choice flows from; 0 when the run makes none (as the neuron's checkpoints always said).
     public var seed: UInt64
     /// The epoch order, the generator and the place in the epoch; nil when nothing is random (the neuron).
     public var position: TrainingPosition?
@@ -123,7 +124,8 @@ public struct ResumePoint<Scalar: TensorScalar>: Sendable {
 }
 
 /// A network trained on a dataset in shuffled mini-batches for a number of epochs, evaluated on
-/// validation rows after each epoch.
+/// validation rows after each epoch. The single neuron is one: `Network[Dense(1→1, tanh)]` on its
+/// one sample, an epoch a step (``RunConfig/desugared``).
 public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: TrainingEngine where O.Scalar == Scalar {
     /// The mini-batch loop: network, optimizer, epoch order, generator.
     public private(set) var training: MiniBatchTraining<Scalar, O>
@@ -131,7 +133,11 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public let validation: Dataset<Scalar>?
     /// Epochs planned.
     public let totalEpochs: Int
-    public let seed: UInt64
+    /// Nil when nothing is drawn: the parameters given, the one sample in its one order.
+    public let seed: UInt64?
+    /// Epochs between records: 1, or on one sample (an epoch a single step, too many to record
+    /// each) 1% of the epochs; the last epoch is always recorded.
+    public let recordEvery: Int
     /// The validation result after the last completed epoch.
     public private(set) var lastValidation: Evaluation?
     /// Held-out rows for the final evaluation (never seen in training or validation).
@@ -141,40 +147,54 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     /// The processes this engine trains with; nil alone.
     public private(set) var group: (any TrainingGroup)?
 
-    /// Training of `network` on `dataset` for `epochs` epochs of `batchSize`, shuffled from `seed`.
+    /// Training of `network` on `dataset` for `epochs` epochs of `batchSize`, shuffled from `seed`
+    /// (nil: `network` as given on one sample, nothing to draw).
     /// - Throws: ``NetworkError`` or ``DataError`` when the data does not fit or a size is out of range.
     public init(
         network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>? = nil,
-        test: Dataset<Scalar>? = nil, batchSize: Int, epochs: Int, seed: UInt64
+        test: Dataset<Scalar>? = nil, batchSize: Int, epochs: Int, seed: UInt64?
     ) throws {
-        guard epochs >= 1 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
-        training = try MiniBatchTraining(network: network, optimizer: optimizer, dataset: dataset, batchSize: batchSize, seed: seed)
+        try Self.check(epochs: epochs, seed: seed, dataset: dataset)
+        training = try MiniBatchTraining(network: network, optimizer: optimizer, dataset: dataset, batchSize: batchSize, seed: seed ?? 0)
         try Self.checkStepCount(epochs: epochs, batchesPerEpoch: training.batchesPerEpoch)
         self.validation = validation
         self.test = test
         totalEpochs = epochs
         self.seed = seed
+        recordEvery = Self.recordEvery(epochs: epochs, dataset: dataset)
     }
 
     /// Training resumed where a checkpoint left it: network and optimizer as saved, the epoch
-    /// order, generator and position as saved, and the epochs recorded so far.
+    /// order, generator and position as saved (for a run without a seed, ``TrainingPosition/oneSample(after:)``),
+    /// and the epochs recorded so far.
     /// - Throws: ``DataError`` or ``NetworkError`` when the saved state does not fit the data.
     public init(
         network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>?,
-        test: Dataset<Scalar>?, epochs: Int, seed: UInt64, position: TrainingPosition, records: [EpochRecord]
+        test: Dataset<Scalar>?, epochs: Int, seed: UInt64?, position: TrainingPosition, records: [EpochRecord]
     ) throws {
-        guard epochs >= 1 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
+        try Self.check(epochs: epochs, seed: seed, dataset: dataset)
         training = try MiniBatchTraining(network: network, optimizer: optimizer, dataset: dataset, position: position)
         try Self.checkStepCount(epochs: epochs, batchesPerEpoch: training.batchesPerEpoch)
         self.validation = validation
         self.test = test
         totalEpochs = epochs
         self.seed = seed
+        recordEvery = Self.recordEvery(epochs: epochs, dataset: dataset)
         self.records = records
         if let last = records.last, last.validationLoss != nil {
             lastValidation = Evaluation(loss: last.validationLoss!, accuracy: last.validationAccuracy, confusion: nil, count: validation?.count ?? 0)
         }
     }
+
+    /// At least one epoch; no seed only for one sample, whose position a checkpoint need not save.
+    private static func check(epochs: Int, seed: UInt64?, dataset: Dataset<Scalar>) throws(DataError) {
+        guard epochs >= 1 else { throw .invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
+        guard seed != nil || dataset.count == 1 else {
+            throw .invalidArgument(name: "seed", value: "none", expected: "a seed for \(dataset.count) samples (only one sample has a single order)")
+        }
+    }
+
+    private static func recordEvery(epochs: Int, dataset: Dataset<Scalar>) -> Int { dataset.count == 1 ? max(1, epochs / 100) : 1 }
 
     /// `epochs × batchesPerEpoch` steps must be countable: ``totalSteps`` is their product.
     private static func checkStepCount(epochs: Int, batchesPerEpoch: Int) throws(DataError) {
@@ -203,7 +223,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
 
     public mutating func step() -> Double {
         let loss = Double(training.step())
-        guard training.batchIndex == 0, loss.isFinite else { return loss }
+        guard training.batchIndex == 0, loss.isFinite, training.epoch % recordEvery == 0 || training.epoch == totalEpochs else { return loss }
         if let validation {
             // Shapes were checked when training was set up; validation rows share the features.
             lastValidation = try? training.network.evaluate(validation)
@@ -221,8 +241,27 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         var snapshot = TrainingSnapshot(progressOf: self)
         (snapshot.validationLoss, snapshot.validationAccuracy) = (lastValidation?.loss, lastValidation?.accuracy)
         snapshot.layers = training.network.layerStatistics()
+        snapshot.neuron = neuronRow()
         snapshot.rankStepSeconds = group?.stepSeconds()
         return snapshot
+    }
+
+    /// Docs/Reference.md §1's row of the single neuron, worked by ``Neuron`` (the hand-checkable
+    /// object) at the network's weight and bias: when the network is one tanh unit under half the
+    /// squared error, trained on one sample.
+    private func neuronRow() -> TrainingSnapshot.NeuronRow? {
+        let network = training.network, dataset = training.dataset
+        guard network.layers.count == 1, let dense = network.layers[0] as? Dense<Scalar>, dense.inputs == 1, dense.outputs == 1,
+            dense.activation == .tanh, network.loss == .halfSquaredError, dataset.count == 1
+        else { return nil }
+        let (input, target) = (Double(dataset.features.scalars[0]), Double(dataset.targets.scalars[0]))
+        let neuron = Neuron(weight: Double(network.parameters[0]), bias: Double(network.parameters[1]))  // weight (1, 1), then bias
+        let forward = try! neuron.forward(inputs: [input], target: target)  // one weight, one input
+        let g = neuron.backward(forward)
+        return TrainingSnapshot.NeuronRow(
+            input: input, weight: neuron.weights[0], bias: neuron.bias, target: target,
+            net: forward.net, output: forward.output, error: forward.error, loss: forward.loss,
+            outputGradient: g.output, netGradient: g.net, weightGradient: g.weights[0], inputGradient: g.inputs[0])
     }
 
     public func resumePoint() -> ResumePoint<Scalar> {
@@ -233,7 +272,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         let buffers = optimizer.state.sorted { $0.key < $1.key }.map { (name: "optimizer.\($0.key)", tensor: Tensor(vector: $0.value)) }
         return ResumePoint(
             network: network.description, tensors: parameters + buffers, epoch: position.epoch, step: position.stepsTaken,
-            seed: seed, position: position, optimizerStep: optimizer.step, featureNames: training.dataset.featureNames,
+            seed: seed ?? 0, position: seed == nil ? nil : position, optimizerStep: optimizer.step, featureNames: training.dataset.featureNames,
             classNames: training.dataset.classNames, records: records)
     }
 
@@ -259,7 +298,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public func checkGradients() throws -> GradientCheckReport {
         // Large networks are checked on a sample of each tensor: a full check would take minutes.
         let sampled = training.network.parameterCount > 5_000 ? 16 : nil
-        return try gradientCheck(try GradientCheck(samplesPerTensor: sampled, seed: seed), batchSize: 16)
+        return try gradientCheck(try GradientCheck(samplesPerTensor: sampled, seed: seed ?? 0), batchSize: 16)
     }
 
     public func gradientCheck(_ check: GradientCheck, batchSize: Int) throws -> GradientCheckReport {
@@ -268,105 +307,12 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     }
 }
 
-/// The single neuron of Docs/Reference.md §3 trained by gradient descent on one sample.
-public struct NeuronTrainingEngine: TrainingEngine {
-    /// The neuron as trained so far.
-    public private(set) var neuron: Neuron<Double>
-    public let input: Double, target: Double
-    public let learningRate: Double
-    public let totalSteps: Int
-    public private(set) var stepsTaken = 0
-    /// One record every 1% of the steps (and at the last): the neuron's "epochs" are single steps,
-    /// too many to record each.
-    public private(set) var records: [EpochRecord] = []
-
-    /// Docs/Reference.md §3's run by default: w = b = 0.5, x 0.01, target 0.1, learning rate 0.01, 100,000 steps.
-    /// - Throws: ``NeuronError`` for a learning rate or iteration count out of range.
-    public init(
-        weight: Double = 0.5, bias: Double = 0.5, input: Double = 0.01, target: Double = 0.1,
-        learningRate: Double = 0.01, iterations: Int = 100_000
-    ) throws(NeuronError) {
-        guard learningRate.isFinite, learningRate > 0 else {
-            throw .invalidHyperparameter(name: "learning rate", value: "\(learningRate)", allowed: "a finite number greater than 0")
-        }
-        guard iterations >= 1 else { throw .invalidHyperparameter(name: "iterations", value: "\(iterations)", allowed: "at least 1") }
-        neuron = Neuron(weight: weight, bias: bias)
-        (self.input, self.target, self.learningRate, totalSteps) = (input, target, learningRate, iterations)
-    }
-
-    public var title: String { neuron.description }
-    public var seed: UInt64 { 0 }  // nothing random: the run is fixed by its numbers
-    public var samplesPerStep: Int { 1 }
-    public var epoch: Int { stepsTaken }
-    public var totalEpochs: Int { totalSteps }
-    private var recordEvery: Int { max(1, totalSteps / 100) }
-
-    public mutating func step() -> Double {
-        stepsTaken += 1
-        let loss = try! neuron.step(inputs: [input], target: target, learningRate: learningRate)  // one weight, one input
-        if stepsTaken % recordEvery == 0 || isFinished {
-            records.append(
-                EpochRecord(
-                    epoch: stepsTaken, step: stepsTaken, trainingLoss: loss,
-                    trainingAccuracy: nil, validationLoss: nil, validationAccuracy: nil))
-        }
-        return loss
-    }
-
-    public func snapshot() -> TrainingSnapshot {
-        let forward = try! neuron.forward(inputs: [input], target: target)
-        let g = neuron.backward(forward)
-        var snapshot = TrainingSnapshot(progressOf: self)
-        snapshot.neuron = TrainingSnapshot.NeuronRow(
-            input: input, weight: neuron.weights[0], bias: neuron.bias, target: target,
-            net: forward.net, output: forward.output, error: forward.error, loss: forward.loss,
-            outputGradient: g.output, netGradient: g.net, weightGradient: g.weights[0], inputGradient: g.inputs[0])
-        snapshot.layers = [
-            LayerStatistics(
-                index: 0, title: "Dense(1→1, tanh)", weightNorm: abs(neuron.weights[0]), gradientNorm: abs(g.weights[0]),
-                saturation: abs(forward.output) > 0.99 ? 1 : 0)
-        ]
-        return snapshot
-    }
-
-    /// The neuron saved as the `Network[Dense(1→1, tanh)]` it equals, so that every tool that reads a
-    /// network's checkpoint reads the neuron's.
-    public func resumePoint() -> ResumePoint<Double> {
-        ResumePoint(
-            network: "Network[Dense(1→1, tanh)]",
-            tensors: [("layers.0.weight", try! Tensor(shape: [1, 1], scalars: neuron.weights)), ("layers.0.bias", Tensor(vector: [neuron.bias]))],
-            epoch: stepsTaken, step: stepsTaken, seed: 0, position: nil, optimizerStep: stepsTaken,
-            featureNames: ["x"], classNames: nil, records: records)
-    }
-
-    public func divergenceLocation() -> String { "neuron" }
-
-    public func finalEvaluation() throws -> (name: String, evaluation: Evaluation)? { nil }
-
-    /// The same run with the neuron at `weight`, `bias` after `stepsTaken` steps, with the records
-    /// so far (for resuming).
-    /// - Throws: ``NeuronError/invalidHyperparameter(name:value:allowed:)`` for a step count out of range.
-    public func restored(weight: Double, bias: Double, stepsTaken: Int, records: [EpochRecord] = []) throws(NeuronError) -> NeuronTrainingEngine {
-        guard (0...totalSteps).contains(stepsTaken) else {
-            throw .invalidHyperparameter(name: "steps taken", value: "\(stepsTaken)", allowed: "0...\(totalSteps)")
-        }
-        var copy = self
-        copy.neuron = Neuron(weight: weight, bias: bias)
-        copy.stepsTaken = stepsTaken
-        copy.records = records
-        return copy
-    }
-
-    /// The check, with the input's gradient too, of `Network[Dense(1→1, tanh)]` at the neuron's
-    /// weight and bias: the same numbers (one engine, one neuron).
-    public func checkGradients() throws -> GradientCheckReport {
-        try gradientCheck(try GradientCheck(checkInputs: true), batchSize: 1)
-    }
-
-    /// `check` of `Network[Dense(1→1, tanh)]` at the neuron's weight and bias, on its one sample.
-    public func gradientCheck(_ check: GradientCheck, batchSize: Int) throws -> GradientCheckReport {
-        var network = try Network<Double>([try Dense<Double>(1, 1, activation: .tanh)], loss: .halfSquaredError)
-        network.parameters = [neuron.weights[0], neuron.bias]
-        return try check.run(on: network, inputs: Tensor(shape: [1, 1], scalars: [input]), targets: Tensor(shape: [1, 1], scalars: [target]))
+extension TrainingPosition {
+    /// Where training on one sample stands after `step` steps: every epoch is the one step on it,
+    /// in its one order. What a run without a seed resumes from, its checkpoint saving no position.
+    public static func oneSample(after step: Int) -> TrainingPosition {
+        TrainingPosition(
+            batches: try! MiniBatches(count: 1, batchSize: 1), generator: SeededGenerator(seed: 0), epoch: step, batchIndex: 0,  // valid sizes
+            stepsTaken: step, epochProgress: EpochProgress())
     }
 }

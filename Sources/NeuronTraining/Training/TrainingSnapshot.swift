@@ -25,10 +25,10 @@ public struct TrainingSnapshot: Sendable, Equatable {
         }
     }
 
-    /// What is trained, e.g. `Network[Dense(2→4, tanh), Dense(4→1, tanh)]` or `Neuron(1 input, tanh)`.
+    /// What is trained, e.g. `Network[Dense(2→4, tanh), Dense(4→1, tanh)]`.
     public var title: String
-    /// The seed every random choice flows from.
-    public var seed: UInt64
+    /// The seed every random choice flows from; nil when the run makes none.
+    public var seed: UInt64?
     /// Epochs completed, and planned.
     public var epoch: Int, totalEpochs: Int
     /// Steps taken, and planned.
@@ -39,7 +39,7 @@ public struct TrainingSnapshot: Sendable, Equatable {
     public var validationLoss: Double?, validationAccuracy: Double?
     /// One entry per layer.
     public var layers: [LayerStatistics] = []
-    /// The neuron's row, when the single neuron is trained.
+    /// The neuron's row, when the network is the single neuron on its one sample.
     public var neuron: NeuronRow?
     /// One record per completed epoch.
     public var records: [EpochRecord]

@@ -73,8 +73,8 @@ public struct TrainingViewState: Sendable, Equatable {
     public var rankStepSeconds: [Double]?
     /// The learning rate of the next step (after the schedule).
     public var learningRate: Double = 0
-    /// The seed every random choice of the run flows from.
-    public var seed: UInt64 = 0
+    /// The seed every random choice of the run flows from; nil when the run makes none (the single neuron).
+    public var seed: UInt64?
     /// The last gradient check's report.
     public var gradientCheck: GradientCheckReport?
     /// One summary per layer.
