@@ -9,19 +9,16 @@ import Glibc
 import Darwin
 #endif
 
-/// What a finished (or stopped) run reports, as `summary.json`.
+/// What a finished (or stopped) run reports, as `summary.json`: the final state's progress
+/// (its ``TrainingViewState/Extent/progress`` encoding) with what only the end of a run knows, in
+/// one JSON object.
 public struct RunSummary: Sendable, Equatable, Codable {
-    public var title: String
-    /// `finished`, `stopped`, `diverged at step …`.
-    public var phase: String
-    public var epochs: Int
-    public var steps: Int
-    public var seed: UInt64
+    /// The run's final state, with the speed over the whole run and no time left.
+    public var state: TrainingViewState
     public var precision: String
     public var blas: String
+    /// The last epoch's mean training loss.
     public var trainingLoss: Double?
-    public var validationLoss: Double?
-    public var validationAccuracy: Double?
     /// `test` or `validation`: the rows of the final evaluation.
     public var evaluatedOn: String?
     public var evaluationLoss: Double?
@@ -31,15 +28,46 @@ public struct RunSummary: Sendable, Equatable, Codable {
     public var trainedBias: Double?
     public var trainedOutput: Double?
     public var trainingSeconds: Double
-    public var samplesPerSecond: Double?
     public var checkpoint: String?
 
-    public init(
-        title: String, phase: String, epochs: Int, steps: Int, seed: UInt64, precision: String, blas: String,
-        trainingSeconds: Double
-    ) {
-        (self.title, self.phase, self.epochs, self.steps, self.seed, self.precision, self.blas, self.trainingSeconds) =
-            (title, phase, epochs, steps, seed, precision, blas, trainingSeconds)
+    public init(state: TrainingViewState, precision: String, blas: String, trainingSeconds: Double) {
+        (self.state, self.precision, self.blas, self.trainingSeconds) = (state, precision, blas, trainingSeconds)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case precision, blas, trainingLoss, evaluatedOn, evaluationLoss, evaluationAccuracy, trainedWeight, trainedBias, trainedOutput
+        case trainingSeconds, checkpoint
+    }
+
+    public init(from decoder: any Decoder) throws {
+        state = try TrainingViewState(from: decoder)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        (precision, blas) = (try c.decode(String.self, forKey: .precision), try c.decode(String.self, forKey: .blas))
+        trainingLoss = try c.decodeIfPresent(Double.self, forKey: .trainingLoss)
+        evaluatedOn = try c.decodeIfPresent(String.self, forKey: .evaluatedOn)
+        evaluationLoss = try c.decodeIfPresent(Double.self, forKey: .evaluationLoss)
+        evaluationAccuracy = try c.decodeIfPresent(Double.self, forKey: .evaluationAccuracy)
+        trainedWeight = try c.decodeIfPresent(Double.self, forKey: .trainedWeight)
+        trainedBias = try c.decodeIfPresent(Double.self, forKey: .trainedBias)
+        trainedOutput = try c.decodeIfPresent(Double.self, forKey: .trainedOutput)
+        trainingSeconds = try c.decode(Double.self, forKey: .trainingSeconds)
+        checkpoint = try c.decodeIfPresent(String.self, forKey: .checkpoint)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try state.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(precision, forKey: .precision)
+        try c.encode(blas, forKey: .blas)
+        try c.encodeIfPresent(trainingLoss, forKey: .trainingLoss)
+        try c.encodeIfPresent(evaluatedOn, forKey: .evaluatedOn)
+        try c.encodeIfPresent(evaluationLoss, forKey: .evaluationLoss)
+        try c.encodeIfPresent(evaluationAccuracy, forKey: .evaluationAccuracy)
+        try c.encodeIfPresent(trainedWeight, forKey: .trainedWeight)
+        try c.encodeIfPresent(trainedBias, forKey: .trainedBias)
+        try c.encodeIfPresent(trainedOutput, forKey: .trainedOutput)
+        try c.encode(trainingSeconds, forKey: .trainingSeconds)
+        try c.encodeIfPresent(checkpoint, forKey: .checkpoint)
     }
 }
 
@@ -175,10 +203,8 @@ public struct RunOutputs: Sendable {
 
     /// `summary.json`.
     public func writeSummary(_ summary: RunSummary) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         try beforeWrite("summary.json")
-        try AtomicFile.write(Array(try encoder.encode(summary)), to: path("summary.json"))
+        try AtomicFile.write(Array(try TrainingViewState.encoder(.progress, pretty: true).encode(summary)), to: path("summary.json"))
     }
 }
 
