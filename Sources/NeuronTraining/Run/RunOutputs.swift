@@ -9,12 +9,9 @@ import Glibc
 import Darwin
 #endif
 
-/// What a finished (or stopped) run reports, as `summary.json`: the final state's progress
-/// (its ``TrainingViewState/Extent/progress`` encoding) with what only the end of a run knows, in
-/// one JSON object.
+/// What only the end of a finished (or stopped) run knows; `summary.json` holds it beside the
+/// final state's progress (``json(with:pretty:)``).
 public struct RunSummary: Sendable, Equatable, Codable {
-    /// The run's final state, with the speed over the whole run and no time left.
-    public var state: TrainingViewState
     public var precision: String
     public var blas: String
     /// The last epoch's mean training loss.
@@ -30,44 +27,21 @@ public struct RunSummary: Sendable, Equatable, Codable {
     public var trainingSeconds: Double
     public var checkpoint: String?
 
-    public init(state: TrainingViewState, precision: String, blas: String, trainingSeconds: Double) {
-        (self.state, self.precision, self.blas, self.trainingSeconds) = (state, precision, blas, trainingSeconds)
+    public init(precision: String, blas: String, trainingSeconds: Double) {
+        (self.precision, self.blas, self.trainingSeconds) = (precision, blas, trainingSeconds)
     }
 
-    private enum CodingKeys: String, CodingKey {
-        case precision, blas, trainingLoss, evaluatedOn, evaluationLoss, evaluationAccuracy, trainedWeight, trainedBias, trainedOutput
-        case trainingSeconds, checkpoint
-    }
-
-    public init(from decoder: any Decoder) throws {
-        state = try TrainingViewState(from: decoder)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        (precision, blas) = (try c.decode(String.self, forKey: .precision), try c.decode(String.self, forKey: .blas))
-        trainingLoss = try c.decodeIfPresent(Double.self, forKey: .trainingLoss)
-        evaluatedOn = try c.decodeIfPresent(String.self, forKey: .evaluatedOn)
-        evaluationLoss = try c.decodeIfPresent(Double.self, forKey: .evaluationLoss)
-        evaluationAccuracy = try c.decodeIfPresent(Double.self, forKey: .evaluationAccuracy)
-        trainedWeight = try c.decodeIfPresent(Double.self, forKey: .trainedWeight)
-        trainedBias = try c.decodeIfPresent(Double.self, forKey: .trainedBias)
-        trainedOutput = try c.decodeIfPresent(Double.self, forKey: .trainedOutput)
-        trainingSeconds = try c.decode(Double.self, forKey: .trainingSeconds)
-        checkpoint = try c.decodeIfPresent(String.self, forKey: .checkpoint)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        try state.encode(to: encoder)
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(precision, forKey: .precision)
-        try c.encode(blas, forKey: .blas)
-        try c.encodeIfPresent(trainingLoss, forKey: .trainingLoss)
-        try c.encodeIfPresent(evaluatedOn, forKey: .evaluatedOn)
-        try c.encodeIfPresent(evaluationLoss, forKey: .evaluationLoss)
-        try c.encodeIfPresent(evaluationAccuracy, forKey: .evaluationAccuracy)
-        try c.encodeIfPresent(trainedWeight, forKey: .trainedWeight)
-        try c.encodeIfPresent(trainedBias, forKey: .trainedBias)
-        try c.encodeIfPresent(trainedOutput, forKey: .trainedOutput)
-        try c.encode(trainingSeconds, forKey: .trainingSeconds)
-        try c.encodeIfPresent(checkpoint, forKey: .checkpoint)
+    /// The summary and `state`'s ``TrainingViewState/Extent/progress`` encoding, as one JSON object:
+    /// `summary.json`, and the last line of `--json`. Each decodes from it on its own.
+    public func json(with state: TrainingViewState, pretty: Bool = false) throws -> Data {
+        struct Both: Encodable {
+            var state: TrainingViewState, summary: RunSummary
+            func encode(to encoder: any Encoder) throws {
+                try state.encode(to: encoder)
+                try summary.encode(to: encoder)
+            }
+        }
+        return try TrainingViewState.encoder(.progress, pretty: pretty).encode(Both(state: state, summary: self))
     }
 }
 
@@ -201,10 +175,10 @@ public struct RunOutputs: Sendable {
         try AtomicFile.write(Curves.svg(records, title: title), to: path("curves.svg"))
     }
 
-    /// `summary.json`.
-    public func writeSummary(_ summary: RunSummary) throws {
+    /// `summary.json`: the summary with the run's final `state`.
+    public func writeSummary(_ summary: RunSummary, state: TrainingViewState) throws {
         try beforeWrite("summary.json")
-        try AtomicFile.write(Array(try TrainingViewState.encoder(.progress, pretty: true).encode(summary)), to: path("summary.json"))
+        try AtomicFile.write(Array(try summary.json(with: state, pretty: true)), to: path("summary.json"))
     }
 }
 

@@ -99,9 +99,10 @@ public final class TrainingSession {
         }
 
         let checkpoint = Checkpoint(ended, config: run.config, preprocessing: run.preprocessing, overrides: run.overrides)
+        // The summary shows the final state with the speed over the whole run, and no time left.
         var shown = final
         (shown.samplesPerSecond, shown.secondsRemaining) = (seconds > 0 ? Double(ended.stepsTaken * ended.samplesPerStep) / seconds : nil, nil)
-        var summary = RunSummary(state: shown, precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: seconds)
+        var summary = RunSummary(precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: seconds)
         summary.trainingLoss = ended.records.last?.trainingLoss
         if let row = final.neuron {
             (summary.trainedWeight, summary.trainedBias, summary.trainedOutput) = (row.weight, row.bias, row.output)
@@ -117,8 +118,8 @@ public final class TrainingSession {
             if final.phase == .finished, let (name, evaluation) = try ended.finalEvaluation() {
                 (summary.evaluatedOn, summary.evaluationLoss, summary.evaluationAccuracy) = (name, evaluation.loss, evaluation.accuracy)
             }
-            try outputs.writeSummary(summary)
-            report(summary, stopped: final.phase == .stopped)
+            try outputs.writeSummary(summary, state: shown)
+            report(summary, state: shown, stopped: final.phase == .stopped)
             return final.phase == .finished ? 0 : 130
         default:
             // Diverged or failed: the run directory keeps the last good epoch end (the diverged
@@ -163,12 +164,11 @@ public final class TrainingSession {
         }
     }
 
-    private func report(_ summary: RunSummary, stopped: Bool) {
+    private func report(_ summary: RunSummary, state: TrainingViewState, stopped: Bool) {
         if style == .json {
-            write(String(decoding: (try? TrainingViewState.encoder(.progress).encode(summary)) ?? Data(), as: UTF8.self) + "\n")
+            write(String(decoding: (try? summary.json(with: state)) ?? Data(), as: UTF8.self) + "\n")
             return
         }
-        let state = summary.state
         var lines = [
             "\(state.title): \(state.phaseText) after \(state.epoch) epoch\(state.epoch == 1 ? "" : "s"), \(state.step) steps in \(String(format: "%.1f", summary.trainingSeconds)) s (seed \(state.seed))"
         ]
