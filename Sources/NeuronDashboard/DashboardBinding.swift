@@ -57,7 +57,7 @@ public final class DashboardBinding {
     private func makeFrame(_ state: TrainingViewState) -> DashboardFrame {
         DashboardFrame(
             state, source: source, layouts: layouts, histories: histories, engineAvailable: engine() != nil,
-            acceptedEvents: DashboardFrame.controls.filter { accepts($0.event) }.map(\.name))
+            acceptedEvents: TrainingEvent.Name.allCases.filter { accepts(TrainingEvent($0)) })
     }
 
     /// Starts publishing a frame for every state change, at most one per ``frameInterval``

@@ -1,6 +1,7 @@
-// State out: one JSON object per frame, everything the page draws, built from the same
-// `TrainingViewState` the terminal line shows. The view state holds each layer's numbers at the
-// last snapshot; the curves of those numbers over the run are kept here, in `LayerHistory`.
+// State out: one JSON object per frame, everything the page draws: the same `TrainingViewState`
+// the terminal line shows, encoded whole (bounded), with what only the page needs beside it. The
+// view state holds each layer's numbers at the last snapshot; the curves of those numbers over
+// the run are kept here, in `LayerHistory`.
 import Foundation
 import NeuronCore
 import NeuronTraining
@@ -33,7 +34,7 @@ public struct LayerHistory: Sendable, Equatable, Codable {
     public init(capacity: Int = 256) { self.capacity = max(2, capacity) }
 
     /// Adds the layer's numbers at `step` (a step already recorded last is replaced).
-    public mutating func append(step: Int, _ layer: LayerViewState) {
+    public mutating func append(step: Int, _ layer: LayerStatistics) {
         if steps.last == step { removeLast() }
         steps.append(step)
         weightNorms.append(layer.weightNorm)
@@ -56,121 +57,46 @@ public struct LayerHistory: Sendable, Equatable, Codable {
     }
 }
 
-/// What the page receives: a ``TrainingViewState`` as JSON, with the layers' curves.
+/// What the page receives: a ``TrainingViewState`` as JSON (its ``TrainingViewState/Extent/full``
+/// encoding), with the layers' shapes and curves and what the page may do.
 public struct DashboardFrame: Sendable, Encodable {
-    public struct Layer: Sendable, Encodable {
-        public var index: Int
-        public var title: String
-        public var weightNorm: Double
-        /// ‖∂L/∂w‖ of the last step; nil when there is none (see ``DashboardFrame/gradientNote``).
-        public var gradientNorm: Double?
-        public var saturation: Double?
-        public var layout: LayerLayout?
-        public var history: LayerHistory
-        public var gradientCheck: [GradientCheckReport.TensorResult]
-    }
-
-    public struct Ignored: Sendable, Encodable {
-        public var event: String
-        public var phase: String
-    }
-
-    public struct NeuronRow: Sendable, Encodable {
-        public var input, weight, bias, target, net, output, error, loss: Double
-        public var outputGradient, netGradient, weightGradient, inputGradient: Double
-    }
-
-    /// `idle`, `running`, `paused`, `finished`, `stopped`, `diverged` or `failed`.
-    public var phase: String
-    /// The phase in words, with a divergence's step or a failure's message.
-    public var phaseText: String
+    /// The view model's state, with at most ``recordLimit`` of its epoch records (chosen by
+    /// `EpochRecord.bounded(_:limit:)`) and its gradient check in the checkpoint's layout.
+    public var state: TrainingViewState
     /// Where the frame comes from: `live` (a run training) or `files` (a run directory).
     public var source: String
-    public var title: String
-    public var epoch: Int, totalEpochs: Int, step: Int, totalSteps: Int
-    public var loss: Double?, smoothedLoss: Double?
-    public var validationLoss: Double?, validationAccuracy: Double?
-    public var samplesPerSecond: Double?, secondsRemaining: Double?
-    public var learningRate: Double
-    /// As a string: a UInt64 does not survive JavaScript's numbers.
-    public var seed: String
-    public var lossSteps: [Int], lossValues: [Double]
-    /// At most ``recordLimit`` of the run's epoch records, chosen by `EpochRecord.bounded(_:limit:)`.
-    public var records: [EpochRecord]
-    /// The epochs the run has records of (`records` may hold fewer).
+    /// The epochs the run has records of (`state.records` may hold fewer).
     public var recordCount: Int
-    public var layers: [Layer]
-    public var gradientCheck: GradientCheckReport?
-    public var ignoredEvents: [Ignored]
-    public var ignoredEventCount: Int
-    public var neuron: NeuronRow?
+    /// Each layer's shape, by layer index.
+    public var layouts: [LayerLayout]
+    /// Each layer's numbers along the run, by layer index.
+    public var histories: [LayerHistory]
     /// Whether the view model holds the engine (not running): explanations and weights can be read.
     public var engineAvailable: Bool
-    /// The names of the ``controls`` whose events the view model accepts now: the page enables
-    /// those buttons and no others.
-    public var acceptedEvents: [String]
-    /// Why the layers carry no ‖∂L/∂w‖, when they do not.
+    /// The events the view model accepts now: the page enables those buttons and no others.
+    public var acceptedEvents: [TrainingEvent.Name]
+    /// Why the layers' ‖∂L/∂w‖ are not a step's gradient, when they are not: the page shows none.
     public var gradientNote: String?
 
-    /// The page's controls: the name each button posts and the event it stands for (a step's
-    /// count does not change whether a step is accepted).
-    public static let controls: [(name: String, event: TrainingEvent)] = [
-        ("start", .start), ("pause", .pause), ("resume", .resume), ("stop", .stop), ("reset", .reset),
-        ("step", .step(count: 1)), ("checkGradients", .checkGradients),
-    ]
-
     /// The frame of `state`, with the layers' `layouts` and `histories` (by layer index).
-    /// - Parameter acceptedEvents: the names of the ``controls`` the view model accepts in `state`.
+    /// - Parameter acceptedEvents: the events the view model accepts in `state` (a step's count
+    ///   does not change whether a step is accepted).
     public init(
         _ state: TrainingViewState, source: String, layouts: [LayerLayout], histories: [LayerHistory], engineAvailable: Bool,
-        acceptedEvents: [String]
+        acceptedEvents: [TrainingEvent.Name]
     ) {
-        phase =
-            switch state.phase {
-            case .idle: "idle"
-            case .running: "running"
-            case .paused: "paused"
-            case .finished: "finished"
-            case .stopped: "stopped"
-            case .diverged: "diverged"
-            case .failed: "failed"
-            }
-        phaseText = state.phase.description
-        self.source = source
-        title = state.title
-        (epoch, totalEpochs, step, totalSteps) = (state.epoch, state.totalEpochs, state.step, state.totalSteps)
-        (loss, smoothedLoss, validationLoss, validationAccuracy) = (state.loss, state.smoothedLoss, state.validationLoss, state.validationAccuracy)
-        (samplesPerSecond, secondsRemaining, learningRate, seed) = (
-            state.samplesPerSecond, state.secondsRemaining, state.learningRate, state.seed.map { "\($0)" } ?? "none"
-        )
+        self.state = state
+        self.state.records = EpochRecord.bounded(state.records, limit: Self.recordLimit)
+        // Shapes and positions as the checkpoint's tensors of these names hold them.
+        self.state.gradientCheck = state.gradientCheck?.inFileLayout()
+        recordCount = state.records.count
+        (self.source, self.layouts, self.histories) = (source, layouts, histories)
         // A run read from its files, or one that has not stepped, has gradient buffers of zeros:
         // not the gradient of anything.
         gradientNote =
             source == "files"
             ? "a checkpoint holds the weights, not a step's gradient"
             : state.step == 0 ? "no step taken yet" : nil
-        let gradientsKnown = gradientNote == nil
-        lossSteps = state.lossHistory.points.map(\.step)
-        lossValues = state.lossHistory.points.map(\.loss)
-        records = EpochRecord.bounded(state.records, limit: Self.recordLimit)
-        recordCount = state.records.count
-        layers = state.layers.map { layer in
-            Layer(
-                index: layer.index, title: layer.title, weightNorm: layer.weightNorm, gradientNorm: gradientsKnown ? layer.gradientNorm : nil,
-                saturation: layer.saturation, layout: layouts.indices.contains(layer.index) ? layouts[layer.index] : nil,
-                history: histories.indices.contains(layer.index) ? histories[layer.index] : LayerHistory(),
-                gradientCheck: layer.gradientCheck.map(\.inFileLayout))
-        }
-        // Shapes and positions as the checkpoint's tensors of these names hold them.
-        gradientCheck = state.gradientCheck?.inFileLayout()
-        ignoredEvents = state.ignoredEvents.map { Ignored(event: $0.event.description, phase: $0.phase.description) }
-        ignoredEventCount = state.ignoredEventCount
-        neuron = state.neuron.map {
-            NeuronRow(
-                input: $0.input, weight: $0.weight, bias: $0.bias, target: $0.target, net: $0.net, output: $0.output,
-                error: $0.error, loss: $0.loss, outputGradient: $0.outputGradient, netGradient: $0.netGradient,
-                weightGradient: $0.weightGradient, inputGradient: $0.inputGradient)
-        }
         self.engineAvailable = engineAvailable
         self.acceptedEvents = acceptedEvents
     }
@@ -179,19 +105,28 @@ public struct DashboardFrame: Sendable, Encodable {
     /// however long the run (each record is about 170 bytes of JSON).
     public static let recordLimit = 500
 
+    private enum CodingKeys: String, CodingKey {
+        case phaseText, seed, source, recordCount, layouts, histories, engineAvailable, acceptedEvents, gradientNote
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try state.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(state.phaseText, forKey: .phaseText)
+        // Over the state's number: a UInt64 does not survive JavaScript's numbers.
+        try c.encode(state.seed.map { "\($0)" } ?? "none", forKey: .seed)
+        try c.encode(source, forKey: .source)
+        try c.encode(recordCount, forKey: .recordCount)
+        try c.encode(layouts, forKey: .layouts)
+        try c.encode(histories, forKey: .histories)
+        try c.encode(engineAvailable, forKey: .engineAvailable)
+        try c.encode(acceptedEvents, forKey: .acceptedEvents)
+        try c.encodeIfPresent(gradientNote, forKey: .gradientNote)
+    }
+
     /// The frame as JSON; NaN and infinities (a diverged run) as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
     public func json() -> Data {
         // Cannot throw: plain values, the non-finite ones written as strings.
-        try! DashboardJSON.encoder.encode(self)
-    }
-}
-
-/// The one JSON encoding of the dashboard's answers.
-enum DashboardJSON {
-    static var encoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
-        return encoder
+        try! TrainingViewState.encoder(.full).encode(self)
     }
 }

@@ -153,7 +153,7 @@ public final class DashboardServer: Sendable {
                 return Self.text(409, "no weights to show for layer \(layer) now (a run owns the weights while it trains; pause it)\n")
             }
             struct Weights: Encodable { var layer: Int, shape: [Int], values: [Double] }
-            return Self.json(try! DashboardJSON.encoder.encode(Weights(layer: layer, shape: weights.shape, values: weights.values)))
+            return Self.json(try! TrainingViewState.encoder(.full).encode(Weights(layer: layer, shape: weights.shape, values: weights.values)))
         case ("/", false, _), ("/index.html", false, _), ("/events", false, _), ("/api/state", false, _), ("/api/event", _, false),
             ("/api/explain", false, _), ("/api/weights", false, _):
             return Self.text(405, "method \(request.method) not allowed on \(request.path)\n")
@@ -172,7 +172,7 @@ public final class DashboardServer: Sendable {
                 return Self.text(409, "a run owns the weights while it trains: pause it to explain a unit\n")
             }
             struct Answer: Encodable { var explanation: UnitExplanation, table: String }
-            return Self.json(try DashboardJSON.encoder.encode(Answer(explanation: explanation, table: explanation.table)))
+            return Self.json(try TrainingViewState.encoder(.full).encode(Answer(explanation: explanation, table: explanation.table)))
         } catch {
             return Self.text(400, "\(error)\n")
         }

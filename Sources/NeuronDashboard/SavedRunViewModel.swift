@@ -23,12 +23,7 @@ public final class SavedRunViewModel: TrainingViewModeling {
         engine = try RunBuilder.build(saved.state.config, resume: saved).engine
         let folder = (saved.file as NSString).deletingLastPathComponent
         let snapshot = engine.snapshot()
-        var state = TrainingViewState()
-        state.title = snapshot.title
-        (state.epoch, state.totalEpochs, state.step, state.totalSteps) = (snapshot.epoch, snapshot.totalEpochs, snapshot.step, snapshot.totalSteps)
-        (state.learningRate, state.seed) = (snapshot.learningRate, snapshot.seed)
-        state.layers = snapshot.layers.map { LayerViewState($0) }
-        state.neuron = snapshot.neuron
+        var state = TrainingViewState(phase: Self.phase(summaryAt: (folder as NSString).appendingPathComponent("summary.json")), engine: snapshot)
         let metricsPath = (folder as NSString).appendingPathComponent("metrics.csv")
         let metrics = try Self.records(metricsPath)
         state.records = metrics.count > snapshot.records.count ? metrics : snapshot.records
@@ -38,13 +33,12 @@ public final class SavedRunViewModel: TrainingViewModeling {
             (state.validationLoss, state.validationAccuracy) = (last.validationLoss, last.validationAccuracy)
             (state.epoch, state.step) = (max(state.epoch, last.epoch), max(state.step, last.step))
         }
-        state.phase = Self.phase(summaryAt: (folder as NSString).appendingPathComponent("summary.json"))
         viewState = state
     }
 
     /// A preview child: a saved run's layers do not change.
     public func layer(_ index: Int) -> PreviewViewModel<LayerEvent, LayerViewState> {
-        PreviewViewModel<LayerEvent, LayerViewState>(viewState.layers[index])
+        PreviewViewModel<LayerEvent, LayerViewState>(viewState.layer(index))
     }
 
     /// Only `checkGradients`: nothing trains here.
@@ -53,9 +47,7 @@ public final class SavedRunViewModel: TrainingViewModeling {
     /// `checkGradients` checks the saved weights; every other event is ignored (nothing trains here).
     public func handle(event: TrainingEvent) {
         guard accepts(event) else {
-            viewState.ignoredEvents.append(.init(event: event, phase: viewState.phase))
-            if viewState.ignoredEvents.count > 8 { viewState.ignoredEvents.removeFirst() }
-            viewState.ignoredEventCount += 1
+            viewState.ignore(event)
             return
         }
         let engine = self.engine
@@ -64,12 +56,9 @@ public final class SavedRunViewModel: TrainingViewModeling {
             guard let self else { return }
             switch result {
             case let .success(report):
-                var state = self.viewState
-                state.gradientCheck = report
-                for i in state.layers.indices { state.layers[i].gradientCheck = report.tensors.filter { $0.layer == i } }
-                self.viewState = state
+                self.viewState.gradientCheck = report
             case let .failure(error):
-                self.viewState.phase = .failed("gradient check: \(error)")
+                self.viewState.fail("gradient check: \(error)")
             }
         }
     }
@@ -92,15 +81,10 @@ public final class SavedRunViewModel: TrainingViewModeling {
         return records
     }
 
-    /// How the run ended, from `summary.json`; stopped (interrupted) when there is none.
+    /// How the run ended, from `summary.json` (an encoding of the run's final state); stopped
+    /// (interrupted) when there is none.
     static func phase(summaryAt path: String) -> TrainingViewState.Phase {
-        guard let data = FileManager.default.contents(atPath: path), let summary = try? JSONDecoder().decode(RunSummary.self, from: data) else {
-            return .stopped
-        }
-        switch summary.phase {
-        case "finished": return .finished
-        case "stopped": return .stopped
-        default: return .failed(summary.phase)
-        }
+        guard let data = FileManager.default.contents(atPath: path) else { return .stopped }
+        return (try? TrainingViewState.decoder().decode(TrainingViewState.self, from: data).phase) ?? .stopped
     }
 }

@@ -147,9 +147,10 @@ def main():
         step = lambda: int(driver.find_element(By.ID, "step").get_attribute("data-step"))
 
         wait_for("a running frame", lambda: frame() and phase() == "running")
-        first = wait_for("a loss curve", lambda: (frame()["lossSteps"] or [None])[-1])
+        last_step = lambda: ([None] + [point["step"] for point in frame()["lossHistory"]["points"]])[-1]
+        first = wait_for("a loss curve", last_step)
         points = int(driver.find_element(By.ID, "loss-plot").get_attribute("data-points"))
-        grown = wait_for("the loss curve to grow", lambda: ((frame()["lossSteps"] or [0])[-1] > first) and frame()["lossSteps"][-1])
+        grown = wait_for("the loss curve to grow", lambda: (last_step() or 0) > first and last_step())
         seen["curve"] = {"lastStepBefore": first, "lastStepAfter": grown, "pointsDrawn": points}
         seen["running"] = {"phase": phase(), "enabled": enabled_controls(driver),
                            "accepted": sorted(frame()["acceptedEvents"]),

@@ -27,8 +27,8 @@ func checkpointTensors(_ directory: String) throws -> [String: Data] {
 
 struct Summary: Decodable {
     var phase: String
-    var epochs: Int
-    var steps: Int
+    var epoch: Int
+    var step: Int
     var trainingLoss: Double?
     var evaluatedOn: String?
     var evaluationAccuracy: Double?
@@ -54,7 +54,7 @@ struct TrainCommandTests {
         // One checkpoint file: the run state is in its header, not in a second file that could tear from it.
         #expect(!FileManager.default.fileExists(atPath: out + "/checkpoint.json"))
         let s = try summary(out)
-        #expect(s.phase == "finished" && s.epochs == 1_000)
+        #expect(s.phase == "finished" && s.epoch == 1_000)
         #expect(try #require(s.trainingLoss) < 1e-3)
         let metrics = try String(contentsOfFile: out + "/metrics.csv", encoding: .utf8).split(separator: "\n")
         #expect(metrics.count == 1_001 && metrics[0].hasPrefix("epoch,step,training_loss"))
@@ -96,7 +96,7 @@ struct TrainCommandTests {
         let run = try runNeuron(["train", dataDirectory + "/single-neuron.yaml", "--resume", out, "--epochs", "100000", "--quiet"])
         #expect(run.status == 0, "\(run.stderr)")
         let s = try summary(out)
-        #expect(s.trainedOutput == 0.1000000000000007 && s.steps == 100_000)
+        #expect(s.trainedOutput == 0.1000000000000007 && s.step == 100_000)
         #expect(s.trainedWeight == 0.4959537581015022 && s.trainedBias == 0.09537581015006125)
     }
 
@@ -111,7 +111,7 @@ struct TrainCommandTests {
         let resumed = try runNeuron(["train", dataDirectory + "/" + config, "--epochs", full, "--resume", split, "--quiet"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(try checkpointTensors(split) == checkpointTensors(straight))
-        #expect(try summary(split).steps == summary(straight).steps)
+        #expect(try summary(split).step == summary(straight).step)
     }
 
     @Test("Ctrl-C finishes the step, writes a checkpoint, exits 130; resuming matches an uninterrupted run")
@@ -132,7 +132,7 @@ struct TrainCommandTests {
             arguments + ["--output", split], interruptWhen: { $0.contains("\"phase\":\"running\"") && $0.contains("\"step\":") })
         #expect(interrupted.status == 130, "status \(interrupted.status): \(interrupted.stderr)")
         let stopped = try summary(split)
-        #expect(stopped.phase == "stopped" && stopped.steps < 300 * 45)
+        #expect(stopped.phase == "stopped" && stopped.step < 300 * 45)
         let resumed = try runNeuron(arguments + ["--output", split, "--resume", split])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(try checkpointTensors(split) == checkpointTensors(straight))
@@ -159,7 +159,7 @@ struct TrainCommandTests {
         let resumed = try runNeuron(["train", config, "--resume", run, "--quiet"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         #expect(!resumed.stderr.contains("changed"), "\(resumed.stderr)")  // the learning rate stayed 0.02
-        #expect(try summary(run).phase == "finished" && summary(run).epochs == 300)
+        #expect(try summary(run).phase == "finished" && summary(run).epoch == 300)
         let again = try runNeuron(["train", config, "--resume", run, "--quiet"])
         #expect(again.status == 0 && again.stderr.contains("already finished its 300 epochs"), "\(again.stderr)")
     }

@@ -48,7 +48,7 @@ struct TrainRunDirectoryTests {
         #expect(try summary(out).phase == "stopped")
         #expect(run.stdout.contains("\"checkpoint\":\"\(out)/checkpoint.safetensors\""), "\(run.stdout.suffix(500))")
         // The checkpoint resumes.
-        let resumed = try runNeuron(["train", try longXOR(base), "--resume", out, "--epochs", "\(try summary(out).epochs + 3)", "--quiet"])
+        let resumed = try runNeuron(["train", try longXOR(base), "--resume", out, "--epochs", "\(try summary(out).epoch + 3)", "--quiet"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
     }
 
@@ -109,7 +109,7 @@ struct TrainRunDirectoryTests {
         let rate = try runNeuron(["train", dataDirectory + "/xor.yaml", "--resume", out, "--epochs", "9", "--learning-rate", "0.25", "--quiet"])
         #expect(rate.status == 0, "\(rate.stderr)")
         #expect(rate.stderr == "neuron: optimizer.learningRate changed from 0.5 to 0.25\n")
-        #expect(try summary(out).epochs == 9)
+        #expect(try summary(out).epoch == 9)
     }
 
     @Test(

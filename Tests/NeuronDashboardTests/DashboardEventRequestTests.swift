@@ -22,12 +22,23 @@ struct DashboardEventRequestTests {
 
     @Test("Unknown events, bad counts and bodies that are not such objects are refused with the reason")
     func refusals() {
-        #expect(throws: DashboardEventRequest.Failure.unknownEvent("Pause")) { try event(#"{"event": "Pause"}"#) }
-        #expect(throws: DashboardEventRequest.Failure.badCount("none")) { try event(#"{"event": "step"}"#) }
-        #expect(throws: DashboardEventRequest.Failure.badCount("0")) { try event(#"{"event": "step", "count": 0}"#) }
-        #expect(throws: DashboardEventRequest.Failure.badCount("1000001")) { try event(#"{"event": "step", "count": 1000001}"#) }
-        #expect(throws: DashboardEventRequest.Failure.notJSON) { try event("pause") }
-        #expect(throws: DashboardEventRequest.Failure.notJSON) { try event(#"{"count": 5}"#) }
-        #expect(DashboardEventRequest.Failure.unknownEvent("x").description.contains("checkGradients"))
+        func refusal(_ json: String) -> DashboardEventRequest.Failure? {
+            do { _ = try event(json) } catch { return error as? DashboardEventRequest.Failure }
+            return nil
+        }
+        let names = "start, pause, resume, stop, reset, step, checkGradients"
+        #expect(refusal(#"{"event": "Pause"}"#) == .invalid("unknown event 'Pause'; expected one of \(names)"))
+        #expect(refusal(#"{"event": "step"}"#) == .invalid("step needs a count from 1 to 1000000, got none"))
+        #expect(refusal(#"{"event": "step", "count": 0}"#) == .invalid("step needs a count from 1 to 1000000, got 0"))
+        #expect(refusal(#"{"event": "step", "count": 1000001}"#) == .invalid("step needs a count from 1 to 1000000, got 1000001"))
+        #expect(refusal("pause") == .notJSON)
+        #expect(refusal(#"{"count": 5}"#) == .notJSON)
+    }
+
+    @Test("An event encodes as the body that decodes back to it")
+    func roundTrip() throws {
+        for event in TrainingEvent.Name.allCases.map({ TrainingEvent($0, count: 5) }) {
+            #expect(try self.event(String(decoding: try JSONEncoder().encode(event), as: UTF8.self)) == event)
+        }
     }
 }

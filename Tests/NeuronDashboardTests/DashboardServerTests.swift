@@ -48,8 +48,8 @@ private func previewState(phase: TrainingViewState.Phase = .running, step: Int =
     (state.phase, state.title, state.step, state.totalSteps) = (phase, "Network[Dense(2→3, tanh), Dense(3→1, tanh)]", step, 100)
     state.loss = 0.25
     state.layers = [
-        LayerViewState(index: 0, title: "Dense(2→3, tanh)", weightNorm: 1.5, gradientNorm: 0.01, saturation: 0.2),
-        LayerViewState(index: 1, title: "Dense(3→1, tanh)", weightNorm: 0.5, gradientNorm: 0.02, saturation: nil),
+        LayerStatistics(index: 0, title: "Dense(2→3, tanh)", weightNorm: 1.5, gradientNorm: 0.01, saturation: 0.2),
+        LayerStatistics(index: 1, title: "Dense(3→1, tanh)", weightNorm: 0.5, gradientNorm: 0.02, saturation: nil),
     ]
     return state
 }

@@ -122,7 +122,7 @@ struct DataParallelTests {
         #expect(saved.state.step > 0)
         let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: output + "/summary.json"))) as? [String: Any]
         #expect(summary?["phase"] as? String == "stopped")
-        #expect(summary?["steps"] as? Int == saved.state.step)
+        #expect(summary?["step"] as? Int == saved.state.step)
         // The stopped step is a step boundary every rank agreed on: 2 ranks go on from it.
         let next = saved.state.epoch + 1
         try expectTrains(config, epochs: next, output: output, ranks: 2, resume: true)

@@ -56,8 +56,8 @@ struct ProgressRendererTests {
         var state = runningState()
         state.validationLoss = 0.39504
         state.layers = [
-            LayerViewState(index: 0, title: "Dense(2→4, tanh)", weightNorm: 1.23456, gradientNorm: 0.0123, saturation: 0.125),
-            LayerViewState(index: 1, title: "Dense(4→3, softmax)", weightNorm: 0.5, gradientNorm: 2.5e-5, saturation: nil),
+            LayerStatistics(index: 0, title: "Dense(2→4, tanh)", weightNorm: 1.23456, gradientNorm: 0.0123, saturation: 0.125),
+            LayerStatistics(index: 1, title: "Dense(4→3, softmax)", weightNorm: 0.5, gradientNorm: 2.5e-5, saturation: nil),
         ]
         state.neuron = referenceNeuron
         state.gradientCheck = failingCheck
@@ -69,19 +69,21 @@ struct ProgressRendererTests {
     // MARK: - Every phase, through a preview view model
 
     @Test(
-        "Every phase renders through a preview, its details first on the line and in the report",
+        "Every phase renders through a preview, its details (only its own) first on the line and in the report",
         arguments: [
             (TrainingViewState.Phase.idle, "idle"),
             (.running, "running"),
             (.paused, "paused"),
             (.finished, "finished"),
             (.stopped, "stopped"),
-            (.diverged(step: 37, location: "layers.1"), "diverged at step 37 in layers.1"),
-            (.failed("could not read data/train.csv"), "failed: could not read data/train.csv"),
+            (.diverged, "diverged at step 37 in layers.1"),
+            (.failed, "failed: could not read data/train.csv"),
         ])
     func everyPhase(phase: TrainingViewState.Phase, text: String) {
         let preview = PreviewViewModel<TrainingEvent, TrainingViewState>(Self.runningState())
         preview.viewState.phase = phase
+        (preview.viewState.divergedStep, preview.viewState.divergedAt) = (37, "layers.1")
+        preview.viewState.failure = "could not read data/train.csv"
         let line = renderer.line(preview.viewState)
         #expect(line.hasPrefix(text + "  epoch 3/20  step 1,234/9,380"), "\(line)")
         #expect(renderer.report(preview.viewState).contains("\n  phase          \(text)\n"))
@@ -121,7 +123,7 @@ struct ProgressRendererTests {
     @Test("A failure message with line breaks stays on one line")
     func failureOnOneLine() {
         var state = TrainingViewState()
-        state.phase = .failed("bad config\nline 3: unknown key")
+        state.fail("bad config\nline 3: unknown key")
         #expect(renderer.line(state) == "failed: bad config line 3: unknown key")
     }
 
@@ -234,35 +236,6 @@ struct ProgressRendererTests {
 
     // MARK: - JSON
 
-    /// What a `--json` consumer decodes: every key optional, to see which are absent.
-    struct JSONMirror: Decodable, Equatable {
-        var phase: String?
-        var divergedStep: Int?
-        var divergedAt: String?
-        var failure: String?
-        var title: String?
-        var epoch: Int?
-        var totalEpochs: Int?
-        var step: Int?
-        var totalSteps: Int?
-        var loss: Double?
-        var smoothedLoss: Double?
-        var validationLoss: Double?
-        var validationAccuracy: Double?
-        var samplesPerSecond: Double?
-        var secondsRemaining: Double?
-        var learningRate: Double?
-        var seed: UInt64?
-        var ignoredEventCount: Int?
-
-        static func decode(_ line: String) throws -> JSONMirror {
-            let decoder = JSONDecoder()
-            decoder.nonConformingFloatDecodingStrategy = .convertFromString(
-                positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
-            return try decoder.decode(JSONMirror.self, from: Data(line.utf8))
-        }
-    }
-
     @Test("jsonLine decodes back to the same values, bit for bit")
     func jsonRoundTrip() throws {
         var state = Self.fullState()
@@ -277,41 +250,40 @@ struct ProgressRendererTests {
         #expect(!line.contains("\n"))
         #expect(line.hasPrefix(#"{"epoch":3,"ignoredEventCount":3,"learningRate":0.001,"loss":0.1000000000000007,"#), "sorted keys: \(line)")
 
-        let decoded = try JSONMirror.decode(line)
-        #expect(
-            decoded
-                == JSONMirror(
-                    phase: "running", title: "Network[Dense(2→4, tanh), Dense(4→3, softmax)]",
-                    epoch: 3, totalEpochs: 20, step: 1_234, totalSteps: 9_380,
-                    loss: 0.1000000000000007, smoothedLoss: 0.30000000000000004, validationLoss: .leastNonzeroMagnitude,
-                    validationAccuracy: 0.87124, samplesPerSecond: 52_340.123456789, secondsRemaining: 65.5,
-                    learningRate: 1e-3, seed: .max, ignoredEventCount: 3))
+        // The line is the state's progress: decoded, it is the state without its lists.
+        let decoded = try TrainingViewState.decoder().decode(TrainingViewState.self, from: Data(line.utf8))
+        var progress = state
+        (progress.layers, progress.records, progress.ignoredEvents, progress.neuron) = ([], [], [], nil)
+        (progress.lossHistory, progress.gradientCheck) = (LossHistory(), nil)
+        #expect(decoded == progress)
         #expect(decoded.loss?.bitPattern == 0.1000000000000007.bitPattern)
+        #expect(decoded.seed == .max && decoded.ignoredEventCount == 3)
     }
 
     @Test("jsonLine leaves nil values out, and names the divergence or the failure")
     func jsonPhases() throws {
         var state = TrainingViewState()
-        state.phase = .diverged(step: 37, location: "layers.1")
+        (state.phase, state.divergedStep, state.divergedAt) = (.diverged, 37, "layers.1")
         state.loss = .nan
         let diverged = renderer.jsonLine(state)
         for absent in ["smoothedLoss", "validationLoss", "validationAccuracy", "samplesPerSecond", "secondsRemaining", "failure"] {
             #expect(!diverged.contains("\"\(absent)\""), "\(absent) in \(diverged)")
         }
-        let mirror = try JSONMirror.decode(diverged)
-        #expect(mirror.phase == "diverged")
+        #expect(diverged.contains(#""phase":"diverged""#))
+        let mirror = try TrainingViewState.decoder().decode(TrainingViewState.self, from: Data(diverged.utf8))
+        #expect(mirror.phase == .diverged)
         #expect(mirror.divergedStep == 37)
         #expect(mirror.divergedAt == "layers.1")
         #expect(mirror.loss?.isNaN == true, "NaN written as the string \"NaN\": \(diverged)")
         // A state with no seed claims none (the single neuron's run makes no random choice).
         #expect(mirror.epoch == 0 && mirror.title == "" && mirror.seed == nil)
 
-        state.phase = .failed("could not read data/train.csv")
-        state.loss = nil
+        state = TrainingViewState()
+        state.fail("could not read data/train.csv")
         let failed = renderer.jsonLine(state)
         #expect(!failed.contains("\"loss\"") && !failed.contains("diverged"))
-        let failure = try JSONMirror.decode(failed)
-        #expect(failure.phase == "failed")
+        let failure = try TrainingViewState.decoder().decode(TrainingViewState.self, from: Data(failed.utf8))
+        #expect(failure.phase == .failed && failed.contains(#""phase":"failed""#))
         #expect(failure.failure == "could not read data/train.csv", "slashes unescaped: \(failed)")
     }
 
@@ -322,12 +294,12 @@ struct ProgressRendererTests {
         let state = Self.fullState()
         let preview = PreviewViewModel<TrainingEvent, TrainingViewState>(state)
         let layer: PreviewViewModel<LayerEvent, LayerViewState> = preview.layer(1)
-        #expect(layer.viewState == state.layers[1])
-        #expect(layer.viewState.title == "Dense(4→3, softmax)")
+        #expect(layer.viewState == state.layer(1))
+        #expect(layer.viewState.statistics.title == "Dense(4→3, softmax)")
 
         layer.handle(event: .checkGradients)
         #expect(layer.receivedEvents == [.checkGradients])
-        #expect(layer.viewState == state.layers[1], "a preview child runs no check")
+        #expect(layer.viewState == state.layer(1), "a preview child runs no check")
         #expect(preview.receivedEvents.isEmpty, "nothing reaches the parent")
         #expect(preview.viewState == state, "nothing ran")
     }

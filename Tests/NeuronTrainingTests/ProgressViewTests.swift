@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import Testing
 
@@ -166,8 +167,8 @@ struct ProgressViewTests {
         #expect(writesAfter == [1, 2, 3, 4, 5])
         #expect(output.writes.allSatisfy { $0.hasSuffix("\n") && $0.dropLast().firstIndex(of: "\n") == nil })
 
-        let objects = try output.writes.map { try ProgressRendererTests.JSONMirror.decode(String($0.dropLast())) }
-        #expect(objects.map(\.phase) == ["running", "running", "paused", "running", "finished"])
+        let objects = try output.writes.map { try TrainingViewState.decoder().decode(TrainingViewState.self, from: Data($0.utf8)) }
+        #expect(objects.map(\.phase) == [.running, .running, .paused, .running, .finished])
         #expect(objects.map(\.step) == [1, 2, 2, 3, 10])
         #expect(objects.last?.loss == 1 / 11.0)
     }
@@ -186,7 +187,7 @@ struct ProgressViewTests {
     @Test(
         "run() returns when the phase becomes stopped, diverged or failed, having written it",
         arguments: [
-            TrainingViewState.Phase.stopped, .diverged(step: 37, location: "layers.1"), .failed("out of memory"),
+            TrainingViewState.Phase.stopped, .diverged, .failed,
         ])
     func endingPhases(phase: TrainingViewState.Phase) async throws {
         let output = Output()
@@ -196,7 +197,7 @@ struct ProgressViewTests {
             states: [Self.state(.running, step: 36), end], output: output)
         #expect(final == end)
         #expect(output.writes.last == renderer.line(end) + "\n")
-        #expect(output.writes.last?.hasPrefix(phase.description) == true)
+        #expect(output.writes.last?.hasPrefix(phase.rawValue) == true)
     }
 
     @Test("A model already finished is written once and run() returns at once")

@@ -238,21 +238,32 @@ struct RunOutputsTests {
         }
     }
 
-    @Test("summary.json holds the summary, and leaves out what a run did not have")
+    @Test("summary.json holds the final state's progress and the summary, and leaves out what a run did not have")
     func summary() throws {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         let outputs = RunOutputs(directory: directory.path)
-        var summary = RunSummary(
-            title: "Network[Dense(2→1, tanh)]", phase: "finished", epochs: 3, steps: 12, seed: 9,
-            precision: "double", blas: "OpenBLAS", trainingSeconds: 0.5)
+        var state = TrainingViewState()
+        (state.title, state.phase, state.epoch, state.totalEpochs, state.step, state.totalSteps) = (
+            "Network[Dense(2→1, tanh)]", .finished, 3, 3, 12, 12
+        )
+        (state.seed, state.learningRate) = (9, 0.5)
+        state.records = [EpochRecord(epoch: 3, step: 12, trainingLoss: 0.125, trainingAccuracy: nil, validationLoss: nil, validationAccuracy: nil)]
+        var summary = RunSummary(precision: "double", blas: "OpenBLAS", trainingSeconds: 0.5)
         summary.trainingLoss = 0.125
         summary.evaluatedOn = "test"
-        try outputs.writeSummary(summary)
+        try outputs.writeSummary(summary, state: state)
         let data = try Data(contentsOf: URL(fileURLWithPath: outputs.path("summary.json")))
         #expect(try JSONDecoder().decode(RunSummary.self, from: data) == summary)
+        var progress = state
+        progress.records = []  // the progress has no lists
+        #expect(try TrainingViewState.decoder().decode(TrainingViewState.self, from: data) == progress)
         let keys = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any]).keys
-        #expect(Set(keys) == ["title", "phase", "epochs", "steps", "seed", "precision", "blas", "trainingSeconds", "trainingLoss", "evaluatedOn"])
+        #expect(
+            Set(keys) == [
+                "title", "phase", "epoch", "totalEpochs", "step", "totalSteps", "learningRate", "seed", "ignoredEventCount", "precision",
+                "blas", "trainingSeconds", "trainingLoss", "evaluatedOn",
+            ])
     }
 
     @Test("prepare makes the directory; holdsRun says whether a checkpoint is there")

@@ -146,8 +146,8 @@ struct TrainingViewModelTests {
             batchSize: 16, epochs: 100, seed: 4)
         let vm = TrainingViewModel(engine: engine, policy: .every(1))
         vm.handle(event: .start)
-        let state = try await waitUntil(vm) { if case .diverged = $0.phase { true } else { false } }
-        guard case let .diverged(step, location) = state.phase else { return }
+        let state = try await waitUntil(vm) { $0.phase == .diverged }
+        let (step, location) = (try #require(state.divergedStep), try #require(state.divergedAt))
         #expect(step >= 1 && step < state.totalSteps && step == state.step)
         #expect(location.hasPrefix("layers.") || location == "loss", "\(location)")
         #expect(state.loss.map { !$0.isFinite } == true)
@@ -162,11 +162,11 @@ struct TrainingViewModelTests {
         let vm = TrainingViewModel(engine: try xorEngine(epochs: 10), policy: .every(1))
         let first = vm.layer(0), second = vm.layer(1)
         #expect(vm.layer(0) === first)
-        #expect(second.viewState.title == "Dense(4→1, tanh)")
-        let before = first.viewState.weightNorm
+        #expect(second.viewState.statistics.title == "Dense(4→1, tanh)")
+        let before = first.viewState.statistics.weightNorm
         vm.handle(event: .start)
         _ = try await waitUntil(vm) { $0.phase == .finished }
-        #expect(first.viewState.weightNorm != before && first.viewState == vm.viewState.layers[0])
+        #expect(first.viewState.statistics.weightNorm != before && first.viewState == vm.viewState.layer(0))
         second.handle(event: .checkGradients)
         let checked = try await waitUntil(vm) { $0.gradientCheck != nil }
         #expect(checked.gradientCheck?.passed == true)

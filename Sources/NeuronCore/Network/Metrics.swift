@@ -67,7 +67,7 @@ public struct ConfusionMatrix: Sendable, Equatable, Codable, CustomStringConvert
 
 /// One layer's health, for displays: how large its weights and their gradients are, and how
 /// many of its units are saturated.
-public struct LayerStatistics: Sendable, Equatable {
+public struct LayerStatistics: Sendable, Equatable, Codable {
     /// The layer's index in the network.
     public var index: Int
     /// `Dense(784→256, tanh)`.

@@ -16,7 +16,7 @@ public struct ProgressRenderer: Sendable {
     /// and epoch or step counts when nothing is planned or done yet, are left out.
     public func line(_ state: TrainingViewState) -> String {
         // A live display redraws one line in place: a message with line breaks would scroll it.
-        var fields = [state.phase.description.replacingOccurrences(of: "\n", with: " ")]
+        var fields = [state.phaseText.replacingOccurrences(of: "\n", with: " ")]
         if let epochs = Self.progress(state.epoch, of: state.totalEpochs) { fields.append("epoch \(epochs)") }
         if let steps = Self.progress(state.step, of: state.totalSteps) { fields.append("step \(steps)") }
         if let losses = Self.losses(state) { fields.append("loss \(losses)") }
@@ -35,7 +35,7 @@ public struct ProgressRenderer: Sendable {
         var lines: [String] = []
         if !state.title.isEmpty { lines.append(state.title) }
 
-        var summary: [(String, String)] = [("phase", state.phase.description)]
+        var summary: [(String, String)] = [("phase", state.phaseText)]
         if let epochs = Self.progress(state.epoch, of: state.totalEpochs) { summary.append(("epoch", epochs)) }
         if let steps = Self.progress(state.step, of: state.totalSteps) { summary.append(("step", steps)) }
         if let losses = Self.losses(state) { summary.append(("loss", losses)) }
@@ -96,66 +96,17 @@ public struct ProgressRenderer: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    /// One JSON object on one line, for `--json` progress: keys `phase` (plus `divergedStep` and
-    /// `divergedAt`, or `failure`), `title`, `epoch`, `totalEpochs`, `step`, `totalSteps`, `loss`,
-    /// `smoothedLoss`, `validationLoss`, `validationAccuracy`, `samplesPerSecond`,
-    /// `secondsRemaining`, `learningRate`, `seed`, `ignoredEventCount`; nil values left out.
+    /// One JSON object on one line, for `--json` progress: the state's ``TrainingViewState/Extent/progress``
+    /// encoding, keys `phase` (plus `divergedStep` and `divergedAt`, or `failure`), `title`, `epoch`,
+    /// `totalEpochs`, `step`, `totalSteps`, `loss`, `smoothedLoss`, `validationLoss`,
+    /// `validationAccuracy`, `samplesPerSecond`, `secondsRemaining`, `rankStepSeconds`,
+    /// `learningRate`, `seed`, `ignoredEventCount`; nil values left out.
     ///
-    /// Numbers are written at full round-trip precision. A diverged run's NaN or infinite numbers,
-    /// which JSON cannot hold, are written as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`
-    /// (`JSONDecoder` reads them back with the matching `nonConformingFloatDecodingStrategy`).
+    /// Numbers are written at full round-trip precision; NaN and infinities as strings
+    /// (``TrainingViewState/decoder()`` reads the line back).
     public func jsonLine(_ state: TrainingViewState) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(
-            positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
         // Cannot throw: strings, integers and Doubles, with the non-finite ones written as strings.
-        let data = try! encoder.encode(ProgressJSON(state))
-        return String(decoding: data, as: UTF8.self)
-    }
-}
-
-// MARK: - JSON
-
-/// The shape of ``ProgressRenderer/jsonLine(_:)``: synthesized `Encodable` leaves nil out.
-private struct ProgressJSON: Encodable {
-    var phase: String
-    var divergedStep: Int?
-    var divergedAt: String?
-    var failure: String?
-    var title: String
-    var epoch: Int
-    var totalEpochs: Int
-    var step: Int
-    var totalSteps: Int
-    var loss: Double?
-    var smoothedLoss: Double?
-    var validationLoss: Double?
-    var validationAccuracy: Double?
-    var samplesPerSecond: Double?
-    var secondsRemaining: Double?
-    var rankStepSeconds: [Double]?
-    var learningRate: Double
-    var seed: UInt64?
-    var ignoredEventCount: Int
-
-    init(_ state: TrainingViewState) {
-        switch state.phase {
-        case .idle: phase = "idle"
-        case .running: phase = "running"
-        case .paused: phase = "paused"
-        case .finished: phase = "finished"
-        case .stopped: phase = "stopped"
-        case let .diverged(step, location): (phase, divergedStep, divergedAt) = ("diverged", step, location)
-        case let .failed(message): (phase, failure) = ("failed", message)
-        }
-        title = state.title
-        (epoch, totalEpochs, step, totalSteps) = (state.epoch, state.totalEpochs, state.step, state.totalSteps)
-        (loss, smoothedLoss) = (state.loss, state.smoothedLoss)
-        (validationLoss, validationAccuracy) = (state.validationLoss, state.validationAccuracy)
-        (samplesPerSecond, secondsRemaining) = (state.samplesPerSecond, state.secondsRemaining)
-        rankStepSeconds = state.rankStepSeconds
-        (learningRate, seed, ignoredEventCount) = (state.learningRate, state.seed, state.ignoredEventCount)
+        String(decoding: try! TrainingViewState.encoder(.progress).encode(state), as: UTF8.self)
     }
 }
 

@@ -9,20 +9,13 @@ import Glibc
 import Darwin
 #endif
 
-/// What a finished (or stopped) run reports, as `summary.json`.
+/// What only the end of a finished (or stopped) run knows; `summary.json` holds it beside the
+/// final state's progress (``json(with:pretty:)``).
 public struct RunSummary: Sendable, Equatable, Codable {
-    public var title: String
-    /// `finished`, `stopped`, `diverged at step …`.
-    public var phase: String
-    public var epochs: Int
-    public var steps: Int
-    /// Nil when the run makes no random choice (the single neuron).
-    public var seed: UInt64?
     public var precision: String
     public var blas: String
+    /// The last epoch's mean training loss.
     public var trainingLoss: Double?
-    public var validationLoss: Double?
-    public var validationAccuracy: Double?
     /// `test` or `validation`: the rows of the final evaluation.
     public var evaluatedOn: String?
     public var evaluationLoss: Double?
@@ -32,15 +25,23 @@ public struct RunSummary: Sendable, Equatable, Codable {
     public var trainedBias: Double?
     public var trainedOutput: Double?
     public var trainingSeconds: Double
-    public var samplesPerSecond: Double?
     public var checkpoint: String?
 
-    public init(
-        title: String, phase: String, epochs: Int, steps: Int, seed: UInt64?, precision: String, blas: String,
-        trainingSeconds: Double
-    ) {
-        (self.title, self.phase, self.epochs, self.steps, self.seed, self.precision, self.blas, self.trainingSeconds) =
-            (title, phase, epochs, steps, seed, precision, blas, trainingSeconds)
+    public init(precision: String, blas: String, trainingSeconds: Double) {
+        (self.precision, self.blas, self.trainingSeconds) = (precision, blas, trainingSeconds)
+    }
+
+    /// The summary and `state`'s ``TrainingViewState/Extent/progress`` encoding, as one JSON object:
+    /// `summary.json`, and the last line of `--json`. Each decodes from it on its own.
+    public func json(with state: TrainingViewState, pretty: Bool = false) throws -> Data {
+        struct Both: Encodable {
+            var state: TrainingViewState, summary: RunSummary
+            func encode(to encoder: any Encoder) throws {
+                try state.encode(to: encoder)
+                try summary.encode(to: encoder)
+            }
+        }
+        return try TrainingViewState.encoder(.progress, pretty: pretty).encode(Both(state: state, summary: self))
     }
 }
 
@@ -174,12 +175,10 @@ public struct RunOutputs: Sendable {
         try AtomicFile.write(Curves.svg(records, title: title), to: path("curves.svg"))
     }
 
-    /// `summary.json`.
-    public func writeSummary(_ summary: RunSummary) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    /// `summary.json`: the summary with the run's final `state`.
+    public func writeSummary(_ summary: RunSummary, state: TrainingViewState) throws {
         try beforeWrite("summary.json")
-        try AtomicFile.write(Array(try encoder.encode(summary)), to: path("summary.json"))
+        try AtomicFile.write(Array(try summary.json(with: state, pretty: true)), to: path("summary.json"))
     }
 }
 

@@ -99,13 +99,11 @@ public final class TrainingSession {
         }
 
         let checkpoint = Checkpoint(ended, config: run.config, preprocessing: run.preprocessing, overrides: run.overrides)
-        var summary = RunSummary(
-            title: ended.title, phase: final.phase.description, epochs: ended.epoch, steps: ended.stepsTaken, seed: ended.seed,
-            precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: seconds)
+        // The summary shows the final state with the speed over the whole run, and no time left.
+        var shown = final
+        (shown.samplesPerSecond, shown.secondsRemaining) = (seconds > 0 ? Double(ended.stepsTaken * ended.samplesPerStep) / seconds : nil, nil)
+        var summary = RunSummary(precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: seconds)
         summary.trainingLoss = ended.records.last?.trainingLoss
-        summary.validationLoss = ended.records.last?.validationLoss
-        summary.validationAccuracy = ended.records.last?.validationAccuracy
-        summary.samplesPerSecond = seconds > 0 ? Double(ended.stepsTaken * ended.samplesPerStep) / seconds : nil
         if let row = final.neuron {
             (summary.trainedWeight, summary.trainedBias, summary.trainedOutput) = (row.weight, row.bias, row.output)
         }
@@ -120,15 +118,15 @@ public final class TrainingSession {
             if final.phase == .finished, let (name, evaluation) = try ended.finalEvaluation() {
                 (summary.evaluatedOn, summary.evaluationLoss, summary.evaluationAccuracy) = (name, evaluation.loss, evaluation.accuracy)
             }
-            try outputs.writeSummary(summary)
-            report(summary, stopped: final.phase == .stopped)
+            try outputs.writeSummary(summary, state: shown)
+            report(summary, state: shown, stopped: final.phase == .stopped)
             return final.phase == .finished ? 0 : 130
         default:
             // Diverged or failed: the run directory keeps the last good epoch end (the diverged
             // step never completes an epoch), written now if the writer had not got to it.
             writeEpochFiles(pending, records: final.records, of: run, checkpointNow: true)
             if let writeFailure { writeError("neuron: \(writeFailure)\n") }
-            writeError("neuron: training \(final.phase); the run directory keeps what was written before (\(outputs.directory))\n")
+            writeError("neuron: training \(final.phaseText); the run directory keeps what was written before (\(outputs.directory))\n")
             return 1
         }
     }
@@ -166,19 +164,17 @@ public final class TrainingSession {
         }
     }
 
-    private func report(_ summary: RunSummary, stopped: Bool) {
+    private func report(_ summary: RunSummary, state: TrainingViewState, stopped: Bool) {
         if style == .json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            write(String(decoding: (try? encoder.encode(summary)) ?? Data(), as: UTF8.self) + "\n")
+            write(String(decoding: (try? summary.json(with: state)) ?? Data(), as: UTF8.self) + "\n")
             return
         }
         var lines = [
-            "\(summary.title): \(summary.phase) after \(summary.epochs) epoch\(summary.epochs == 1 ? "" : "s"), \(summary.steps) steps in \(String(format: "%.1f", summary.trainingSeconds)) s\(summary.seed.map { " (seed \($0))" } ?? "")"
+            "\(state.title): \(state.phaseText) after \(state.epoch) epoch\(state.epoch == 1 ? "" : "s"), \(state.step) steps in \(String(format: "%.1f", summary.trainingSeconds)) s\(state.seed.map { " (seed \($0))" } ?? "")"
         ]
         if let loss = summary.trainingLoss { lines.append("  training loss        \(loss)") }
         // Without test rows the final evaluation is on the validation rows and prints their accuracy itself.
-        if let accuracy = summary.validationAccuracy, summary.evaluatedOn != "validation" {
+        if let accuracy = state.validationAccuracy, summary.evaluatedOn != "validation" {
             lines.append("  validation accuracy  \(accuracy)")
         }
         if let name = summary.evaluatedOn, let loss = summary.evaluationLoss {

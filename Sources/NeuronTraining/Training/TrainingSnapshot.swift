@@ -7,7 +7,7 @@ import NeuronCore
 /// neuron's row, the epochs completed.
 public struct TrainingSnapshot: Sendable, Equatable {
     /// The single neuron's row of Docs/Reference.md §1's table, at the current parameters.
-    public struct NeuronRow: Sendable, Equatable {
+    public struct NeuronRow: Sendable, Equatable, Codable {
         public var input: Double, weight: Double, bias: Double, target: Double
         public var net: Double, output: Double, error: Double, loss: Double
         /// ∂L/∂output, ∂L/∂net (= ∂L/∂b), ∂L/∂w, ∂L/∂x.

@@ -70,14 +70,14 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
     /// The view model of layer `index`, the same one every time.
     public func layer(_ index: Int) -> LayerTrainingViewModel {
         if let child = children[index] { return child }
-        let child = LayerTrainingViewModel(parent: self, state: viewState.layers[index])
+        let child = LayerTrainingViewModel(parent: self, state: viewState.layer(index))
         children[index] = child
         return child
     }
 
     public func handle(event: TrainingEvent) {
         guard let action = action(for: event) else {
-            ignore(event)
+            viewState.ignore(event)
             return
         }
         action()
@@ -160,20 +160,12 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
             }
         }
         activity = Task { [weak self] in
-            for await snapshot in snapshots { self?.receive(snapshot, phase: .running, kept: kept, run: id) }
+            for await snapshot in snapshots { self?.receive(snapshot, end: nil, kept: kept, run: id) }
             let (engine, record, end) = await loop.value
             guard let self, id == self.runID else { return }
             self.heldEngine = engine
             self.record = record
-            let phase: TrainingViewState.Phase =
-                switch end {
-                case .finished: .finished
-                case .paused: .paused
-                case .stopped: .stopped
-                case let .diverged(step, location): .diverged(step: step, location: location)
-                case let .failed(message): .failed(message)
-                }
-            self.receive(LoopSnapshot(engine: engine.snapshot(), record: record), phase: phase, kept: kept, run: id)
+            self.receive(LoopSnapshot(engine: engine.snapshot(), record: record), end: end, kept: kept, run: id)
         }
     }
 
@@ -190,13 +182,13 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
                 state.gradientCheck = report
                 self.show(state)
             case let .failure(error):
-                self.viewState.phase = .failed("gradient check: \(error)")
+                self.viewState.fail("gradient check: \(error)")
             }
         }
     }
 
-    /// A snapshot, or the final one, from run `id`.
-    private func receive(_ snapshot: LoopSnapshot, phase: TrainingViewState.Phase, kept: EpochEnds<Engine>?, run id: Int) {
+    /// A snapshot from run `id`, or its final one with how it ended.
+    private func receive(_ snapshot: LoopSnapshot, end: LoopEnd?, kept: EpochEnds<Engine>?, run id: Int) {
         guard id == runID else { return }
         // The epoch ends kept so far are published before the state that follows them, so that
         // once a run's final state shows, every one of its epoch ends has.
@@ -207,7 +199,9 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
             lastLoopCheck = report
             lastCheck = report
         }
-        show(TrainingViewState(phase: phase, engine: snapshot.engine, loop: snapshot.record))
+        var state = TrainingViewState(phase: .running, engine: snapshot.engine, loop: snapshot.record)
+        if let end { state.end(end) }
+        show(state)
     }
 
     /// Replaces the state whole, keeping what only the view model knows.
@@ -216,23 +210,16 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         state.gradientCheck = lastCheck
         state.ignoredEvents = viewState.ignoredEvents
         state.ignoredEventCount = viewState.ignoredEventCount
-        for i in state.layers.indices {
-            state.layers[i].gradientCheck = lastCheck?.tensors.filter { $0.layer == i } ?? []
-        }
         viewState = state
-        for (i, child) in children where i < state.layers.count { child.update(state.layers[i]) }
+        for (i, child) in children where i < state.layers.count { child.update(state.layer(i)) }
     }
 
-    private func ignore(_ event: TrainingEvent) {
-        viewState.ignoredEvents.append(.init(event: event, phase: viewState.phase))
-        if viewState.ignoredEvents.count > 8 { viewState.ignoredEvents.removeFirst() }
-        viewState.ignoredEventCount += 1
-    }
 }
 
 extension TrainingViewState {
-    /// What a display shows of an engine's snapshot and the loop's record, in `phase`.
-    init(phase: Phase, engine snapshot: TrainingSnapshot, loop record: LoopRecord) {
+    /// What a display shows of an engine's snapshot, in `phase` (no step's loss or speed: those
+    /// are the loop's).
+    public init(phase: Phase, engine snapshot: TrainingSnapshot) {
         self.init()
         self.phase = phase
         title = snapshot.title
@@ -240,12 +227,28 @@ extension TrainingViewState {
         (learningRate, seed) = (snapshot.learningRate, snapshot.seed)
         (validationLoss, validationAccuracy) = (snapshot.validationLoss, snapshot.validationAccuracy)
         rankStepSeconds = snapshot.rankStepSeconds
-        layers = snapshot.layers.map { LayerViewState($0) }
+        layers = snapshot.layers
         neuron = snapshot.neuron
         records = snapshot.records
+    }
+
+    /// What a display shows of an engine's snapshot and the loop's record, in `phase`.
+    init(phase: Phase, engine snapshot: TrainingSnapshot, loop record: LoopRecord) {
+        self.init(phase: phase, engine: snapshot)
         (loss, smoothedLoss, lossHistory) = (record.loss, record.smoothedLoss, record.history)
         (samplesPerSecond, secondsRemaining) = (record.samplesPerSecond, record.secondsRemaining)
         gradientCheck = record.gradientCheck
+    }
+
+    /// The phase a run's loop ended in, with a divergence's step and place or a failure's message.
+    mutating func end(_ end: LoopEnd) {
+        switch end {
+        case .finished: phase = .finished
+        case .paused: phase = .paused
+        case .stopped: phase = .stopped
+        case let .diverged(step, location): (phase, divergedStep, divergedAt) = (.diverged, step, location)
+        case let .failed(message): fail(message)
+        }
     }
 }
 

@@ -1,9 +1,12 @@
+import Foundation
 import NeuronCore
 
 /// Everything a display of a training run needs, as one value: an observer never sees half a step.
+/// It is `Codable` once; the terminal line, `--json`, `summary.json` and the dashboard's frame are
+/// views of it (see ``encoder(_:pretty:)``).
 public struct TrainingViewState: Sendable, Equatable {
-    /// Where the run is.
-    public enum Phase: Sendable, Equatable, CustomStringConvertible {
+    /// Where the run is; the raw value is its name everywhere (JSON, the terminal, the page).
+    public enum Phase: String, Sendable, Codable, CaseIterable {
         /// Built, not started.
         case idle
         /// The loop is taking steps.
@@ -14,36 +17,42 @@ public struct TrainingViewState: Sendable, Equatable {
         case finished
         /// Ended by `stop`; `resume` still goes on.
         case stopped
-        /// A loss or output turned NaN or infinite at `step`, first seen at `location`.
-        case diverged(step: Int, location: String)
-        /// Something went wrong that is not the numbers' fault.
-        case failed(String)
-
-        public var description: String {
-            switch self {
-            case .idle: "idle"
-            case .running: "running"
-            case .paused: "paused"
-            case .finished: "finished"
-            case .stopped: "stopped"
-            case let .diverged(step, location): "diverged at step \(step) in \(location)"
-            case let .failed(message): "failed: \(message)"
-            }
-        }
+        /// A loss or output turned NaN or infinite (at ``divergedStep``, first seen at ``divergedAt``).
+        case diverged
+        /// Something went wrong that is not the numbers' fault (``failure`` says what).
+        case failed
     }
 
-    /// An event that meant nothing in the phase it arrived in.
-    public struct IgnoredEvent: Sendable, Equatable {
+    /// An event that meant nothing in the phase it arrived in; as JSON the event's own object with
+    /// the phase added, `{"event": "step", "count": 5, "phase": "running"}`.
+    public struct IgnoredEvent: Sendable, Equatable, Codable {
         public var event: TrainingEvent
         public var phase: Phase
 
         public init(event: TrainingEvent, phase: Phase) { (self.event, self.phase) = (event, phase) }
+
+        private enum CodingKeys: String, CodingKey { case phase }
+
+        public init(from decoder: any Decoder) throws {
+            event = try TrainingEvent(from: decoder)
+            phase = try decoder.container(keyedBy: CodingKeys.self).decode(Phase.self, forKey: .phase)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            try event.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(phase, forKey: .phase)
+        }
     }
 
     /// The single neuron's row of Docs/Reference.md §1's table, shown as the engine reports it.
     public typealias NeuronRow = TrainingSnapshot.NeuronRow
 
     public var phase: Phase = .idle
+    /// When diverged: the step whose loss or output was not finite, and where it first showed.
+    public var divergedStep: Int?, divergedAt: String?
+    /// When failed: what went wrong.
+    public var failure: String?
     /// What is trained, e.g. `Network[Dense(2→4, tanh), Dense(4→1, tanh)]` or `Neuron(1 input, tanh)`.
     public var title: String = ""
     /// Epochs completed (the neuron counts each iteration as an epoch of one sample).
@@ -77,8 +86,8 @@ public struct TrainingViewState: Sendable, Equatable {
     public var seed: UInt64?
     /// The last gradient check's report.
     public var gradientCheck: GradientCheckReport?
-    /// One summary per layer.
-    public var layers: [LayerViewState] = []
+    /// Each layer's statistics at the last snapshot.
+    public var layers: [LayerStatistics] = []
     /// The neuron's row of the reference table, when a single neuron is trained.
     public var neuron: NeuronRow?
     /// One record per completed epoch (what `metrics.csv` and `curves.svg` show).
@@ -92,50 +101,151 @@ public struct TrainingViewState: Sendable, Equatable {
 
     /// Whether the loop is taking steps.
     public var isRunning: Bool { phase == .running }
-}
 
-/// One layer's health at a snapshot.
-public struct LayerViewState: Sendable, Equatable {
-    /// The layer's place in the network.
-    public var index: Int
-    /// `Dense(784→256, tanh)`.
-    public var title: String
-    /// ‖w‖₂ over the layer's weights (biases excluded).
-    public var weightNorm: Double
-    /// ‖∂L/∂w‖₂ from the last step.
-    public var gradientNorm: Double
-    /// For tanh layers, the share of the last batch's outputs with |y| > 0.99 (units whose
-    /// gradient has all but vanished); nil for other activations.
-    public var saturation: Double?
-    /// For relu layers, the share of the last batch's outputs that are 0; nil for other activations.
-    public var deadShare: Double?
-    /// For batch normalization, the running mean and variance averaged over channels.
-    public var runningMean: Double?, runningVariance: Double?
-    /// This layer's rows of the last gradient check.
-    public var gradientCheck: [GradientCheckReport.TensorResult] = []
-
-    public init(
-        index: Int, title: String, weightNorm: Double, gradientNorm: Double, saturation: Double?,
-        gradientCheck: [GradientCheckReport.TensorResult] = []
-    ) {
-        (self.index, self.title, self.weightNorm, self.gradientNorm, self.saturation, self.gradientCheck) =
-            (index, title, weightNorm, gradientNorm, saturation, gradientCheck)
+    /// The phase in words, with a divergence's step and place or a failure's message:
+    /// `diverged at step 37 in layers.1`, `failed: could not read data/train.csv`.
+    public var phaseText: String {
+        switch phase {
+        case .diverged: "diverged at step \(divergedStep ?? step) in \(divergedAt ?? "an unknown place")"
+        case .failed: failure.map { "failed: \($0)" } ?? "failed"
+        default: phase.rawValue
+        }
     }
 
-    /// The layer as an engine's statistics describe it, with its rows of the last gradient check.
-    public init(_ statistics: LayerStatistics, gradientCheck: [GradientCheckReport.TensorResult] = []) {
-        self.init(
-            index: statistics.index, title: statistics.title, weightNorm: statistics.weightNorm,
-            gradientNorm: statistics.gradientNorm, saturation: statistics.saturation, gradientCheck: gradientCheck)
-        (deadShare, runningMean, runningVariance) = (statistics.deadShare, statistics.runningMean, statistics.runningVariance)
+    /// Ends the state in ``Phase/failed`` with `message`, in one change.
+    public mutating func fail(_ message: String) {
+        (phase, failure) = (.failed, message)
+    }
+
+    /// Records `event` as ignored in the current phase, in one change: the newest 8 kept, all counted.
+    public mutating func ignore(_ event: TrainingEvent) {
+        ignoredEvents.append(IgnoredEvent(event: event, phase: phase))
+        if ignoredEvents.count > 8 { ignoredEvents.removeFirst() }
+        ignoredEventCount += 1
+    }
+
+    /// Layer `index`'s view: its statistics and its rows of the last gradient check.
+    public func layer(_ index: Int) -> LayerViewState {
+        LayerViewState(statistics: layers[index], gradientCheck: gradientCheck?.tensors.filter { $0.layer == index } ?? [])
+    }
+}
+
+// MARK: - JSON
+
+extension TrainingViewState: Codable {
+    /// How much of the state an encoding carries.
+    public enum Extent: Sendable {
+        /// The numbers of the terminal line, no lists: `--json` writes one line per snapshot, and
+        /// a line must not grow with the run; `summary.json`.
+        case progress
+        /// Everything, lists included: the dashboard's frame.
+        case full
+    }
+
+    /// The one JSON encoding of the state and of every view made of it: keys sorted, slashes
+    /// unescaped, nil values left out, numbers at full round-trip precision, and a diverged run's
+    /// NaN and infinities, which JSON cannot hold, as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
+    public static func encoder(_ extent: Extent, pretty: Bool = false) -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        encoder.userInfo[extentKey] = extent
+        return encoder
+    }
+
+    /// The decoder of what ``encoder(_:pretty:)`` writes.
+    public static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return decoder
+    }
+
+    private static let extentKey = CodingUserInfoKey(rawValue: "TrainingViewState.Extent")!
+
+    private enum CodingKeys: String, CodingKey {
+        case phase, divergedStep, divergedAt, failure, title, epoch, totalEpochs, step, totalSteps, loss, smoothedLoss
+        case validationLoss, validationAccuracy, samplesPerSecond, secondsRemaining, rankStepSeconds, learningRate, seed
+        case ignoredEventCount
+        // The lists, only in the full extent.
+        case lossHistory, gradientCheck, layers, neuron, records, ignoredEvents
+    }
+
+    /// Reads either extent: what a progress encoding leaves out stays empty.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init()
+        phase = try c.decode(Phase.self, forKey: .phase)
+        (divergedStep, divergedAt, failure) = (
+            try c.decodeIfPresent(Int.self, forKey: .divergedStep), try c.decodeIfPresent(String.self, forKey: .divergedAt),
+            try c.decodeIfPresent(String.self, forKey: .failure)
+        )
+        title = try c.decode(String.self, forKey: .title)
+        (epoch, totalEpochs) = (try c.decode(Int.self, forKey: .epoch), try c.decode(Int.self, forKey: .totalEpochs))
+        (step, totalSteps) = (try c.decode(Int.self, forKey: .step), try c.decode(Int.self, forKey: .totalSteps))
+        (loss, smoothedLoss) = (try c.decodeIfPresent(Double.self, forKey: .loss), try c.decodeIfPresent(Double.self, forKey: .smoothedLoss))
+        validationLoss = try c.decodeIfPresent(Double.self, forKey: .validationLoss)
+        validationAccuracy = try c.decodeIfPresent(Double.self, forKey: .validationAccuracy)
+        samplesPerSecond = try c.decodeIfPresent(Double.self, forKey: .samplesPerSecond)
+        secondsRemaining = try c.decodeIfPresent(Double.self, forKey: .secondsRemaining)
+        rankStepSeconds = try c.decodeIfPresent([Double].self, forKey: .rankStepSeconds)
+        (learningRate, seed) = (try c.decode(Double.self, forKey: .learningRate), try c.decodeIfPresent(UInt64.self, forKey: .seed))
+        ignoredEventCount = try c.decode(Int.self, forKey: .ignoredEventCount)
+        lossHistory = try c.decodeIfPresent(LossHistory.self, forKey: .lossHistory) ?? LossHistory()
+        gradientCheck = try c.decodeIfPresent(GradientCheckReport.self, forKey: .gradientCheck)
+        layers = try c.decodeIfPresent([LayerStatistics].self, forKey: .layers) ?? []
+        neuron = try c.decodeIfPresent(NeuronRow.self, forKey: .neuron)
+        records = try c.decodeIfPresent([EpochRecord].self, forKey: .records) ?? []
+        ignoredEvents = try c.decodeIfPresent([IgnoredEvent].self, forKey: .ignoredEvents) ?? []
+    }
+
+    /// Writes the extent the encoder's ``encoder(_:pretty:)`` asks for (``Extent/full`` when none).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(phase, forKey: .phase)
+        try c.encodeIfPresent(divergedStep, forKey: .divergedStep)
+        try c.encodeIfPresent(divergedAt, forKey: .divergedAt)
+        try c.encodeIfPresent(failure, forKey: .failure)
+        try c.encode(title, forKey: .title)
+        try c.encode(epoch, forKey: .epoch)
+        try c.encode(totalEpochs, forKey: .totalEpochs)
+        try c.encode(step, forKey: .step)
+        try c.encode(totalSteps, forKey: .totalSteps)
+        try c.encodeIfPresent(loss, forKey: .loss)
+        try c.encodeIfPresent(smoothedLoss, forKey: .smoothedLoss)
+        try c.encodeIfPresent(validationLoss, forKey: .validationLoss)
+        try c.encodeIfPresent(validationAccuracy, forKey: .validationAccuracy)
+        try c.encodeIfPresent(samplesPerSecond, forKey: .samplesPerSecond)
+        try c.encodeIfPresent(secondsRemaining, forKey: .secondsRemaining)
+        try c.encodeIfPresent(rankStepSeconds, forKey: .rankStepSeconds)
+        try c.encode(learningRate, forKey: .learningRate)
+        try c.encodeIfPresent(seed, forKey: .seed)
+        try c.encode(ignoredEventCount, forKey: .ignoredEventCount)
+        guard encoder.userInfo[Self.extentKey] as? Extent != .progress else { return }
+        try c.encode(lossHistory, forKey: .lossHistory)
+        try c.encodeIfPresent(gradientCheck, forKey: .gradientCheck)
+        try c.encode(layers, forKey: .layers)
+        try c.encodeIfPresent(neuron, forKey: .neuron)
+        try c.encode(records, forKey: .records)
+        try c.encode(ignoredEvents, forKey: .ignoredEvents)
+    }
+}
+
+/// One layer's view: its statistics at the last snapshot and its rows of the last gradient check,
+/// both taken from the run's ``TrainingViewState`` (``TrainingViewState/layer(_:)``).
+public struct LayerViewState: Sendable, Equatable {
+    public var statistics: LayerStatistics
+    public var gradientCheck: [GradientCheckReport.TensorResult]
+
+    public init(statistics: LayerStatistics, gradientCheck: [GradientCheckReport.TensorResult] = []) {
+        (self.statistics, self.gradientCheck) = (statistics, gradientCheck)
     }
 }
 
 /// A loss curve that never holds more than `capacity` points: each point is the mean of `stride`
 /// consecutive steps, and when the curve fills up, neighbours merge and the stride doubles.
-public struct LossHistory: Sendable, Equatable {
+public struct LossHistory: Sendable, Equatable, Codable {
     /// One point of the curve.
-    public struct Point: Sendable, Equatable {
+    public struct Point: Sendable, Equatable, Codable {
         /// The last step the point covers.
         public var step: Int
         /// The mean loss over the steps it covers.

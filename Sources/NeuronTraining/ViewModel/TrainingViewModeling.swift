@@ -20,7 +20,7 @@ public protocol TrainingViewModeling: ViewModel where ViewEvent == TrainingEvent
 extension PreviewViewModel: TrainingViewModeling where ViewEvent == TrainingEvent, ViewState == TrainingViewState {
     /// A preview child showing the injected state's layer `index`.
     public func layer(_ index: Int) -> PreviewViewModel<LayerEvent, LayerViewState> {
-        PreviewViewModel<LayerEvent, LayerViewState>(viewState.layers[index])
+        PreviewViewModel<LayerEvent, LayerViewState>(viewState.layer(index))
     }
 
     /// Every event: a preview records whatever it is sent.
