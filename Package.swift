@@ -57,7 +57,7 @@ let package = Package(
 
         /// What turns the engine into a tool: config (YAML/JSON), checkpoints (safetensors), the
         /// view-model protocol, the training view models and their loop off the main actor, the
-        /// preview view model, the progress renderer.
+        /// preview view model, the run launcher and session that leave a run directory.
         .target(name: "NeuronTraining", dependencies: ["NeuronCore", .product(name: "Yams", package: "Yams")]),
 
         /// Data parallelism: one model trained by N processes under `mpirun`, gradients summed by one
@@ -72,6 +72,10 @@ let package = Package(
         .target(name: "NeuronExport", dependencies: ["NeuronCore", "NeuronTraining"]),
 
         // MARK: - Views
+
+        /// The terminal view: the progress line redrawn in place, plain lines for logs, `--json`
+        /// lines, and the end-of-run report, all rendered from the view state.
+        .target(name: "NeuronTerminal", dependencies: ["NeuronTraining"]),
 
         /// The browser view: an HTTP server binding a page (plain HTML, CSS and JavaScript, embedded in
         /// the binary) to a training view model: state out as Server-Sent Events, events in as POSTs;
@@ -91,6 +95,7 @@ let package = Package(
                 "NeuronCore",
                 "NeuronTraining",
                 "NeuronDistributed",
+                "NeuronTerminal",
                 "NeuronDashboard",
                 "NeuronExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -104,6 +109,7 @@ let package = Package(
             dependencies: [
                 "NeuronCore",
                 "NeuronTraining",
+                "NeuronTerminal",
                 "NeuronDashboard",
                 "AllocationCounter",
                 "NeuronDistributed",
@@ -125,6 +131,7 @@ let package = Package(
 
         .testTarget(name: "NeuronCoreTests", dependencies: ["NeuronCore"]),
         .testTarget(name: "NeuronTrainingTests", dependencies: ["NeuronTraining"]),
+        .testTarget(name: "NeuronTerminalTests", dependencies: ["NeuronTerminal"]),
         .testTarget(name: "NeuronDashboardTests", dependencies: ["NeuronDashboard"]),
         /// Exports random networks and checks them with ONNX's checker and ONNX Runtime (the `.venv`'s Python).
         .testTarget(name: "NeuronExportTests", dependencies: ["NeuronExport"]),

@@ -5,6 +5,7 @@ import AllocationCounter
 import ArgumentParser
 import Foundation
 import NeuronCore
+import NeuronTerminal
 import NeuronTraining
 import Observation
 

@@ -3,6 +3,7 @@ import Foundation
 import NeuronCore
 import NeuronDashboard
 import NeuronDistributed
+import NeuronTerminal
 import NeuronTraining
 import Synchronization
 
@@ -74,53 +75,30 @@ struct Train: AsyncParsableCommand {
     func run() async throws {
         // Under mpirun: this process's place among those training the run (nil alone).
         let group = try ProcessGroup.start()
-        let checkpoint = try resume.map(Checkpoint.read)
-        // Resumed, the run goes on with the options it was started with, unless given again.
-        let given = RunOverrides(epochs: epochs, batchSize: batchSize, learningRate: learningRate, seed: seed)
-        let overrides = (checkpoint?.state.overrides ?? RunOverrides()).updated(with: given)
-        var config = overrides.applied(to: try ConfigLoader.load(self.config))
-        // Absolute: the checkpoint saves the config, and is read from anywhere.
-        config.data = config.data.withAbsolutePaths()
-        if let checkpoint {
-            let changes = try ResumeSettings.changes(from: checkpoint, to: config)
-            for line in changes where (group?.rank ?? 0) == 0 { FileHandle.standardError.write(Data("neuron: \(line)\n".utf8)) }
-        }
-        let name = ((self.config as NSString).lastPathComponent as NSString).deletingPathExtension
-        let directory = output ?? checkpoint?.path ?? config.output.directory ?? "runs/\(name)"
-        let outputs = RunOutputs(directory: directory)
-        if checkpoint == nil && outputs.holdsRun { throw RunError.outputExists(path: directory) }
-        BLAS.threadCount = config.training.blasThreads
+        let launcher = try RunLauncher(
+            .init(
+                configPath: config, given: RunOverrides(epochs: epochs, batchSize: batchSize, learningRate: learningRate, seed: seed),
+                resume: resume, output: output))
+        for line in launcher.changes where (group?.rank ?? 0) == 0 { FileHandle.standardError.write(Data("neuron: \(line)\n".utf8)) }
         // Under mpirun the launcher's OPENBLAS_NUM_THREADS (one per rank on one machine) wins over the
         // config's count, which is one process's.
-        if group != nil, let threads = ProcessInfo.processInfo.environment["OPENBLAS_NUM_THREADS"].flatMap({ Int($0) }), threads >= 1 {
-            BLAS.threadCount = threads
-        }
-        var run = try RunBuilder.build(config, resume: checkpoint)
-        run.overrides = overrides
+        let mpiThreads =
+            group == nil ? nil : ProcessInfo.processInfo.environment["OPENBLAS_NUM_THREADS"].flatMap { Int($0) }.flatMap { $0 >= 1 ? $0 : nil }
+        var run = try launcher.build(blasThreads: mpiThreads)
         if let group {
             try group.agree(on: ProcessGroup.fingerprint(of: run))
             try run.engine.join(group)
             if group.rank != 0 { trainReplica(run, in: group) }
         }
-        if let checkpoint, run.engine.isFinished {
-            if let error = ResumeSettings.endedBefore(checkpoint, config: config) { throw error }
-            FileHandle.standardError.write(
-                Data(
-                    "neuron: \(checkpoint.path) already finished its \(checkpoint.state.epoch) epochs; nothing to do (give a larger --epochs to train on)\n"
-                        .utf8))
+        if let nothingLeft = try launcher.nothingLeft(in: run) {
+            FileHandle.standardError.write(Data("neuron: \(nothingLeft)\n".utf8))
             group?.end(status: 0, together: true)  // the other ranks found their replicas finished too
             return
         }
+        // Held until the process ends.
+        let lock = try launcher.lock()
 
-        try outputs.prepare()
-        // Held until the process ends: two runs into one directory would replace each other's files.
-        let lock = try outputs.lock()
-        // Checked again under the lock: a run started a moment earlier may have finished since.
-        if checkpoint == nil && outputs.holdsRun { throw RunError.outputExists(path: directory) }
-        outputs.removeStaleTemporaryFiles(lockHeld: true)
-
-        let style: TrainingSession.Style = json ? .json : quiet ? .quiet : isatty(STDOUT_FILENO) != 0 ? .live : .plain(every: .seconds(5))
-        let session = TrainingSession(outputs: outputs, style: style, configPath: self.config, write: writeOut)
+        let session = TrainingSession(outputs: launcher.outputs, configPath: config)
         // Ctrl-C, SIGTERM, SIGHUP: finish the current step, write a checkpoint, say where, exit 128 + the signal.
         StopSignals.onStop { _ in DispatchQueue.main.async { MainActor.assumeIsolated { session.stop() } } }
         defer { StopSignals.onStop(nil) }
@@ -135,16 +113,21 @@ struct Train: AsyncParsableCommand {
                 announce(server!)
             }
         }
-        let status = try await session.train(run)
+        let mode: ProgressMode = json ? .json : quiet ? .quiet : isatty(STDOUT_FILENO) != 0 ? .live : .plain(every: .seconds(5))
+        let end = try await session.train(run, view: mode.view(write: writeOut))
+        let renderer = ProgressRenderer()
+        if let text = json ? renderer.endOfRunJSON(end) : renderer.endOfRun(end, directory: launcher.outputs.directory, configPath: config) {
+            writeOut(text)
+        }
         await server?.stop()
         withExtendedLifetime(lock) {}
         if let group {
             // Together: every process left training at this step (the others finish, stop or diverge with it).
-            let together = status == 0 || group.agreedToStop || group.lastLossDiverged
-            group.end(status: status == 130 ? StopSignals.stoppedStatus : status, together: together)
+            let together = end.status == 0 || group.agreedToStop || group.lastLossDiverged
+            group.end(status: end.status == 130 ? StopSignals.stoppedStatus : end.status, together: together)
         }
-        if status == 130 { throw ExitCode(StopSignals.stoppedStatus) }
-        if status != 0 { throw ExitCode(status) }
+        if end.status == 130 { throw ExitCode(StopSignals.stoppedStatus) }
+        if end.status != 0 { throw ExitCode(end.status) }
     }
 }
 

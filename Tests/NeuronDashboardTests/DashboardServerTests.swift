@@ -6,9 +6,8 @@ import Testing
 @testable import NeuronDashboard
 
 /// Serves `model` on a free loopback port for the length of `body`, with 60 s for each request and
-/// write instead of 5 and 10: these tests are about routes, not deadlines, and the process's one
-/// dashboard thread is shared with the connection-flood tests of `DashboardListenerTests`, which
-/// run at the same time and can keep a well-formed request unread for more than 5 s.
+/// write instead of 5 and 10: these tests are about routes, not deadlines, and in the full suite
+/// other tests' work can hold the server's socket pool (an actor on the cooperative pool) for longer.
 @MainActor
 private func serving<Model: TrainingViewModeling>(
     _ model: Model, engine: @escaping @MainActor () -> (any TrainingEngine)? = { nil },
@@ -26,18 +25,24 @@ private func serving<Model: TrainingViewModeling>(
     await server.stop()
 }
 
-/// One request, sent off the main actor (the server's handlers need it). The answer may wait 60 s:
-/// in the full suite the main actor is shared with the training-session tests, and on a loaded
-/// 2-core machine a 10 s wait for `/api/state` ran out once (alone the suite takes 8 s).
+/// One request, sent from a thread of its own: a blocking client on one of the cooperative pool's
+/// threads (two on a 2-core machine) starves the server it waits for, whose socket pool is an actor
+/// on that pool. The answer may wait 60 s: in the full suite the main actor is shared with the
+/// training-session tests.
 private func fetch(
     _ server: DashboardServer, method: String = "GET", _ path: String, token: Bool = true, headers: [String: String] = [:],
     body: String = "", until: String? = nil, timeout: Double = 60
 ) async throws -> RawHTTP.Answer {
     let port = server.port
     let target = token ? path + (path.contains("?") ? "&" : "?") + "token=\(server.gate.token)" : path
-    return try await Task.detached {
-        try RawHTTP.request(port: port, method: method, path: target, headers: headers, body: body, until: until, timeout: timeout)
-    }.value
+    return try await withCheckedThrowingContinuation { done in
+        Thread {
+            done.resume(
+                with: Result {
+                    try RawHTTP.request(port: port, method: method, path: target, headers: headers, body: body, until: until, timeout: timeout)
+                })
+        }.start()
+    }
 }
 
 private let json = ["Content-Type": "application/json"]

@@ -5,15 +5,11 @@ import Testing
 
 @testable import NeuronTraining
 
-/// What a session wrote, and a hook on each write (to act on progress as a user at the terminal would).
+/// What a session wrote to standard error.
 @MainActor
 private final class Transcript {
     var text = ""
-    var onWrite: ((String) -> Void)?
-    func write(_ s: String) {
-        text += s
-        onWrite?(s)
-    }
+    func write(_ s: String) { text += s }
 }
 
 /// The saved tensors of a checkpoint file pair, by name.
@@ -32,9 +28,9 @@ struct TrainingSessionTests {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         let run = try RunBuilder.build(try xorConfig(epochs: 40, extra: "output: {checkpointEvery: 5}"))
-        let transcript = Transcript()
-        let session = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "xor.yaml", write: transcript.write)
-        #expect(try await session.train(run) == 0)
+        let session = TrainingSession(outputs: RunOutputs(directory: directory.path), configPath: "xor.yaml")
+        let end = try await session.train(run)
+        #expect(end.status == 0)
         #expect(try directory.names() == ["checkpoint.safetensors", "curves.svg", "metrics.csv", "summary.json"])
         let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
         let straight = straightRun(engine)
@@ -43,7 +39,7 @@ struct TrainingSessionTests {
         #expect(saved.tensors == tensors(of: straight, run))
         let metrics = try String(contentsOfFile: directory.file("metrics.csv"), encoding: .utf8)
         #expect(metrics.split(separator: "\n").count == 41)
-        #expect(transcript.text.contains("finished after 40 epochs") && transcript.text.contains(directory.path))
+        #expect(end.state.phase == .finished && end.state.epoch == 40 && end.summary?.checkpoint == directory.file("checkpoint.safetensors"))
     }
 
     @Test("Stopped from its progress, as Ctrl-C does: exit 130, a checkpoint at that step, and resuming ends as a run that never stopped")
@@ -51,24 +47,24 @@ struct TrainingSessionTests {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         let unending = try RunBuilder.build(try xorConfig(epochs: endless))
-        let transcript = Transcript()
-        let session = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .json, configPath: "xor.yaml", write: transcript.write)
-        transcript.onWrite = { line in
-            let progress = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-            if progress?["phase"] as? String == "running", (progress?["step"] as? Int ?? 0) >= 1 { session.stop() }
+        let session = TrainingSession(outputs: RunOutputs(directory: directory.path), configPath: "xor.yaml")
+        let end = try await session.train(unending) { model in
+            await TrainingSession.watch(model) { state in
+                if state.phase == .running, state.step >= 1 { session.stop() }
+            }
         }
-        #expect(try await session.train(unending) == 130)
+        #expect(end.status == 130)
         let stopped = try Checkpoint.read(directory.path)
         let step = stopped.state.step
         let engine = try #require(unending.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
         #expect(step >= 1 && stopped.tensors == tensors(of: straightRun(engine, steps: step), unending))
-        #expect(transcript.text.contains(#""phase":"stopped""#))
+        #expect(end.state.phase == .stopped && end.summary != nil)
 
         // Resumed with an end in sight: the numbers of a run that went there straight.
         let config = try xorConfig(epochs: step + 25)
         let resumed = try RunBuilder.build(config, resume: stopped)
-        let quiet = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "xor.yaml", write: { _ in })
-        #expect(try await quiet.train(resumed) == 0)
+        let quiet = TrainingSession(outputs: RunOutputs(directory: directory.path), configPath: "xor.yaml")
+        #expect(try await quiet.train(resumed).status == 0)
         let uninterrupted = straightRun(try #require(try RunBuilder.build(config).engine as? NetworkTrainingEngine<Double, SGD<Double>>))
         #expect(try savedTensors(directory.path) == tensors(of: uninterrupted, resumed))
         #expect(try Checkpoint.read(directory.path).state.records == uninterrupted.records)
@@ -87,13 +83,12 @@ struct TrainingSessionTests {
                 optimizer: {kind: sgd, learningRate: 0.35, momentum: 0.9}
                 training: {epochs: 50, batchSize: 16, precision: double, seed: 1}
                 """))
-        let transcript = Transcript()
         let errors = Transcript()
-        let session = TrainingSession(
-            outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "sine.yaml", write: transcript.write, writeError: errors.write)
-        #expect(try await session.train(run) == 1)
-        // On standard error, not in the progress (which a --json consumer parses).
-        #expect(errors.text.contains("diverged at step") && !transcript.text.contains("diverged"))
+        let session = TrainingSession(outputs: RunOutputs(directory: directory.path), configPath: "sine.yaml", writeError: errors.write)
+        let end = try await session.train(run)
+        #expect(end.status == 1 && end.state.phase == .diverged && end.summary == nil)
+        // On standard error, where a --json consumer of standard output does not parse it.
+        #expect(errors.text.contains("diverged at step"))
         let saved = try Checkpoint.read(directory.path)
         try #require(saved.state.epoch >= 1, "the run diverged in its first epoch: nothing to keep")
         let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
@@ -128,9 +123,9 @@ struct TrainingSessionTests {
                 throw CheckpointError.writeFailed(path: target, reason: "writing the temporary file: No space left on device")
             }
         }
-        let transcript = Transcript(), errors = Transcript()
-        let session = TrainingSession(outputs: outputs, style: .quiet, configPath: "xor.yaml", write: transcript.write, writeError: errors.write)
-        #expect(try await session.train(try RunBuilder.build(config)) == 1)
+        let errors = Transcript()
+        let session = TrainingSession(outputs: outputs, configPath: "xor.yaml", writeError: errors.write)
+        #expect(try await session.train(try RunBuilder.build(config)).status == 1)
         #expect(checkpoints.withLock { $0 } == 3, "the run went on writing after the failure")
         #expect(errors.text.contains(directory.file("checkpoint.safetensors")) && errors.text.contains("No space left on device"), "\(errors.text)")
         #expect(errors.text.components(separatedBy: "No space left").count == 2, "one message, not one per epoch: \(errors.text)")
@@ -139,8 +134,8 @@ struct TrainingSessionTests {
         let saved = try Checkpoint.read(directory.path)
         #expect(errors.text.contains("keeps the checkpoint of epoch \(saved.state.epoch)") && errors.text.contains("--resume \(directory.path)"))
         let resumed = try RunBuilder.build(try xorConfig(epochs: saved.state.epoch + 3, extra: "output: {checkpointEvery: 1}"), resume: saved)
-        let quiet = TrainingSession(outputs: RunOutputs(directory: directory.path), style: .quiet, configPath: "xor.yaml", write: { _ in })
-        #expect(try await quiet.train(resumed) == 0)
+        let quiet = TrainingSession(outputs: RunOutputs(directory: directory.path), configPath: "xor.yaml")
+        #expect(try await quiet.train(resumed).status == 0)
         let straight = try RunBuilder.build(try xorConfig(epochs: saved.state.epoch + 3)).engine
         let uninterrupted = straightRun(try #require(straight as? NetworkTrainingEngine<Double, SGD<Double>>))
         #expect(try savedTensors(directory.path) == tensors(of: uninterrupted, resumed))
@@ -157,8 +152,8 @@ struct TrainingSessionTests {
         let checkpoints = Mutex(0)
         var outputs = RunOutputs(directory: directory.path)
         outputs.beforeWrite = { name in if name == "checkpoint.safetensors" { checkpoints.withLock { $0 += 1 } } }
-        let session = TrainingSession(outputs: outputs, style: .quiet, configPath: "xor.yaml", write: { _ in })
-        #expect(try await session.train(run) == 0)
+        let session = TrainingSession(outputs: outputs, configPath: "xor.yaml")
+        #expect(try await session.train(run).status == 0)
         #expect(checkpoints.withLock { $0 } == 1)
         #expect(try Checkpoint.read(directory.path).state.epoch == 200)
     }

@@ -1,25 +1,33 @@
-// A run from start to end as the CLI shows it: the view model trains, a progress view draws it, and
-// the session, on the main actor, writes the run directory from what the view model publishes:
-// metrics and curves from the completed epochs' records in its state, checkpoints from the copies
-// of the engine it keeps at checkpoint epochs. The training thread writes nothing. The phase the
-// run ends in decides what is written last and the exit status.
+// A run from start to end: the view model trains, a view watches it (the terminal's progress, a
+// test's observer), and the session, on the main actor, writes the run directory from what the
+// view model publishes: metrics and curves from the completed epochs' records in its state,
+// checkpoints from the copies of the engine it keeps at checkpoint epochs. The training thread
+// writes nothing. The phase the run ends in decides what is written last and the exit status;
+// what the end looks like on a screen is the view's business (`NeuronTerminal`).
 import Foundation
 import NeuronCore
 import Observation
 
+/// How a run ended: its exit status, the final state as a summary shows it, and what only the end knows.
+public struct RunEnd: Sendable {
+    /// 0 finished, 130 stopped (checkpoint written), 1 diverged, failed, or stopped because a file
+    /// of the run directory could not be written (the disk is full).
+    public var status: Int32
+    /// The final state, with the speed over the whole run and no time left.
+    public var state: TrainingViewState
+    /// What `summary.json` holds; nil when the run diverged or failed (no summary is written).
+    public var summary: RunSummary?
+}
+
 /// Trains a run, watching it through its view model, and leaves the run directory complete.
 @MainActor
 public final class TrainingSession {
-    /// How progress is shown.
-    public enum Style: Sendable, Equatable {
-        case live, plain(every: Duration), json, quiet
-    }
+    /// A view of the run: watches the view model until the run ends, and returns its final state.
+    public typealias View = @MainActor (any TrainingViewModeling) async -> TrainingViewState
 
     public let outputs: RunOutputs
-    public let style: Style
     /// The config's path, for the resume hint.
     public let configPath: String
-    private let write: @MainActor (String) -> Void
     /// Where failures are said (standard error): a divergence, a write the disk refused.
     private let writeError: @MainActor (String) -> Void
     private var stopRequested: (@MainActor () -> Void)?
@@ -38,23 +46,35 @@ public final class TrainingSession {
     private var writeFailure: (any Error)?
 
     public init(
-        outputs: RunOutputs, style: Style, configPath: String, write: @escaping @MainActor (String) -> Void,
+        outputs: RunOutputs, configPath: String,
         writeError: @escaping @MainActor (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
     ) {
-        (self.outputs, self.style, self.configPath, self.write, self.writeError) = (outputs, style, configPath, write, writeError)
+        (self.outputs, self.configPath, self.writeError) = (outputs, configPath, writeError)
+    }
+
+    /// The view that shows nothing: it waits for the run's end, and calls `onState` with each
+    /// state observed on the way.
+    public static func watch(
+        _ model: some TrainingViewModeling, onState: @MainActor (TrainingViewState) -> Void = { _ in }
+    ) async -> TrainingViewState {
+        var last = model.viewState
+        for await state in Observations({ model.viewState }) {
+            last = state
+            onState(state)
+            if state.phase.endsRun { break }
+        }
+        return last
     }
 
     /// Asks the run to stop at the end of its current step (Ctrl-C).
     public func stop() { stopRequested?() }
 
-    /// Trains `run` to its end and writes what the end calls for.
-    /// - Returns: the exit status: 0 finished, 130 stopped (checkpoint written), 1 diverged, failed,
-    ///   or stopped because a file of the run directory could not be written (the disk is full).
-    public func train(_ run: Run) async throws -> Int32 {
-        try await train(run.engine, of: run)
+    /// Trains `run` to its end, shown by `view`, and writes what the end calls for.
+    public func train(_ run: Run, view: View = { await TrainingSession.watch($0) }) async throws -> RunEnd {
+        try await train(run.engine, of: run, view: view)
     }
 
-    private func train<Engine: TrainingEngine>(_ engine: Engine, of run: Run) async throws -> Int32 {
+    private func train<Engine: TrainingEngine>(_ engine: Engine, of run: Run, view: View) async throws -> RunEnd {
         // By time (the default), every epoch end is kept and the writer picks the newest when due.
         // The writer writes only the newest epoch end it takes, so the model holds no more than that one.
         let model = TrainingViewModel(
@@ -70,24 +90,17 @@ public final class TrainingSession {
                 if self.writeFailure != nil, model.viewState.phase == .running { model.handle(event: .stop) }
             }
         }
-        let mode: ProgressView<TrainingViewModel<Engine>>.Mode =
-            switch style {
-            case .live: .live
-            case let .plain(every): .plain(every: every)
-            case .json: .json
-            case .quiet: .quiet
-            }
         try await onViewModel?(model, { model.engine })
         let started = ContinuousClock.now
         model.handle(event: .start)
-        let final = await ProgressView(model: model, mode: mode, write: write).run()
+        let final = await view(model)
         let seconds = (ContinuousClock.now - started).seconds
         // Every epoch end of the run was published before its final state: what the writer has not
         // taken yet is still in the model, and is taken here once the writer is done.
         epochFiles.cancel()
         await epochFiles.value
         let pending = model.takeEpochEnds()
-        guard let ended = model.engine else { return 1 }
+        guard let ended = model.engine else { return RunEnd(status: 1, state: final) }
         if let writeFailure {
             // The disk refused a write: stop there, keeping the last checkpoint that was written.
             let kept = lastCheckpoint.epoch.map { "the checkpoint of epoch \($0)" } ?? "its checkpoint from before this run"
@@ -95,7 +108,7 @@ public final class TrainingSession {
             writeError(
                 "neuron: \(writeFailure)\nneuron: training stopped at epoch \(ended.epoch); \(outputs.directory) keeps \(kept); make room, then resume with: \(resume)\n"
             )
-            return 1
+            return RunEnd(status: 1, state: final)
         }
 
         let checkpoint = Checkpoint(ended, config: run.config, preprocessing: run.preprocessing, overrides: run.overrides)
@@ -119,15 +132,14 @@ public final class TrainingSession {
                 (summary.evaluatedOn, summary.evaluationLoss, summary.evaluationAccuracy) = (name, evaluation.loss, evaluation.accuracy)
             }
             try outputs.writeSummary(summary, state: shown)
-            report(summary, state: shown, stopped: final.phase == .stopped)
-            return final.phase == .finished ? 0 : 130
+            return RunEnd(status: final.phase == .finished ? 0 : 130, state: shown, summary: summary)
         default:
             // Diverged or failed: the run directory keeps the last good epoch end (the diverged
             // step never completes an epoch), written now if the writer had not got to it.
             writeEpochFiles(pending, records: final.records, of: run, checkpointNow: true)
             if let writeFailure { writeError("neuron: \(writeFailure)\n") }
             writeError("neuron: training \(final.phaseText); the run directory keeps what was written before (\(outputs.directory))\n")
-            return 1
+            return RunEnd(status: 1, state: final)
         }
     }
 
@@ -162,35 +174,5 @@ public final class TrainingSession {
         } catch {
             writeFailure = error
         }
-    }
-
-    private func report(_ summary: RunSummary, state: TrainingViewState, stopped: Bool) {
-        if style == .json {
-            write(String(decoding: (try? summary.json(with: state)) ?? Data(), as: UTF8.self) + "\n")
-            return
-        }
-        var lines = [
-            "\(state.title): \(state.phaseText) after \(state.epoch) epoch\(state.epoch == 1 ? "" : "s"), \(state.step) steps in \(String(format: "%.1f", summary.trainingSeconds)) s\(state.seed.map { " (seed \($0))" } ?? "")"
-        ]
-        if let loss = summary.trainingLoss { lines.append("  training loss        \(loss)") }
-        // Without test rows the final evaluation is on the validation rows and prints their accuracy itself.
-        if let accuracy = state.validationAccuracy, summary.evaluatedOn != "validation" {
-            lines.append("  validation accuracy  \(accuracy)")
-        }
-        if let name = summary.evaluatedOn, let loss = summary.evaluationLoss {
-            lines.append("  \(name) loss \(String(repeating: " ", count: max(0, 15 - name.count)))\(loss)")
-            if let accuracy = summary.evaluationAccuracy {
-                lines.append("  \(name) accuracy \(String(repeating: " ", count: max(0, 11 - name.count)))\(accuracy)")
-            }
-        }
-        if let output = summary.trainedOutput, let w = summary.trainedWeight, let b = summary.trainedBias {
-            lines.append("  trained output       \(output)  (w \(w), b \(b))")
-        }
-        lines.append("  run directory        \(outputs.directory)  (checkpoint.safetensors, metrics.csv, curves.svg, summary.json)")
-        if stopped {
-            lines.append("  stopped: checkpoint written to \(outputs.path("checkpoint.safetensors"))")
-            lines.append("  resume with: neuron train \(configPath) --resume \(outputs.directory)")
-        }
-        write(lines.joined(separator: "\n") + "\n")
     }
 }

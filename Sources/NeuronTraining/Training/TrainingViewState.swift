@@ -21,6 +21,15 @@ public struct TrainingViewState: Sendable, Equatable {
         case diverged
         /// Something went wrong that is not the numbers' fault (``failure`` says what).
         case failed
+
+        /// Whether the run has ended for whoever watches it: finished, stopped, diverged or failed
+        /// (`resume` may still go on from stopped, but a display's run is over).
+        public var endsRun: Bool {
+            switch self {
+            case .finished, .stopped, .diverged, .failed: true
+            case .idle, .running, .paused: false
+            }
+        }
     }
 
     /// An event that meant nothing in the phase it arrived in; as JSON the event's own object with

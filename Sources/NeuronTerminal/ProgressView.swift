@@ -2,26 +2,27 @@
 // reads `viewState` through `Observations`, renders with `ProgressRenderer` and hands text to a
 // `write` closure, so a preview view model with injected states drives it in tests exactly as the
 // real one drives it in the terminal.
+import NeuronTraining
 import Observation
+
+/// How the progress is written.
+public enum ProgressMode: Sendable, Equatable {
+    /// Redraws one line in place: `"\r"` + the line, padded to clear the previous one; a final `"\n"` at the end.
+    case live
+    /// A full line when `every` has passed since the last one written (by the injected clock),
+    /// and always on a phase change.
+    case plain(every: Duration)
+    /// One ``ProgressRenderer/jsonLine(_:)`` per observed state, each ending in `"\n"`.
+    case json
+    /// Nothing at all: the caller prints its own summary (`neuron train --quiet`).
+    case quiet
+}
 
 /// Watches a training view model and writes what it shows. The CLI's progress display.
 @MainActor
 public final class ProgressView<Model: TrainingViewModeling> {
-    /// How the progress is written.
-    public enum Mode: Sendable, Equatable {
-        /// Redraws one line in place: `"\r"` + the line, padded to clear the previous one; a final `"\n"` at the end.
-        case live
-        /// A full line when `every` has passed since the last one written (by the injected clock),
-        /// and always on a phase change.
-        case plain(every: Duration)
-        /// One ``ProgressRenderer/jsonLine(_:)`` per observed state, each ending in `"\n"`.
-        case json
-        /// Nothing at all: the caller prints its own summary (`neuron train --quiet`).
-        case quiet
-    }
-
     private let model: Model
-    private let mode: Mode
+    private let mode: ProgressMode
     private let renderer: ProgressRenderer
     /// Time on the injected clock since this view was made.
     private let elapsed: () -> Duration
@@ -43,7 +44,7 @@ public final class ProgressView<Model: TrainingViewModeling> {
     ///   - write: Receives text exactly as it should go to the output (the CLI passes stdout or
     ///     stderr writes; tests collect it).
     public init(
-        model: Model, mode: Mode, renderer: ProgressRenderer = ProgressRenderer(),
+        model: Model, mode: ProgressMode, renderer: ProgressRenderer = ProgressRenderer(),
         clock: any Clock<Duration> = ContinuousClock(), write: @escaping @MainActor (String) -> Void
     ) {
         self.model = model
@@ -117,12 +118,17 @@ public final class ProgressView<Model: TrainingViewModeling> {
     }
 }
 
-private extension TrainingViewState.Phase {
-    /// Whether the run is over as far as a progress display is concerned.
-    var endsRun: Bool {
-        switch self {
-        case .finished, .stopped, .diverged, .failed: true
-        case .idle, .running, .paused: false
-        }
+extension ProgressMode {
+    /// The session's view in this mode: a ``ProgressView`` of the run's view model, writing to `write`.
+    @MainActor
+    public func view(write: @escaping @MainActor (String) -> Void) -> TrainingSession.View {
+        { model in await Self.show(model, mode: self, write: write) }
+    }
+
+    @MainActor
+    private static func show<Model: TrainingViewModeling>(
+        _ model: Model, mode: ProgressMode, write: @escaping @MainActor (String) -> Void
+    ) async -> TrainingViewState {
+        await ProgressView(model: model, mode: mode, write: write).run()
     }
 }

@@ -3,6 +3,7 @@
 // I/O), so every phase can be rendered from a preview view model with injected state.
 import Foundation
 import NeuronCore
+import NeuronTraining
 
 /// Turns a ``TrainingViewState`` into text. Pure functions of the state: no clock, no I/O.
 public struct ProgressRenderer: Sendable {
@@ -94,6 +95,46 @@ public struct ProgressRenderer: Sendable {
             lines.append("  \(ignored.event) while \(ignored.phase)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// What `neuron train` prints when a run ends with its files written (finished or stopped): the
+    /// title, phase, epochs, steps, time and seed; the losses and accuracies; the neuron's trained
+    /// output; the run directory, and for a stopped run how to resume it. Nil for a run that
+    /// diverged or failed, which says so on standard error instead.
+    public func endOfRun(_ end: RunEnd, directory: String, configPath: String) -> String? {
+        guard let summary = end.summary else { return nil }
+        let state = end.state
+        let epochs = "\(state.epoch) epoch\(state.epoch == 1 ? "" : "s")"
+        let seed = state.seed.map { " (seed \($0))" } ?? ""
+        var lines = [
+            "\(state.title): \(state.phaseText) after \(epochs), \(state.step) steps in \(String(format: "%.1f", summary.trainingSeconds)) s\(seed)"
+        ]
+        if let loss = summary.trainingLoss { lines.append("  training loss        \(loss)") }
+        // Without test rows the final evaluation is on the validation rows and prints their accuracy itself.
+        if let accuracy = state.validationAccuracy, summary.evaluatedOn != "validation" {
+            lines.append("  validation accuracy  \(accuracy)")
+        }
+        if let name = summary.evaluatedOn, let loss = summary.evaluationLoss {
+            lines.append("  \(name) loss \(String(repeating: " ", count: max(0, 15 - name.count)))\(loss)")
+            if let accuracy = summary.evaluationAccuracy {
+                lines.append("  \(name) accuracy \(String(repeating: " ", count: max(0, 11 - name.count)))\(accuracy)")
+            }
+        }
+        if let output = summary.trainedOutput, let w = summary.trainedWeight, let b = summary.trainedBias {
+            lines.append("  trained output       \(output)  (w \(w), b \(b))")
+        }
+        lines.append("  run directory        \(directory)  (checkpoint.safetensors, metrics.csv, curves.svg, summary.json)")
+        if state.phase == .stopped, let checkpoint = summary.checkpoint {
+            lines.append("  stopped: checkpoint written to \(checkpoint)")
+            lines.append("  resume with: neuron train \(configPath) --resume \(directory)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `--json`'s last line when a run ends with its files written: `summary.json`'s object on one line.
+    public func endOfRunJSON(_ end: RunEnd) -> String? {
+        guard let summary = end.summary, let data = try? summary.json(with: end.state) else { return nil }
+        return String(decoding: data, as: UTF8.self) + "\n"
     }
 
     /// One JSON object on one line, for `--json` progress: the state's ``TrainingViewState/Extent/progress``

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import NeuronCore  // GradientCheckReport's memberwise init is internal to NeuronCore
+@testable import NeuronTerminal
 @testable import NeuronTraining
 
 @MainActor

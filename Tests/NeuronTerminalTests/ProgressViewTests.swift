@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import NeuronTerminal
 @testable import NeuronTraining
 
 @MainActor
@@ -84,7 +85,7 @@ struct ProgressViewTests {
     /// is injected. Returns what `run()` returned and, after each state was observed, how many
     /// writes there had been.
     static func drive(
-        _ mode: ProgressView<Preview>.Mode, clock: any Clock<Duration> = ContinuousClock(),
+        _ mode: ProgressMode, clock: any Clock<Duration> = ContinuousClock(),
         states: [TrainingViewState], output: Output, beforeInjecting: (Int) -> Void = { _ in }
     ) async throws -> (final: TrainingViewState, writesAfter: [Int]) {
         let preview = Preview(states[0])
