@@ -1,12 +1,12 @@
 // The schema of a run config, derived from the config types themselves: each section's keys are
-// its `CodingKeys` (CaseIterable, in the README's order), each key's shape follows from the Swift
+// its `CodingKeys` (CaseIterable, in Docs/Config.md's order), each key's shape follows from the Swift
 // type of its property, and each choice's allowed names are its enum's cases. `ConfigLoader`
 // walks the text against this schema before anything is decoded; the same field tables decode a
 // section starting from its defaults, so no section lists its keys a second time.
 
 /// The shape a value must have: what the loader checks before anything is decoded.
 indirect enum ConfigShape: Sendable {
-    /// Keys in the order the README lists them; `required` keys have no default and must be given, not null.
+    /// Keys in the order Docs/Config.md lists them; `required` keys have no default and must be given, not null.
     case mapping([(key: String, shape: ConfigShape)], required: Set<String>)
     case list(ConfigShape)
     case string
@@ -71,7 +71,7 @@ extension Optional: ConfigValue where Wrapped: ConfigValue { static var shape: C
 extension Array: ConfigValue where Element: ConfigValue { static var shape: ConfigShape { .list(Element.shape) } }
 
 /// A choice a config makes by name (`kind: adam`, `activation: relu`): the raw values are the
-/// names the README documents, and `allCases` is the list an error message offers.
+/// names Docs/Config.md documents, and `allCases` is the list an error message offers.
 protocol ConfigChoice: ConfigValue, RawRepresentable<String>, CaseIterable {}
 
 extension ConfigChoice {
@@ -85,7 +85,7 @@ extension ConfigChoice {
 /// A mapping of the config (`optimizer`, `optimizer.schedule`, …): its keys, and for each key the
 /// property it fills.
 protocol ConfigSection: ConfigValue {
-    /// The section's keys in the README's order; `Codable` encodes and decodes through the same enum.
+    /// The section's keys in Docs/Config.md's order; `Codable` encodes and decodes through the same enum.
     associatedtype CodingKeys: CodingKey, CaseIterable
     /// The property behind `key`. A switch over the keys, so that a new key cannot be left out.
     static func field(_ key: CodingKeys) -> ConfigField<Self>

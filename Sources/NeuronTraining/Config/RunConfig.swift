@@ -1,8 +1,8 @@
 // One schema for every run, read from YAML or JSON. Every key has a default except what names
 // the model and the data; `ConfigLoader` rejects unknown keys (suggesting the nearest valid one)
 // and values out of range, naming the file, line and column. Every choice is an enum whose raw
-// values are the names the README documents, so configs and saved checkpoints read and write
-// the same text as ever, and a switch over a choice is exhaustive.
+// values are the names Docs/Config.md documents, so configs and saved checkpoints read and write
+// the same text, and a switch over a choice is exhaustive.
 import NeuronCore
 
 /// A training run: model, data, optimizer, training and output.
@@ -410,7 +410,7 @@ extension CSV.Task: ConfigChoice {}
 // MARK: - Keys
 
 // Each section's keys, once: `CodingKeys` (what `Codable` encodes, and what the loader accepts,
-// in the README's order) and, for each key, its property. A key of a section with defaults is
+// in Docs/Config.md's order) and, for each key, its property. A key of a section with defaults is
 // decoded by `DefaultedConfigSection`, starting from `init()`.
 
 extension RunConfig: ConfigSection {
@@ -485,7 +485,7 @@ extension LayerConfig: DefaultedConfigSection {
 }
 
 extension LayerConfig.Kind {
-    /// The keys a layer of this kind takes besides `kind`, in the README's order.
+    /// The keys a layer of this kind takes besides `kind`, in Docs/Config.md's order.
     var keys: [LayerConfig.CodingKeys] {
         switch self {
         case .dense: [.units, .activation]
@@ -546,7 +546,7 @@ extension DataConfig: ConfigSection {
 }
 
 extension DataConfig.Kind {
-    /// The data keys a dataset of this kind takes besides `kind`, in the README's order.
+    /// The data keys a dataset of this kind takes besides `kind`, in Docs/Config.md's order.
     var keys: [DataConfig.CodingKeys] {
         switch self {
         case .csv: [.path, .labelColumn, .task, .featureColumns, .testPath, .normalization, .validationSplit, .limit]
@@ -579,7 +579,7 @@ extension OptimizerConfig: DefaultedConfigSection {
 }
 
 extension OptimizerConfig.Kind {
-    /// The optimizer keys this kind takes besides `kind`, in the README's order.
+    /// The optimizer keys this kind takes besides `kind`, in Docs/Config.md's order.
     var keys: [OptimizerConfig.CodingKeys] {
         switch self {
         case .sgd: [.learningRate, .momentum, .nesterov, .weightDecay, .schedule]

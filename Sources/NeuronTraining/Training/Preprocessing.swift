@@ -30,9 +30,8 @@ public enum Preprocessing: Sendable, Equatable {
 // MARK: - JSON
 
 /// One key naming the kind: `{"none": {}}`, `{"scale": 0.00392156862745098}`,
-/// `{"standardize": {"mean": [...], "standardDeviation": [...]}}`. A scale written by earlier
-/// versions, `{"scale": {"_0": 0.0039…}}` (Swift's synthesized form of an unlabeled value), still
-/// decodes, so their checkpoints load.
+/// `{"standardize": {"mean": [...], "standardDeviation": [...]}}`. A scale in Swift's synthesized
+/// form of an unlabeled value, `{"scale": {"_0": 0.0039…}}`, decodes too: checkpoints hold it.
 extension Preprocessing: Codable {
     private enum Kind: String, CodingKey {
         case none, scale, standardize
