@@ -34,6 +34,7 @@ public final class DashboardBinding {
 
     /// A binding to `model`.
     /// - Parameters:
+    ///   - model: the view model the page shows and steers.
     ///   - engine: the engine when the model holds it (not while a run owns it), for explanations and weights.
     ///   - source: `live` for a run training, `files` for a run directory.
     public init<Model: TrainingViewModeling>(

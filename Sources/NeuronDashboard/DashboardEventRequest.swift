@@ -5,7 +5,7 @@
 import Foundation
 import NeuronTraining
 
-/// The body of a `POST /api/event`: a ``TrainingEvent`` as JSON.
+/// The body of a `POST /api/event`: a `TrainingEvent` as JSON.
 public enum DashboardEventRequest {
     /// What can go wrong reading a request (each answered with 400 Bad Request).
     public enum Failure: Error, Equatable, Sendable, CustomStringConvertible {

@@ -57,7 +57,7 @@ public struct LayerHistory: Sendable, Equatable, Codable {
     }
 }
 
-/// What the page receives: a ``TrainingViewState`` as JSON (its ``TrainingViewState/Extent/full``
+/// What the page receives: a `TrainingViewState` as JSON (its `TrainingViewState.Extent.full`
 /// encoding), with the layers' shapes and curves and what the page may do.
 public struct DashboardFrame: Sendable, Encodable {
     /// The view model's state, with at most ``recordLimit`` of its epoch records (chosen by
@@ -79,8 +79,14 @@ public struct DashboardFrame: Sendable, Encodable {
     public var gradientNote: String?
 
     /// The frame of `state`, with the layers' `layouts` and `histories` (by layer index).
-    /// - Parameter acceptedEvents: the events the view model accepts in `state` (a step's count
-    ///   does not change whether a step is accepted).
+    /// - Parameters:
+    ///   - state: the view model's state.
+    ///   - source: `live` for a run training, `files` for a run directory.
+    ///   - layouts: each layer's shape, by layer index.
+    ///   - histories: each layer's numbers along the run, by layer index.
+    ///   - engineAvailable: whether the view model holds the engine (explanations and weights can be read).
+    ///   - acceptedEvents: the events the view model accepts in `state` (a step's count
+    ///     does not change whether a step is accepted).
     public init(
         _ state: TrainingViewState, source: String, layouts: [LayerLayout], histories: [LayerHistory], engineAvailable: Bool,
         acceptedEvents: [TrainingEvent.Name]

@@ -13,7 +13,7 @@ public protocol InspectableEngine: TrainingEngine {
     /// The training samples a unit can be explained on.
     var explainableSampleCount: Int { get }
     /// Unit `unit` of dense layer `layer` explained on training sample `sample` (Docs/Reference.md §1–2's table).
-    /// - Throws: ``NetworkError`` for a layer or unit out of range or not dense; ``DataError`` for a sample out of range.
+    /// - Throws: `NetworkError` for a layer or unit out of range or not dense; `DataError` for a sample out of range.
     func explainUnit(layer: Int, unit: Int, sample: Int) throws -> UnitExplanation
 }
 

@@ -17,7 +17,7 @@ public final class SavedRunViewModel: TrainingViewModeling {
     @ObservationIgnored public private(set) var activity: Task<Void, Never>?
 
     /// The run in `directory` (or the directory of a checkpoint file).
-    /// - Throws: ``CheckpointError``, ``RunError`` or ``DataError`` naming the file when a file cannot be read or does not fit.
+    /// - Throws: `CheckpointError`, `RunError` or `DataError` naming the file when a file cannot be read or does not fit.
     public init(directory: String) throws {
         let saved = try Checkpoint.read(directory)
         engine = try RunBuilder.build(saved.state.config, resume: saved).engine
@@ -64,7 +64,7 @@ public final class SavedRunViewModel: TrainingViewModeling {
     }
 
     /// The records of `metrics.csv`; none when the file is missing.
-    /// - Throws: ``RunError/invalid(_:)`` naming the file and line when a line does not read.
+    /// - Throws: `RunError.invalid(_:)` naming the file and line when a line does not read.
     static func records(_ path: String) throws -> [EpochRecord] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
         var records: [EpochRecord] = []

@@ -5,7 +5,7 @@ import Foundation
 import NeuronCore
 import NeuronTraining
 
-/// Turns a ``TrainingViewState`` into text. Pure functions of the state: no clock, no I/O.
+/// Turns a `TrainingViewState` into text. Pure functions of the state: no clock, no I/O.
 public struct ProgressRenderer: Sendable {
     /// A renderer.
     public init() {}
@@ -137,14 +137,14 @@ public struct ProgressRenderer: Sendable {
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 
-    /// One JSON object on one line, for `--json` progress: the state's ``TrainingViewState/Extent/progress``
+    /// One JSON object on one line, for `--json` progress: the state's `TrainingViewState.Extent.progress`
     /// encoding, keys `phase` (plus `divergedStep` and `divergedAt`, or `failure`), `title`, `epoch`,
     /// `totalEpochs`, `step`, `totalSteps`, `loss`, `smoothedLoss`, `validationLoss`,
     /// `validationAccuracy`, `samplesPerSecond`, `secondsRemaining`, `rankStepSeconds`,
     /// `learningRate`, `seed`, `ignoredEventCount`; nil values left out.
     ///
     /// Numbers are written at full round-trip precision; NaN and infinities as strings
-    /// (``TrainingViewState/decoder()`` reads the line back).
+    /// (`TrainingViewState.decoder()` reads the line back).
     public func jsonLine(_ state: TrainingViewState) -> String {
         // Cannot throw: strings, integers and Doubles, with the non-finite ones written as strings.
         String(decoding: try! TrainingViewState.encoder(.progress).encode(state), as: UTF8.self)

@@ -38,6 +38,7 @@ public final class ProgressView<Model: TrainingViewModeling> {
 
     /// A view of `model`.
     /// - Parameters:
+    ///   - model: The view model watched.
     ///   - mode: How to write.
     ///   - renderer: What turns a state into text.
     ///   - clock: Measures plain mode's interval between lines.
