@@ -99,7 +99,7 @@ struct Train: AsyncParsableCommand {
         run.overrides = overrides
         if let group {
             try group.agree(on: ProcessGroup.fingerprint(of: run))
-            try run.engine.join(group)
+            try group.join(&run)
             if group.rank != 0 { trainReplica(run, in: group) }
         }
         if let checkpoint, run.engine.isFinished {
@@ -173,4 +173,14 @@ func announce(_ server: DashboardServer) {
         )
     }
     FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+}
+
+// The dashboard looks into rank 0's replica, which holds the same numbers as the others.
+extension DistributedEngine: InspectableEngine {
+    public func layerLayouts() -> [LayerLayout] { base.layerLayouts() }
+    public func layerWeights(_ index: Int) -> (shape: [Int], values: [Double])? { base.layerWeights(index) }
+    public var explainableSampleCount: Int { base.explainableSampleCount }
+    public func explainUnit(layer: Int, unit: Int, sample: Int) throws -> UnitExplanation {
+        try base.explainUnit(layer: layer, unit: unit, sample: sample)
+    }
 }
