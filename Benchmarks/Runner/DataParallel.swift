@@ -29,7 +29,7 @@ extension Benchmarks {
             let bytes = network.parameterCount * MemoryLayout<Float>.size
             var allreduce = "–"
             if let group {
-                var buffer = [Float](repeating: 1, count: network.parameterCount), totals = [0.0, 0.0]
+                var buffer = [Float](repeating: 1, count: network.parameterCount), totals = BatchTotals(loss: 0, correct: 0)
                 let count = max(2, min(200, 50_000_000 / max(bytes, 1)))
                 let seconds = (0..<repeats).map { _ in
                     let started = ContinuousClock.now
@@ -104,12 +104,12 @@ extension Benchmarks {
         var training = try MiniBatchTraining(
             network: network, optimizer: try SGD<Float>(learningRate: workload.learningRate), dataset: dataset, batchSize: workload.batch,
             seed: 1)
-        training.reducer = group
-        for _ in 0..<3 { training.step() }  // warm-up: buffers sized
+        func step() { if let group { group.step(&training) } else { training.step() } }
+        for _ in 0..<3 { step() }  // warm-up: buffers sized
         let count = max(3, min(500, Int(2e9 / max(workload.flops, 1))))
         let seconds = (0..<repeats).map { _ in
             let started = ContinuousClock.now
-            for _ in 0..<count { training.step() }
+            for _ in 0..<count { step() }
             return (ContinuousClock.now - started).seconds / Double(count)
         }
         return Timing(seconds).median

@@ -4,7 +4,6 @@
 // every step and stops after the same one.
 import Foundation
 import NeuronCore
-import NeuronTraining
 import Synchronization
 
 /// The processes that train one run together over MPI (`mpirun -np N neuron train …`).
@@ -44,17 +43,22 @@ public final class ProcessGroup: TrainingGroup, @unchecked Sendable {
     }
 
     /// Checks that every process built the same run, by a fingerprint of what decides it.
+    /// The BLAS threads of one process under the launcher: its `OPENBLAS_NUM_THREADS` (one per rank
+    /// on one machine) wins over the config's count, which is one process's. Nil when it is not set.
+    public static func blasThreads(environment: [String: String] = ProcessInfo.processInfo.environment) -> Int? {
+        environment["OPENBLAS_NUM_THREADS"].flatMap { Int($0) }.flatMap { $0 >= 1 ? $0 : nil }
+    }
+
     /// - Throws: ``DistributedError/differentRuns`` on every process when any fingerprint differs.
     public func agree(on fingerprint: UInt64) throws(DistributedError) {
         let range = try MPI.range(fingerprint)
         guard range.lowerBound == range.upperBound else { throw .differentRuns }
     }
 
-    public func sum<Scalar: TensorScalar>(gradients: inout [Scalar], totals: inout [Double]) {
+    public func sum<Scalar: TensorScalar>(gradients: inout [Scalar], totals: inout BatchTotals) {
         let computed = lastSum.map { (ContinuousClock.now - $0) } ?? .zero
-        precondition(totals.count == 2, "the engine sums a loss and a count")
         for i in tail.indices { tail[i] = 0 }
-        (tail[0], tail[1]) = (totals[0], totals[1])
+        (tail[0], tail[1]) = (totals.loss, Double(totals.correct))
         tail[2] = asked ? 1 : 0
         tail[3 + rank] = Double(computed.components.seconds) + Double(computed.components.attoseconds) * 1e-18
         do {
@@ -65,7 +69,7 @@ public final class ProcessGroup: TrainingGroup, @unchecked Sendable {
             FileHandle.standardError.write(Data("neuron: rank \(rank): \(error); ending the run\n".utf8))
             MPI.abort(1)
         }
-        (totals[0], totals[1]) = (tail[0], tail[1])
+        (totals.loss, totals.correct) = (tail[0], Int(tail[1]))
         agreedToStop = agreedToStop || tail[2] > 0
         lastLossDiverged = !tail[0].isFinite
         times.withLock { times in

@@ -16,14 +16,14 @@ public enum ReplicaEnd: Sendable, Equatable {
 }
 
 extension ProcessGroup {
-    /// Trains `run`'s engine on this process's share of every batch until every planned step is
-    /// taken, the processes agree to stop, or the loss diverges; writes nothing.
+    /// Trains `run`'s engine (joined to this group) on this process's share of every batch until
+    /// every planned step is taken, the processes agree to stop, or the loss diverges; writes nothing.
     /// - Parameter stopAsked: whether this process was asked to stop (a signal), read at each step boundary.
     public func trainReplica(_ run: Run, stopAsked: () -> Bool) -> ReplicaEnd {
         func train<Engine: TrainingEngine>(_ start: Engine) -> ReplicaEnd {
             var engine = start
             while !engine.isFinished {
-                if engine.agreesToStop(stopAsked()) { return .stopped }
+                if agreesToStop(stopAsked()) { return .stopped }
                 guard engine.step().isFinite else { return .diverged }
             }
             return .finished

@@ -80,14 +80,10 @@ struct Train: AsyncParsableCommand {
                 configPath: config, given: RunOverrides(epochs: epochs, batchSize: batchSize, learningRate: learningRate, seed: seed),
                 resume: resume, output: output))
         for line in launcher.changes where (group?.rank ?? 0) == 0 { FileHandle.standardError.write(Data("neuron: \(line)\n".utf8)) }
-        // Under mpirun the launcher's OPENBLAS_NUM_THREADS (one per rank on one machine) wins over the
-        // config's count, which is one process's.
-        let mpiThreads =
-            group == nil ? nil : ProcessInfo.processInfo.environment["OPENBLAS_NUM_THREADS"].flatMap { Int($0) }.flatMap { $0 >= 1 ? $0 : nil }
-        var run = try launcher.build(blasThreads: mpiThreads)
+        var run = try launcher.build(blasThreads: group == nil ? nil : ProcessGroup.blasThreads())
         if let group {
             try group.agree(on: ProcessGroup.fingerprint(of: run))
-            try run.engine.join(group)
+            try group.join(&run)
             if group.rank != 0 { trainReplica(run, in: group) }
         }
         if let nothingLeft = try launcher.nothingLeft(in: run) {
@@ -156,4 +152,14 @@ func announce(_ server: DashboardServer) {
         )
     }
     FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+}
+
+// The dashboard looks into rank 0's replica, which holds the same numbers as the others.
+extension DistributedEngine: InspectableEngine {
+    public func layerLayouts() -> [LayerLayout] { base.layerLayouts() }
+    public func layerWeights(_ index: Int) -> (shape: [Int], values: [Double])? { base.layerWeights(index) }
+    public var explainableSampleCount: Int { base.explainableSampleCount }
+    public func explainUnit(layer: Int, unit: Int, sample: Int) throws -> UnitExplanation {
+        try base.explainUnit(layer: layer, unit: unit, sample: sample)
+    }
 }

@@ -88,6 +88,62 @@ struct MiniBatchTrainingTests {
         #expect(resumed.epoch == straight.epoch && resumed.epoch == 10)  // 4 batches per epoch
     }
 
+    @Test("The whole batch as the share, with nothing to combine, is step() bit for bit")
+    func wholeShareIsStep() throws {
+        var generator = SeededGenerator(seed: 3)
+        let data = try Synthetic.sine(count: 50, generator: &generator) as Dataset<Float>
+        let network = try Network<Float>(features: 1, layers: [(8, .tanh), (1, .identity)], loss: .halfSquaredError, seed: 3)
+        var stepped = try MiniBatchTraining(network: network, optimizer: try Adam<Float>(learningRate: 0.01), dataset: data, batchSize: 16, seed: 5)
+        var shared = stepped
+        for _ in 0..<12 {
+            #expect(shared.step(share: { $0 }, combine: { _, _ in }) == stepped.step())
+        }
+        #expect(shared.network.parameters == stepped.network.parameters)
+        #expect(shared.epochProgress == stepped.epochProgress)
+    }
+
+    @Test(
+        "Shares of each batch, weighted and summed, reach the whole batch's steps within 1e-12 (Double), empty shares included",
+        arguments: [4, 2])
+    func sharesSumToTheBatch(batchSize: Int) throws {
+        // 7 samples on 3 shares: batches of 4 give shares (1, 1, 2) and (1, 1, 1); batches of 2
+        // give (0, 1, 1) and a last batch of 1, (0, 0, 1).
+        var generator = SeededGenerator(seed: 3)
+        let data: Dataset<Double> = try Synthetic.sine(count: 7, generator: &generator)
+        let network = try Network<Double>(features: 1, layers: [(8, .tanh), (1, .identity)], loss: .halfSquaredError, seed: 5)
+        var alone = try MiniBatchTraining(
+            network: network, optimizer: try SGD<Double>(learningRate: 0.1, momentum: 0.9), dataset: data, batchSize: batchSize, seed: 9)
+        var parts = Array(repeating: alone, count: 3)
+        // Share r of a batch: the r-th of 3 contiguous pieces (as a group of 3 processes cuts it).
+        func share(_ r: Int) -> (Range<Int>) -> Range<Int> {
+            { b in b.lowerBound + b.count * r / 3..<b.lowerBound + b.count * (r + 1) / 3 }
+        }
+        for _ in 0..<20 * alone.batchesPerEpoch {
+            let loss = alone.step()
+            // Each part's weighted gradients and totals for this step, from a copy (a step is a
+            // function of the value), then the step itself with their sum.
+            let contributions = (0..<3).map { r in
+                var copy = parts[r], seen: ([Double], BatchTotals) = ([], BatchTotals(loss: 0, correct: 0))
+                copy.step(share: share(r)) { seen = ($0, $1) }
+                return seen
+            }
+            for r in 0..<3 {
+                let partLoss = parts[r].step(share: share(r)) { gradients, totals in
+                    for i in gradients.indices { gradients[i] = contributions.reduce(0) { $0 + $1.0[i] } }
+                    totals.loss = contributions.reduce(0) { $0 + $1.1.loss }
+                }
+                #expect(abs(partLoss - loss) <= 1e-12 * abs(loss))
+            }
+        }
+        let scale = alone.network.parameters.map(abs).max()!
+        for part in parts {
+            let difference = zip(alone.network.parameters, part.network.parameters).map { abs($0 - $1) }.max()!
+            #expect(difference <= 1e-12 * scale)
+            #expect(part.network.parameters == parts[0].network.parameters)
+            #expect(part.epochProgress.samples == alone.epochProgress.samples)
+        }
+    }
+
     @Test("A saved position or optimizer state that does not fit is refused, not left to trap in a later step")
     func badPosition() throws {
         let network = try Network<Double>(features: 2, layers: [(3, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 1)

@@ -30,12 +30,8 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     private var targets = Tensor<Scalar>(zeros: [0, 0])
     private var labels: [Int] = []
 
-    /// With data parallelism, what sums this process's share of each batch with the others';
-    /// nil (the default) trains on whole batches alone.
-    public var reducer: (any GradientReducer)?
-    // The gradients and totals (weighted loss, correct count) summed over the processes; sized at the first step.
-    private var summed: [Scalar] = []
-    private var totals = [0.0, 0.0]
+    // A share's gradients weighted by its part of the batch, handed to `combine`; sized at the first shared step.
+    private var shared: [Scalar] = []
 
     /// Training of `network` on `dataset` in batches of `batchSize`, shuffled by a generator seeded with `seed`.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the dataset's features or targets do not
@@ -103,29 +99,77 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     /// - Returns: the batch's loss before the update.
     @discardableResult
     public mutating func step() -> Scalar {
+        let batch = startStep()
+        let (loss, correct) = backward(batch)
+        optimizer.update(parameters: &network.parameters, gradients: network.gradients)
+        return finishStep(loss: loss, correct: correct, samples: batch.count)
+    }
+
+    /// One step of which this caller computes only a share of the batch, and `combine` makes the
+    /// whole batch's gradients and totals from it before the update (data parallelism: by adding
+    /// the other shares', computed elsewhere on the same batch).
+    ///
+    /// The loss and its gradients are means over a share of `b` rows out of the batch's `B`; they
+    /// reach `combine` weighted by `b / B`, so that the shares' sum is the mean over the whole
+    /// batch, as ``step()`` computes it (an empty share gives zeros). The totals' correct count is
+    /// the share's.
+    ///
+    ///     // gradients: (parameters)  weighted: (parameters)  totals: (loss · b/B, correct)
+    ///
+    /// - Parameters:
+    ///   - share: This caller's part of the batch's positions (a contiguous range within it).
+    ///   - combine: Turns the share's weighted gradients and totals into the whole batch's, in place.
+    /// - Returns: the batch's loss before the update, as `combine` left it.
+    @discardableResult
+    public mutating func step(
+        share: (_ batch: Range<Int>) -> Range<Int>, combine: (_ gradients: inout [Scalar], _ totals: inout BatchTotals) -> Void
+    ) -> Scalar {
+        let batch = startStep()
+        let part = share(batch)
+        precondition(
+            part.isEmpty || batch.contains(part.lowerBound) && part.upperBound <= batch.upperBound, "share \(part) is not within batch \(batch)")
+        var (loss, correct): (Scalar, Int) = (0, 0)
+        if !part.isEmpty { (loss, correct) = backward(part) }
+        let weight = Scalar(part.count) / Scalar(batch.count)
+        if shared.count != network.gradients.count { shared = Array(repeating: 0, count: network.gradients.count) }
+        shared.withUnsafeMutableBufferPointer { shared in
+            if part.isEmpty {
+                Tensor<Scalar>.zero(shared)  // the gradient buffer still holds an earlier step's
+            } else {
+                // shared = weight · gradients: a copy, then BLAS's scal (this loop is generic code, unspecialized)
+                network.gradients.withUnsafeBufferPointer { g in _ = shared.update(fromContentsOf: g) }
+                Scalar.blasScal(n: shared.count, alpha: weight, x: shared.baseAddress!)
+            }
+        }
+        var totals = BatchTotals(loss: Double(weight * loss), correct: correct)
+        combine(&shared, &totals)
+        optimizer.update(parameters: &network.parameters, gradients: shared)
+        return finishStep(loss: Scalar(totals.loss), correct: totals.correct, samples: batch.count)
+    }
+
+    /// The next batch's positions; a new epoch draws its order and starts its sums here.
+    private mutating func startStep() -> Range<Int> {
         if batchIndex == 0 {
             batches.shuffle(using: &generator)
             epochProgress = EpochProgress()
         }
-        let batch = batches.range(ofBatch: batchIndex)
-        let share = reducer?.share(of: batch) ?? batch
-        var loss: Scalar = 0, correct = 0
-        if !share.isEmpty {
-            batches.fill(positions: share, from: dataset, features: &features, targets: &targets, labels: &labels)
-            // The shapes were checked against the network when training was set up.
-            loss = try! network.lossAndGradients(features, targets: targets)
-            if !labels.isEmpty { correct = ConfusionMatrix.correctCount(network.output, labels: labels) }
-        }
-        if let reducer {
-            (loss, correct) = sumShares(with: reducer, share: share.count, of: batch.count, loss: loss, correct: correct)
-            optimizer.update(parameters: &network.parameters, gradients: summed)
-        } else {
-            optimizer.update(parameters: &network.parameters, gradients: network.gradients)
-        }
+        return batches.range(ofBatch: batchIndex)
+    }
+
+    /// The loss and (classification) correct count of the rows at `positions`, their gradients in `network.gradients`.
+    private mutating func backward(_ positions: Range<Int>) -> (loss: Scalar, correct: Int) {
+        batches.fill(positions: positions, from: dataset, features: &features, targets: &targets, labels: &labels)
+        // The shapes were checked against the network when training was set up.
+        let loss = try! network.lossAndGradients(features, targets: targets)
+        return (loss, labels.isEmpty ? 0 : ConfusionMatrix.correctCount(network.output, labels: labels))
+    }
+
+    /// Counts the step into the epoch's sums and moves to the next batch.
+    private mutating func finishStep(loss: Scalar, correct: Int, samples: Int) -> Scalar {
         epochProgress.correct += correct
         epochProgress.lossSum += Double(loss)
         epochProgress.batches += 1
-        epochProgress.samples += batch.count
+        epochProgress.samples += samples
         stepsTaken += 1
         batchIndex += 1
         if batchIndex == batches.batchesPerEpoch {
@@ -133,30 +177,6 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
             epoch += 1
         }
         return loss
-    }
-
-    /// The whole batch's gradients, loss and correct count from every process's share of it.
-    ///
-    /// The loss and its gradients are means over a share of `b` rows out of the batch's `B`; each
-    /// process weighs its own by `b / B`, so that their sum is the mean over the whole batch, as
-    /// one process computes it (a process with no rows adds zeros).
-    ///
-    ///     // gradients: (parameters)  summed: (parameters)  totals: (loss · b/B, correct)
-    private mutating func sumShares(with reducer: any GradientReducer, share: Int, of batch: Int, loss: Scalar, correct: Int) -> (Scalar, Int) {
-        let weight = Scalar(share) / Scalar(batch)
-        if summed.count != network.gradients.count { summed = Array(repeating: 0, count: network.gradients.count) }
-        summed.withUnsafeMutableBufferPointer { summed in
-            if share == 0 {
-                Tensor<Scalar>.zero(summed)  // the gradient buffer still holds an earlier step's
-            } else {
-                // summed = weight · gradients: a copy, then BLAS's scal (this loop is generic code, unspecialized)
-                network.gradients.withUnsafeBufferPointer { g in _ = summed.update(fromContentsOf: g) }
-                Scalar.blasScal(n: summed.count, alpha: weight, x: summed.baseAddress!)
-            }
-        }
-        (totals[0], totals[1]) = (Double(weight * loss), Double(correct))
-        reducer.sum(gradients: &summed, totals: &totals)
-        return (Scalar(totals[0]), Int(totals[1]))
     }
 
     /// Steps to the end of the current epoch.
@@ -170,6 +190,18 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         } while batchIndex != 0
         return sum / Scalar(count)
     }
+}
+
+/// What a step sums besides its gradients: the batch's loss and (classification) correct count,
+/// or a share's part of them (``MiniBatchTraining/step(share:combine:)``).
+public struct BatchTotals: Sendable, Equatable {
+    /// The mean loss over the batch (a share's: weighted by its part of the rows).
+    public var loss: Double
+    /// The samples whose largest output was their class (0 for regression).
+    public var correct: Int
+
+    /// Totals from their parts.
+    public init(loss: Double, correct: Int) { (self.loss, self.correct) = (loss, correct) }
 }
 
 /// Everything besides network and optimizer that decides the next step.

@@ -32,6 +32,10 @@ public struct Run: Sendable {
     public let preprocessing: Preprocessing
     /// The command-line settings `config` holds over its file's, which the run's checkpoints save.
     public var overrides = RunOverrides()
+    /// Whether the run stops at a step boundary, given whether this process was asked to: nil (a
+    /// run alone) stops as soon as asked; processes that train together (`NeuronDistributed`) all
+    /// stop after the same step.
+    public var agreesToStop: (@Sendable (_ asked: Bool) -> Bool)?
 
     public init(engine: any TrainingEngine, config: RunConfig, preprocessing: Preprocessing) {
         (self.engine, self.config, self.preprocessing) = (engine, config, preprocessing)

@@ -78,7 +78,7 @@ public final class TrainingSession {
         // By time (the default), every epoch end is kept and the writer picks the newest when due.
         // The writer writes only the newest epoch end it takes, so the model holds no more than that one.
         let model = TrainingViewModel(
-            engine: engine, epochEndsEvery: run.config.output.checkpointEvery ?? 1, keepingOnlyNewestEpochEnd: true)
+            engine: engine, epochEndsEvery: run.config.output.checkpointEvery ?? 1, keepingOnlyNewestEpochEnd: true, agreesToStop: run.agreesToStop)
         stopRequested = { model.handle(event: .stop) }
         defer { stopRequested = nil }
         (lastEpochFiles, lastCheckpoint, unwritten, writeFailure) = (nil, (.now, nil), nil, nil)

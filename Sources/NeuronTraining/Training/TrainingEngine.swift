@@ -44,12 +44,6 @@ public protocol TrainingEngine: Sendable {
     func gradientCheck(_ check: GradientCheck, batchSize: Int) throws -> GradientCheckReport
     /// Loss and accuracy on the test rows (or the validation rows when there is no test set); nil when there are neither.
     func finalEvaluation() throws -> (name: String, evaluation: Evaluation)?
-    /// Whether to stop at this step boundary, given whether this process asks to (``TrainingGroup``;
-    /// alone: `asked`).
-    mutating func agreesToStop(_ asked: Bool) -> Bool
-    /// Trains from here on as one of `group`'s processes, from rank 0's state.
-    /// - Throws: ``RunError`` for an engine that trains alone, or a state that differs between processes.
-    mutating func join(_ group: any TrainingGroup) throws
 }
 
 extension TrainingEngine {
@@ -144,8 +138,6 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public let test: Dataset<Scalar>?
     /// One record per completed epoch.
     public private(set) var records: [EpochRecord] = []
-    /// The processes this engine trains with; nil alone.
-    public private(set) var group: (any TrainingGroup)?
 
     /// Training of `network` on `dataset` for `epochs` epochs of `batchSize`, shuffled from `seed`
     /// (nil: `network` as given on one sample, nothing to draw).
@@ -221,8 +213,33 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     /// The network as trained so far.
     public var network: Network<Scalar> { training.network }
 
-    public mutating func step() -> Double {
-        let loss = Double(training.step())
+    public mutating func step() -> Double { recorded(Double(training.step())) }
+
+    /// One step of which this engine computes only a share of the batch, `combine` making the
+    /// whole batch's gradients and totals from it (``MiniBatchTraining/step(share:combine:)``);
+    /// recorded as ``step()`` records its steps.
+    public mutating func step(
+        share: (_ batch: Range<Int>) -> Range<Int>, combine: (_ gradients: inout [Scalar], _ totals: inout BatchTotals) -> Void
+    ) -> Double {
+        recorded(Double(training.step(share: share, combine: combine)))
+    }
+
+    /// Replaces every number that decides the next step besides the position — the parameters,
+    /// the state, the optimizer's buffers in the order of their names — by what `body` leaves in
+    /// it (buffers of the same lengths): how processes that train together start from one's state.
+    /// - Throws: ``OptimizerError`` when `body` changed an optimizer buffer's length.
+    public mutating func replaceState(_ body: (inout [Scalar]) -> Void) throws {
+        var network = training.network, optimizer = training.optimizer
+        body(&network.parameters)
+        body(&network.state)
+        var state = optimizer.state
+        for name in state.keys.sorted() { body(&state[name]!) }
+        try optimizer.restore(state: state, step: optimizer.step)
+        (training.network, training.optimizer) = (network, optimizer)
+    }
+
+    /// A step's loss, and at a recorded epoch's end the validation and the epoch's record.
+    private mutating func recorded(_ loss: Double) -> Double {
         guard training.batchIndex == 0, loss.isFinite, training.epoch % recordEvery == 0 || training.epoch == totalEpochs else { return loss }
         if let validation {
             // Shapes were checked when training was set up; validation rows share the features.
@@ -242,7 +259,6 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         (snapshot.validationLoss, snapshot.validationAccuracy) = (lastValidation?.loss, lastValidation?.accuracy)
         snapshot.layers = training.network.layerStatistics()
         snapshot.neuron = neuronRow()
-        snapshot.rankStepSeconds = group?.stepSeconds()
         return snapshot
     }
 
@@ -277,23 +293,6 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     }
 
     public func divergenceLocation() -> String { training.network.divergenceLocation() }
-
-    public mutating func agreesToStop(_ asked: Bool) -> Bool { group?.agreesToStop(asked) ?? asked }
-
-    /// Every process built its replica from the same config, data and checkpoint; rank 0's
-    /// parameters, state and optimizer buffers replace the others', and each step from here sums
-    /// the shares of the batch over `group`.
-    public mutating func join(_ group: any TrainingGroup) throws {
-        group.broadcast(&training.network.parameters)
-        group.broadcast(&training.network.state)
-        var optimizer = training.optimizer
-        var state = optimizer.state
-        for name in state.keys.sorted() { group.broadcast(&state[name]!) }
-        try optimizer.restore(state: state, step: optimizer.step)
-        training.optimizer = optimizer
-        training.reducer = group
-        self.group = group
-    }
 
     public func checkGradients() throws -> GradientCheckReport {
         // Large networks are checked on a sample of each tensor: a full check would take minutes.

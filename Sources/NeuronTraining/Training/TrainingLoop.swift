@@ -103,11 +103,12 @@ final class EpochEnds<Engine: TrainingEngine>: Sendable {
 
 /// Runs steps until the engine finishes, `maxSteps` have been taken, the control asks to pause or
 /// stop, or a loss is not finite; hands snapshots to `send` as `policy` allows, and a copy of the
-/// engine to `epochEnds` at each epoch end it asks for.
+/// engine to `epochEnds` at each epoch end it asks for. A stop is taken at the first step boundary
+/// where `agreesToStop` (given whether one was asked for) says so; without it, at once.
 /// - Returns: why it ended; `engine` and `record` are left as they stand after the last step.
 func runTrainingLoop<Engine: TrainingEngine>(
     _ engine: inout Engine, record: inout LoopRecord, control: TrainingControl, policy: SnapshotPolicy, maxSteps: Int?,
-    epochEnds: EpochEnds<Engine>?, send: (LoopSnapshot) -> Void
+    epochEnds: EpochEnds<Engine>?, agreesToStop: ((_ asked: Bool) -> Bool)? = nil, send: (LoopSnapshot) -> Void
 ) -> LoopEnd {
     let clock = ContinuousClock()
     var lastSnapshot = clock.now, lastClockRead = lastSnapshot
@@ -140,7 +141,8 @@ func runTrainingLoop<Engine: TrainingEngine>(
         let request = control.request.load(ordering: .relaxed)
         if request == TrainingControl.pause { return .paused }
         // Alone, a stop is taken at once; processes training together all stop after the same step.
-        if engine.agreesToStop(request == TrainingControl.stop) { return .stopped }
+        let asked = request == TrainingControl.stop
+        if agreesToStop.map({ $0(asked) }) ?? asked { return .stopped }
         if control.checkRequested.exchange(false, ordering: .relaxed) {
             do {
                 record.gradientCheck = try engine.checkGradients()

@@ -43,7 +43,7 @@ public struct TrainingSnapshot: Sendable, Equatable {
     public var neuron: NeuronRow?
     /// One record per completed epoch.
     public var records: [EpochRecord]
-    /// With several processes (``TrainingGroup``), each one's mean seconds of computing per step, rank order.
+    /// With several processes (`NeuronDistributed`), each one's mean seconds of computing per step, rank order.
     public var rankStepSeconds: [Double]?
 
     /// The progress counters and records of `engine`; validation, layers and the neuron's row empty.

@@ -33,6 +33,8 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
     /// The engine as built, for `reset`.
     @ObservationIgnored private let initial: Engine
     @ObservationIgnored private let control = TrainingControl()
+    /// Whether a run stops at a step boundary, given whether it was asked to; nil: at once.
+    @ObservationIgnored private let agreesToStop: (@Sendable (_ asked: Bool) -> Bool)?
     /// Which run's snapshots are current; older runs' late snapshots are dropped.
     @ObservationIgnored private var runID = 0
     /// The last gradient check, kept here so that it outlives the snapshots of later runs.
@@ -49,8 +51,14 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
     ///   - epochEndsEvery: Keep a copy of the engine in ``epochEnds`` at every this many completed
     ///     epochs (a run's checkpoints); nil keeps none.
     ///   - keepingOnlyNewestEpochEnd: Hold at most the newest of them (see ``keepsOnlyNewestEpochEnd``).
-    public init(engine: Engine, policy: SnapshotPolicy = .default, epochEndsEvery: Int? = nil, keepingOnlyNewestEpochEnd: Bool = false) {
+    ///   - agreesToStop: Whether the run stops at a step boundary, given whether it was asked to
+    ///     (``Run/agreesToStop``); nil stops as soon as asked.
+    public init(
+        engine: Engine, policy: SnapshotPolicy = .default, epochEndsEvery: Int? = nil, keepingOnlyNewestEpochEnd: Bool = false,
+        agreesToStop: (@Sendable (_ asked: Bool) -> Bool)? = nil
+    ) {
         initial = engine
+        self.agreesToStop = agreesToStop
         self.policy = policy
         self.epochEndsEvery = epochEndsEvery
         keepsOnlyNewestEpochEnd = keepingOnlyNewestEpochEnd
@@ -138,7 +146,7 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
         viewState.phase = .running
         let (snapshots, continuation) = AsyncStream<LoopSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let kept = epochEndsEvery.map { EpochEnds<Engine>(every: $0, newestOnly: keepsOnlyNewestEpochEnd) }
-        let control = self.control, policy = self.policy, startRecord = record
+        let control = self.control, policy = self.policy, startRecord = record, agreesToStop = self.agreesToStop
         // The loop runs on a thread of its own, not on the cooperative pool: it never suspends, and
         // on a 2-core machine two loops on the pool's two threads starved every other task (the
         // observers that would have stopped them included).
@@ -148,7 +156,7 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
                     var engine = start, record = startRecord
                     let end = runTrainingLoop(
                         &engine, record: &record, control: control, policy: policy, maxSteps: maxSteps,
-                        epochEnds: kept
+                        epochEnds: kept, agreesToStop: agreesToStop
                     ) { continuation.yield($0) }
                     continuation.finish()
                     done.resume(returning: (engine, record, end))
