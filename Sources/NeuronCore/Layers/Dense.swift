@@ -74,8 +74,6 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     // MARK: Forward
 
     /// Runs the layer on a batch: `y = f(x·w + b)` (softmax: the logits, `x·w + b`).
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: a concrete copy spares each step's
-    @_specialize(where Scalar == Double)  // generic metadata lookups (W1 2.4 → 1.3 µs with the next two)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
@@ -92,7 +90,8 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
                     alpha: 1, a: px.baseAddress!, lda: inputs, b: w, ldb: outputs,
                     beta: 0, c: py.baseAddress!, ldc: outputs)
                 // y += b, then y = f(y) (softmax: left to the loss head)
-                Scalar.addBias(UnsafeBufferPointer(rebasing: parameters[inputs * outputs..<inputs * outputs + outputs]), thenActivate: activation, py)
+                Kernels.addBias(
+                    UnsafeBufferPointer(rebasing: parameters[inputs * outputs..<inputs * outputs + outputs]), thenActivate: activation, py)
             }
         }
     }
@@ -100,8 +99,6 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     // MARK: Backward
 
     /// Adds `dw += xᵀ·dz` and `db += Σ dz` into `gradients`, with `dz = dy ⊙ f'(z)`, and `dx = dz·wᵀ` when asked.
-    @_specialize(where Scalar == Float)  // as forward
-    @_specialize(where Scalar == Double)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
@@ -114,7 +111,7 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
             dy.withUnsafeBufferPointer { pdy in
                 cache.preActivationGradient.withUnsafeMutableBufferPointer { pdz in
                     // dz = dy ⊙ f'(z), from the saved output
-                    Scalar.activationBackward(activation, output: py, gradient: pdy, into: pdz)
+                    Kernels.activationBackward(activation, output: py, gradient: pdy, into: pdz)
                 }
             }
         }
@@ -127,7 +124,7 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
                     alpha: 1, a: px.baseAddress!, lda: inputs, b: pdz.baseAddress!, ldb: outputs,
                     beta: 1, c: dw, ldc: outputs)
                 // db += Σ over the batch of dz
-                Scalar.addColumnSums(pdz, to: UnsafeMutableBufferPointer(rebasing: gradients[inputs * outputs..<inputs * outputs + outputs]))
+                Kernels.addColumnSums(pdz, to: UnsafeMutableBufferPointer(rebasing: gradients[inputs * outputs..<inputs * outputs + outputs]))
             }
         }
         guard computeInputGradient else { return }
