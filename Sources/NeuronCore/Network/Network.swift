@@ -288,6 +288,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     ///
     /// - Returns: the batch's loss before any update.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
+    @_specialize(where Scalar == Float)  // the step's entry from generic callers in other modules (the trainer):
+    @_specialize(where Scalar == Double)  // the fold over `any Layer` runs concrete (W1 1.85 → 0.92 µs a step)
     @discardableResult
     public mutating func lossAndGradients(
         _ x: Tensor<Scalar>, targets: Tensor<Scalar>, inputGradient: Bool = false
