@@ -31,6 +31,20 @@
 public enum Kernels {}
 
 extension Kernels {
+    /// Sets `storage.count` to `count` and keeps its capacity: elements removed from the end, or
+    /// zeros appended (the storage of ``Tensor/resize(to:)``). A kernel because a layer's generic
+    /// body grows its buffers through it: unspecialized, the append went through a generic
+    /// iterator one element at a time, 43% of W7's whole process for a first step of batch 64.
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func resize<T: TensorScalar>(_ storage: inout [T], count: Int) {
+        if count < storage.count {
+            storage.removeLast(storage.count - count)
+        } else if count > storage.count {
+            storage.append(contentsOf: repeatElement(0, count: count - storage.count))
+        }
+    }
+
     /// `y = a + b`, element by element (a residual block's sum, forward and backward).
     ///
     ///     // a, b, y: (n); y may alias a
