@@ -15,10 +15,10 @@ struct KernelsTests {
     @Test("Bias broadcast and column sums by hand")
     func biasByHand() throws {
         var x = try Tensor<Float>(rows: [[1, 2, 3], [4, 5, 6]])
-        run(Tensor(vector: [10, 20, 30]), into: &x) { Float.addBias($0, to: $1) }
+        run(Tensor(vector: [10, 20, 30]), into: &x) { Kernels.addBias($0, to: $1) }
         #expect(x.rowArrays == [[11, 22, 33], [14, 25, 36]])
         var b = Tensor<Float>(vector: [1, 1, 1])
-        run(x, into: &b) { Float.addColumnSums($0, to: $1) }
+        run(x, into: &b) { Kernels.addColumnSums($0, to: $1) }
         #expect(b.scalars == [26, 48, 70])  // adds into b: 1 + 11 + 14, …
     }
 
@@ -30,11 +30,11 @@ struct KernelsTests {
                 let x = Tensor<Scalar>.random([rows, columns], using: &generator)
                 let b = Tensor<Scalar>.random([columns], using: &generator)
                 var fast = x, slow = x
-                run(b, into: &fast) { Scalar.addBias($0, to: $1) }
+                run(b, into: &fast) { Kernels.addBias($0, to: $1) }
                 Naive.addBias(b, to: &slow)
                 #expect(fast == slow)  // one addition per entry: bit for bit
                 var sumFast = b, sumSlow = b
-                run(x, into: &sumFast) { Scalar.addColumnSums($0, to: $1) }
+                run(x, into: &sumFast) { Kernels.addColumnSums($0, to: $1) }
                 Naive.addColumnSums(x, to: &sumSlow)
                 #expect(sumFast == sumSlow)  // the same additions in the same order down each column
             }
@@ -53,10 +53,10 @@ struct KernelsTests {
                     x[0] = .nan
                     let b = Tensor<Scalar>.random([columns], using: &generator)
                     var fused = x, twoPasses = x
-                    run(b, into: &fused) { Scalar.addBias($0, thenActivate: activation, $1) }
+                    run(b, into: &fused) { Kernels.addBias($0, thenActivate: activation, $1) }
                     run(b, into: &twoPasses) { b, y in
-                        Scalar.addBias(b, to: y)
-                        Scalar.activate(activation, y)
+                        Kernels.addBias(b, to: y)
+                        Kernels.activate(activation, y)
                     }
                     #expect(fused[0].isNaN, "\(activation): a NaN stays visible")
                     fused[0] = 0
@@ -75,19 +75,19 @@ struct KernelsTests {
         let order = [3, 1, 0, 2]
         var batch = Tensor<Double>(zeros: [2, 2])
         order.withUnsafeBufferPointer { order in
-            run(source, into: &batch) { Double.gatherRows($0, columns: 2, order: order, positions: 1..<3, into: $1) }
+            run(source, into: &batch) { Kernels.gatherRows($0, columns: 2, order: order, positions: 1..<3, into: $1) }
         }
         #expect(batch.rowArrays == [[10, 11], [0, 1]])  // positions 1 and 2 of the order: rows 1 and 0
     }
 
     @Test("argmax takes the first of equal maxima; norms, counts and non-finite checks by hand")
     func reductions() {
-        [Float(1), 3, 3, -1].withUnsafeBufferPointer { #expect(Float.argmax($0) == 1) }
-        [Double(-5)].withUnsafeBufferPointer { #expect(Double.argmax($0) == 0) }
-        [Float(3), -4].withUnsafeBufferPointer { #expect(Float.sumOfSquares($0) == 25) }
-        [Double(0.5), -0.995, 0.999, 1].withUnsafeBufferPointer { #expect(Double.countMagnitudes($0, above: 0.99) == 3) }
-        [Double(1), .infinity].withUnsafeBufferPointer { #expect(Double.containsNonFinite($0)) }
-        [Float(1), .nan].withUnsafeBufferPointer { #expect(Float.containsNonFinite($0)) }
-        [Float(1), -2].withUnsafeBufferPointer { #expect(!Float.containsNonFinite($0)) }
+        [Float(1), 3, 3, -1].withUnsafeBufferPointer { #expect(Kernels.argmax($0) == 1) }
+        [Double(-5)].withUnsafeBufferPointer { #expect(Kernels.argmax($0) == 0) }
+        [Float(3), -4].withUnsafeBufferPointer { #expect(Kernels.sumOfSquares($0) == 25) }
+        [Double(0.5), -0.995, 0.999, 1].withUnsafeBufferPointer { #expect(Kernels.countMagnitudes($0, above: 0.99) == 3) }
+        [Double(1), .infinity].withUnsafeBufferPointer { #expect(Kernels.containsNonFinite($0)) }
+        [Float(1), .nan].withUnsafeBufferPointer { #expect(Kernels.containsNonFinite($0)) }
+        [Float(1), -2].withUnsafeBufferPointer { #expect(!Kernels.containsNonFinite($0)) }
     }
 }

@@ -19,7 +19,7 @@ struct VectorTanhTests {
         ys.withUnsafeMutableBufferPointer { Float.tanh(inPlace: $0) }
         var worst = 0.0
         for (x, y) in zip(xs, ys) {
-            let exact = Double.tanh(Double(x))
+            let exact = Double.libmTanh(Double(x))
             worst = max(worst, abs(Double(y) - exact))
             #expect(abs(y) <= 1, "tanh(\(x)) = \(y) is outside [-1, 1]")
             #expect(x == 0 || (y > 0) == (x > 0), "tanh(\(x)) = \(y) has the wrong sign")
@@ -33,7 +33,7 @@ struct VectorTanhTests {
     @Test("Double's is the C library's tanh, bit for bit")
     func doubleIsLibm() {
         var xs = stride(from: -20.0, through: 20.0, by: 0.013).map { $0 }
-        let expected = xs.map { Double.tanh($0) }
+        let expected = xs.map { Double.libmTanh($0) }
         xs.withUnsafeMutableBufferPointer { Double.tanh(inPlace: $0) }
         #expect(xs == expected)
     }

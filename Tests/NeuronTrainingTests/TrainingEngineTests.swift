@@ -104,7 +104,7 @@ struct TrainingEngineTests {
     func neuronReports() throws {
         let engine = try neuronEngine()
         let row = try #require(engine.snapshot().neuron)
-        #expect(row.net == 0.505 && row.output == Double.tanh(0.505) && row.error == Double.tanh(0.505) - 0.1)
+        #expect(row.net == 0.505 && row.output == Double.libmTanh(0.505) && row.error == Double.libmTanh(0.505) - 0.1)
         #expect(row.weight == 0.5 && row.bias == 0.5 && row.input == 0.01 && row.target == 0.1)
         let point = straightRun(engine, steps: 7).resumePoint()
         #expect(point.network == "Network[Dense(1→1, tanh)]" && point.tensors.map(\.name) == ["layers.0.weight", "layers.0.bias"])

@@ -238,7 +238,7 @@ struct TrainingViewModelTests {
     func neuron() async throws {
         let vm = TrainingViewModel(engine: try neuronEngine(), policy: .default)
         // Before training: net = 0.01·0.5 + 0.5, output = tanh(net).
-        #expect(vm.viewState.neuron?.net == 0.505 && vm.viewState.neuron?.output == Double.tanh(0.505))
+        #expect(vm.viewState.neuron?.net == 0.505 && vm.viewState.neuron?.output == Double.libmTanh(0.505))
         #expect(vm.viewState.totalSteps == 100_000 && vm.viewState.seed == nil)
         vm.handle(event: .start)
         let final = try await waitUntil(vm) { $0.phase == .finished }

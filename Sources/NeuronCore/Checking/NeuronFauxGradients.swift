@@ -28,7 +28,7 @@ extension Neuron {
         switch quantity {
         case .output:
             let net = Self.net(inputs: inputs, weights: weights, bias: bias)
-            return Self.downstream(inputs: inputs, target: target, net: net, output: Scalar.tanh(net) + delta).loss
+            return Self.downstream(inputs: inputs, target: target, net: net, output: Scalar.libmTanh(net) + delta).loss
         case .net:
             let net = Self.net(inputs: inputs, weights: weights, bias: bias)
             return Self.downstream(inputs: inputs, target: target, net: net + delta).loss

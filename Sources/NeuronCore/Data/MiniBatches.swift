@@ -98,7 +98,7 @@ public struct MiniBatches: Sendable, Equatable, Codable {
         source.withUnsafeBufferPointer { from in
             batch.withUnsafeMutableBufferPointer { to in
                 order.withUnsafeBufferPointer { order in
-                    Scalar.gatherRows(from, columns: source.columns, order: order, positions: positions, into: to)
+                    Kernels.gatherRows(from, columns: source.columns, order: order, positions: positions, into: to)
                 }
             }
         }

@@ -63,8 +63,6 @@ public struct AvgPool2D<Scalar: TensorScalar>: Layer {
     ) {}
 
     /// Each window's mean.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
@@ -73,13 +71,11 @@ public struct AvgPool2D<Scalar: TensorScalar>: Layer {
         let batch = x.shape[0], window = window
         cache.output.resize(rows: batch, columns: window.outputPixels * window.channels)
         x.withUnsafeBufferPointer { px in
-            cache.output.withUnsafeMutableBufferPointer { py in Scalar.averagePool(px, batch: batch, window: window, into: py) }
+            cache.output.withUnsafeMutableBufferPointer { py in Kernels.averagePool(px, batch: batch, window: window, into: py) }
         }
     }
 
     /// `dx` = each output's gradient over its window's area, on every pixel of the window.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
@@ -90,60 +86,7 @@ public struct AvgPool2D<Scalar: TensorScalar>: Layer {
         cache.inputGradient.resize(rows: batch, columns: window.inputPixels * window.channels)
         dy.withUnsafeBufferPointer { pdy in
             cache.inputGradient.withUnsafeMutableBufferPointer { pdx in
-                Scalar.averagePoolBackward(pdy, batch: batch, window: window, into: pdx)
-            }
-        }
-    }
-}
-
-extension TensorScalar {
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func averagePool(
-        _ x: UnsafeBufferPointer<Self>, batch: Int, window w: Window2D, into y: UnsafeMutableBufferPointer<Self>
-    ) {
-        // x: (batch, height, width, channels)  →  y: (batch, outputHeight, outputWidth, channels)
-        let c = w.channels, scale = 1 / Self(w.kernelHeight * w.kernelWidth)
-        Tensor<Self>.zero(y)
-        var o = 0
-        for n in 0..<batch {
-            let image = n * w.inputPixels * c
-            for oy in 0..<w.outputHeight {
-                for ox in 0..<w.outputWidth {
-                    for ky in 0..<w.kernelHeight {
-                        for kx in 0..<w.kernelWidth {
-                            let pixel = image + ((oy * w.strideHeight + ky) * w.width + ox * w.strideWidth + kx) * c
-                            for ch in 0..<c { y[o + ch] += x[pixel + ch] }
-                        }
-                    }
-                    for ch in 0..<c { y[o + ch] *= scale }
-                    o += c
-                }
-            }
-        }
-    }
-
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func averagePoolBackward(
-        _ dy: UnsafeBufferPointer<Self>, batch: Int, window w: Window2D, into dx: UnsafeMutableBufferPointer<Self>
-    ) {
-        // dy: (batch, outputHeight, outputWidth, channels)  →  dx: (batch, height, width, channels)
-        let c = w.channels, scale = 1 / Self(w.kernelHeight * w.kernelWidth)
-        Tensor<Self>.zero(dx)
-        var o = 0
-        for n in 0..<batch {
-            let image = n * w.inputPixels * c
-            for oy in 0..<w.outputHeight {
-                for ox in 0..<w.outputWidth {
-                    for ky in 0..<w.kernelHeight {
-                        for kx in 0..<w.kernelWidth {
-                            let pixel = image + ((oy * w.strideHeight + ky) * w.width + ox * w.strideWidth + kx) * c
-                            for ch in 0..<c { dx[pixel + ch] += dy[o + ch] * scale }
-                        }
-                    }
-                    o += c
-                }
+                Kernels.averagePoolBackward(pdy, batch: batch, window: window, into: pdx)
             }
         }
     }

@@ -93,8 +93,6 @@ public struct BatchNorm<Scalar: TensorScalar>: ActivatedLayer {
 
     /// Training: normalizes with the batch's statistics and updates the running ones in `state`;
     /// evaluation: normalizes with the running ones.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
@@ -115,7 +113,7 @@ public struct BatchNorm<Scalar: TensorScalar>: ActivatedLayer {
                     cache.mean.withUnsafeMutableBufferPointer { pm in
                         cache.inverseDeviation.withUnsafeMutableBufferPointer { ps in
                             cache.normalized.withUnsafeMutableBufferPointer { pn in
-                                Scalar.batchNormTraining(
+                                Kernels.batchNormTraining(
                                     px, gamma: gamma, beta: beta, epsilon: epsilon, momentum: momentum,
                                     runningMean: runningMean, runningVariance: runningVariance,
                                     mean: pm, inverseDeviation: ps, normalized: pn, into: py)
@@ -123,11 +121,11 @@ public struct BatchNorm<Scalar: TensorScalar>: ActivatedLayer {
                         }
                     }
                 case .evaluation:
-                    Scalar.batchNormEvaluation(
+                    Kernels.batchNormEvaluation(
                         px, gamma: gamma, beta: beta, runningMean: UnsafeBufferPointer(runningMean),
                         runningVariance: UnsafeBufferPointer(runningVariance), epsilon: epsilon, into: py)
                 }
-                Scalar.activate(activation, py)
+                Kernels.activate(activation, py)
             }
         }
     }
@@ -136,8 +134,6 @@ public struct BatchNorm<Scalar: TensorScalar>: ActivatedLayer {
 
     /// Adds `dγ += Σ dz·x̂` and `dβ += Σ dz` with `dz = dy ⊙ f'(z)`, and `dx` (through the batch's
     /// mean and variance) when asked; after a training forward pass.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
@@ -150,7 +146,7 @@ public struct BatchNorm<Scalar: TensorScalar>: ActivatedLayer {
         cache.output.withUnsafeBufferPointer { py in
             dy.withUnsafeBufferPointer { pdy in
                 cache.preActivationGradient.withUnsafeMutableBufferPointer { pdz in
-                    Scalar.activationBackward(activation, output: py, gradient: pdy, into: pdz)
+                    Kernels.activationBackward(activation, output: py, gradient: pdy, into: pdz)
                 }
             }
         }
@@ -160,7 +156,7 @@ public struct BatchNorm<Scalar: TensorScalar>: ActivatedLayer {
                 cache.inverseDeviation.withUnsafeBufferPointer { ps in
                     cache.sums.withUnsafeMutableBufferPointer { sums in
                         cache.inputGradient.withUnsafeMutableBufferPointer { pdx in
-                            Scalar.batchNormBackward(
+                            Kernels.batchNormBackward(
                                 pdz, normalized: pn, gamma: UnsafeBufferPointer(rebasing: parameters[0..<c]), inverseDeviation: ps,
                                 sums: sums, gammaGradient: UnsafeMutableBufferPointer(rebasing: gradients[0..<c]),
                                 betaGradient: UnsafeMutableBufferPointer(rebasing: gradients[c..<2 * c]),
@@ -168,109 +164,6 @@ public struct BatchNorm<Scalar: TensorScalar>: ActivatedLayer {
                         }
                     }
                 }
-            }
-        }
-    }
-}
-
-// The kernels walk the rows through pointers, without overflow checks: each row's loop over the
-// channels then vectorizes (with buffer subscripts and checked `r + j` it ran an element at a
-// time, 5× slower in a micro-benchmark). Every sum still runs down the rows in order.
-extension TensorScalar {
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func batchNormTraining(
-        _ x: UnsafeBufferPointer<Self>, gamma: UnsafeBufferPointer<Self>, beta: UnsafeBufferPointer<Self>,
-        epsilon: Double, momentum: Double,
-        runningMean: UnsafeMutableBufferPointer<Self>, runningVariance: UnsafeMutableBufferPointer<Self>,
-        mean: UnsafeMutableBufferPointer<Self>, inverseDeviation s: UnsafeMutableBufferPointer<Self>,
-        normalized xHat: UnsafeMutableBufferPointer<Self>, into y: UnsafeMutableBufferPointer<Self>
-    ) {
-        // x, x̂, y: (rows, channels), row after row; the column statistics accumulate across them
-        let c = gamma.count, rows = x.count / c
-        Tensor<Self>.zero(mean)
-        Tensor<Self>.zero(s)  // holds Σ (x - mean)² until the end
-        guard rows > 0, let xs = x.baseAddress, let hs = xHat.baseAddress, let ys = y.baseAddress,
-            let ms = mean.baseAddress, let ss = s.baseAddress, let gs = gamma.baseAddress, let bs = beta.baseAddress
-        else { return }
-        for r in stride(from: 0, to: x.count, by: c) {
-            let xr = xs + r
-            for j in 0..<c { ms[j] += xr[j] }
-        }
-        for j in 0..<c { ms[j] /= Self(rows) }
-        for r in stride(from: 0, to: x.count, by: c) {
-            let xr = xs + r, hr = hs + r
-            for j in 0..<c {
-                let d = xr[j] - ms[j]
-                hr[j] = d
-                ss[j] += d * d
-            }
-        }
-        let m = Self(momentum), unbiased = rows > 1 ? Self(rows) / Self(rows - 1) : 1
-        for j in 0..<c {
-            let variance = ss[j] / Self(rows)
-            runningMean[j] = (1 - m) * runningMean[j] + m * ms[j]
-            runningVariance[j] = (1 - m) * runningVariance[j] + m * variance * unbiased
-            ss[j] = 1 / (variance + Self(epsilon)).squareRoot()
-        }
-        for r in stride(from: 0, to: x.count, by: c) {
-            let hr = hs + r, yr = ys + r
-            for j in 0..<c {
-                hr[j] *= ss[j]
-                yr[j] = gs[j] * hr[j] + bs[j]
-            }
-        }
-    }
-
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func batchNormEvaluation(
-        _ x: UnsafeBufferPointer<Self>, gamma: UnsafeBufferPointer<Self>, beta: UnsafeBufferPointer<Self>,
-        runningMean: UnsafeBufferPointer<Self>, runningVariance: UnsafeBufferPointer<Self>, epsilon: Double,
-        into y: UnsafeMutableBufferPointer<Self>
-    ) {
-        // x, y: (rows, channels)
-        let c = gamma.count
-        guard c > 0, let xs = x.baseAddress, let ys = y.baseAddress, let gs = gamma.baseAddress, let bs = beta.baseAddress,
-            let ms = runningMean.baseAddress, let vs = runningVariance.baseAddress
-        else { return }
-        for r in stride(from: 0, to: x.count, by: c) {
-            let xr = xs + r, yr = ys + r
-            for j in 0..<c {
-                yr[j] = gs[j] * (xr[j] - ms[j]) / (vs[j] + Self(epsilon)).squareRoot() + bs[j]
-            }
-        }
-    }
-
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func batchNormBackward(
-        _ dy: UnsafeBufferPointer<Self>, normalized xHat: UnsafeBufferPointer<Self>,
-        gamma: UnsafeBufferPointer<Self>, inverseDeviation s: UnsafeBufferPointer<Self>, sums: UnsafeMutableBufferPointer<Self>,
-        gammaGradient: UnsafeMutableBufferPointer<Self>, betaGradient: UnsafeMutableBufferPointer<Self>,
-        into dx: UnsafeMutableBufferPointer<Self>?
-    ) {
-        // dy, x̂, dx: (rows, channels)  sums: (Σ dy, Σ dy·x̂) per channel
-        let c = gamma.count, rows = Self(dy.count / c)
-        Tensor<Self>.zero(sums)
-        guard c > 0, let dys = dy.baseAddress, let hs = xHat.baseAddress, let sd = sums.baseAddress else { return }
-        let sdh = sd + c
-        for r in stride(from: 0, to: dy.count, by: c) {
-            let dyr = dys + r, hr = hs + r
-            for j in 0..<c {
-                sd[j] += dyr[j]
-                sdh[j] += dyr[j] * hr[j]
-            }
-        }
-        for j in 0..<c {
-            betaGradient[j] += sd[j]
-            gammaGradient[j] += sdh[j]
-        }
-        guard let dxs = dx?.baseAddress, let gs = gamma.baseAddress, let ss = s.baseAddress else { return }
-        for r in stride(from: 0, to: dy.count, by: c) {
-            let dyr = dys + r, hr = hs + r, dxr = dxs + r
-            for j in 0..<c {
-                dxr[j] = gs[j] * ss[j] / rows * (rows * dyr[j] - sd[j] - hr[j] * sdh[j])
             }
         }
     }

@@ -101,8 +101,6 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
     // MARK: Forward
 
     /// Runs the layer on a batch: `y = f(im2col(x)·w + b)`.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
@@ -115,7 +113,7 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
         if !window.isPointwise {
             cache.columns.resize(rows: rows, columns: patch)
             x.withUnsafeBufferPointer { px in
-                cache.columns.withUnsafeMutableBufferPointer { pc in Scalar.im2col(px, batch: batch, window: window, into: pc) }
+                cache.columns.withUnsafeMutableBufferPointer { pc in Kernels.im2col(px, batch: batch, window: window, into: pc) }
             }
         }
         let columns = window.isPointwise ? x : cache.columns
@@ -127,7 +125,7 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
                     alpha: 1, a: pc.baseAddress!, lda: patch, b: parameters.baseAddress!, ldb: filters,
                     beta: 0, c: py.baseAddress!, ldc: filters)
                 // y += b, then y = f(y)
-                Scalar.addBias(UnsafeBufferPointer(rebasing: parameters[patch * filters..<patch * filters + filters]), thenActivate: activation, py)
+                Kernels.addBias(UnsafeBufferPointer(rebasing: parameters[patch * filters..<patch * filters + filters]), thenActivate: activation, py)
             }
         }
     }
@@ -135,8 +133,6 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
     // MARK: Backward
 
     /// Adds `dw += im2col(x)ᵀ·dz` and `db += Σ dz`, with `dz = dy ⊙ f'(z)`, and `dx = col2im(dz·wᵀ)` when asked.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
@@ -150,7 +146,7 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
             dy.withUnsafeBufferPointer { pdy in
                 cache.preActivationGradient.withUnsafeMutableBufferPointer { pdz in
                     // dz = dy ⊙ f'(z), from the saved output
-                    Scalar.activationBackward(activation, output: py, gradient: pdy, into: pdz)
+                    Kernels.activationBackward(activation, output: py, gradient: pdy, into: pdz)
                 }
             }
         }
@@ -163,7 +159,7 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
                     alpha: 1, a: pc.baseAddress!, lda: patch, b: pdz.baseAddress!, ldb: filters,
                     beta: 1, c: gradients.baseAddress!, ldc: filters)
                 // db += Σ over every output pixel of dz
-                Scalar.addColumnSums(pdz, to: UnsafeMutableBufferPointer(rebasing: gradients[patch * filters..<patch * filters + filters]))
+                Kernels.addColumnSums(pdz, to: UnsafeMutableBufferPointer(rebasing: gradients[patch * filters..<patch * filters + filters]))
             }
         }
         guard computeInputGradient else { return }
@@ -193,80 +189,7 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
         cache.columnsGradient.withUnsafeBufferPointer { pdc in
             cache.inputGradient.withUnsafeMutableBufferPointer { pdx in
                 // dx = col2im(dcolumns): each window's entries added back where they came from
-                Scalar.col2im(pdc, batch: batch, window: window, into: pdx)
-            }
-        }
-    }
-}
-
-// MARK: im2col and col2im (kernels of the seam)
-
-extension TensorScalar {
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func im2col(
-        _ x: UnsafeBufferPointer<Self>, batch: Int, window w: Window2D, into columns: UnsafeMutableBufferPointer<Self>
-    ) {
-        // x: (batch, height, width, channels)  →  columns: (batch · outputHeight · outputWidth, patchSize)
-        guard let source = x.baseAddress, var row = columns.baseAddress else { return }
-        let c = w.channels, span = w.kernelWidth * c
-        for n in 0..<batch {
-            let image = source + n * w.inputPixels * c
-            for oy in 0..<w.outputHeight {
-                for ox in 0..<w.outputWidth {
-                    let x0 = ox * w.strideWidth - w.padLeft
-                    let inside = x0 >= 0 && x0 + w.kernelWidth <= w.width
-                    for ky in 0..<w.kernelHeight {
-                        let y = oy * w.strideHeight - w.padTop + ky
-                        if y < 0 || y >= w.height {
-                            row.update(repeating: 0, count: span)  // a row of the window above or below the image
-                        } else if inside {
-                            row.update(from: image + (y * w.width + x0) * c, count: span)  // the window's row, contiguous
-                        } else {
-                            for kx in 0..<w.kernelWidth {
-                                let xx = x0 + kx
-                                if xx < 0 || xx >= w.width {
-                                    (row + kx * c).update(repeating: 0, count: c)
-                                } else {
-                                    (row + kx * c).update(from: image + (y * w.width + xx) * c, count: c)
-                                }
-                            }
-                        }
-                        row += span
-                    }
-                }
-            }
-        }
-    }
-
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func col2im(
-        _ columns: UnsafeBufferPointer<Self>, batch: Int, window w: Window2D, into x: UnsafeMutableBufferPointer<Self>
-    ) {
-        // columns: (batch · outputHeight · outputWidth, patchSize)  →  x: (batch, height, width, channels)
-        guard var row = columns.baseAddress, let target = x.baseAddress else { return }
-        Tensor<Self>.zero(x)
-        let c = w.channels, span = w.kernelWidth * c
-        for n in 0..<batch {
-            let image = target + n * w.inputPixels * c
-            for oy in 0..<w.outputHeight {
-                for ox in 0..<w.outputWidth {
-                    let x0 = ox * w.strideWidth - w.padLeft
-                    for ky in 0..<w.kernelHeight {
-                        let y = oy * w.strideHeight - w.padTop + ky
-                        if y >= 0 && y < w.height {
-                            let from = max(0, -x0) * c, to = (min(w.kernelWidth, w.width - x0)) * c  // the part inside the image
-                            let first = (y * w.width + x0) * c  // where the window's row would start (left of the image if x0 < 0)
-                            if to > from {
-                                // Pointers to the part inside the image, so that the run vectorizes.
-                                let target = image + (first + from), source = row + from
-                                for i in 0..<(to - from) { target[i] += source[i] }
-                            }
-                        }
-                        row += span
-                    }
-                }
+                Kernels.col2im(pdc, batch: batch, window: window, into: pdx)
             }
         }
     }

@@ -1,5 +1,6 @@
 // The dense layer: one matrix product plus a bias, then the activation; backward is two more
-// products and a column sum. The whole batch goes through BLAS; no per-sample loop.
+// products and a column sum. The whole batch goes through BLAS; no per-sample loop. Each pass is
+// one call to its kernel (`Kernels/DenseKernels.swift`).
 
 /// A fully connected layer `y = f(x·w + b)`, e.g. `Dense(784→256, tanh)`.
 ///
@@ -74,73 +75,28 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     // MARK: Forward
 
     /// Runs the layer on a batch: `y = f(x·w + b)` (softmax: the logits, `x·w + b`).
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: a concrete copy spares each step's
-    @_specialize(where Scalar == Double)  // generic metadata lookups (W1 2.4 → 1.3 µs with the next two)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
     ) {
         // x: (batch, inputs)  w: (inputs, outputs)  b: (outputs)  y: (batch, outputs)
-        let batch = x.shape[0], inputs = inputs, outputs = outputs, activation = activation
-        cache.output.resize(rows: batch, columns: outputs)
-        x.withUnsafeBufferPointer { px in
-            cache.output.withUnsafeMutableBufferPointer { py in
-                let w = parameters.baseAddress!
-                // y = x·w
-                Scalar.blasGemm(
-                    transposeA: false, transposeB: false, m: batch, n: outputs, k: inputs,
-                    alpha: 1, a: px.baseAddress!, lda: inputs, b: w, ldb: outputs,
-                    beta: 0, c: py.baseAddress!, ldc: outputs)
-                // y += b, then y = f(y) (softmax: left to the loss head)
-                Scalar.addBias(UnsafeBufferPointer(rebasing: parameters[inputs * outputs..<inputs * outputs + outputs]), thenActivate: activation, py)
-            }
-        }
+        Kernels.denseForward(x, parameters: parameters, inputs: inputs, outputs: outputs, activation: activation, into: &cache.output)
     }
 
     // MARK: Backward
 
     /// Adds `dw += xᵀ·dz` and `db += Σ dz` into `gradients`, with `dz = dy ⊙ f'(z)`, and `dx = dz·wᵀ` when asked.
-    @_specialize(where Scalar == Float)  // as forward
-    @_specialize(where Scalar == Double)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
         computeInputGradient: Bool
     ) {
         // x: (batch, inputs)  dy, dz: (batch, outputs)  dw: (inputs, outputs)  db: (outputs)  dx: (batch, inputs)
-        let batch = x.shape[0], inputs = inputs, outputs = outputs, activation = activation
-        cache.preActivationGradient.resize(rows: batch, columns: outputs)
-        cache.output.withUnsafeBufferPointer { py in
-            dy.withUnsafeBufferPointer { pdy in
-                cache.preActivationGradient.withUnsafeMutableBufferPointer { pdz in
-                    // dz = dy ⊙ f'(z), from the saved output
-                    Scalar.activationBackward(activation, output: py, gradient: pdy, into: pdz)
-                }
-            }
-        }
-        x.withUnsafeBufferPointer { px in
-            cache.preActivationGradient.withUnsafeBufferPointer { pdz in
-                let dw = gradients.baseAddress!
-                // dw += xᵀ·dz  (beta 1: backward adds into the gradient buffer)
-                Scalar.blasGemm(
-                    transposeA: true, transposeB: false, m: inputs, n: outputs, k: batch,
-                    alpha: 1, a: px.baseAddress!, lda: inputs, b: pdz.baseAddress!, ldb: outputs,
-                    beta: 1, c: dw, ldc: outputs)
-                // db += Σ over the batch of dz
-                Scalar.addColumnSums(pdz, to: UnsafeMutableBufferPointer(rebasing: gradients[inputs * outputs..<inputs * outputs + outputs]))
-            }
-        }
-        guard computeInputGradient else { return }
-        cache.inputGradient.resize(rows: batch, columns: inputs)
-        cache.preActivationGradient.withUnsafeBufferPointer { pdz in
-            cache.inputGradient.withUnsafeMutableBufferPointer { pdx in
-                // dx = dz·wᵀ
-                Scalar.blasGemm(
-                    transposeA: false, transposeB: true, m: batch, n: inputs, k: outputs,
-                    alpha: 1, a: pdz.baseAddress!, lda: outputs, b: parameters.baseAddress!, ldb: outputs,
-                    beta: 0, c: pdx.baseAddress!, ldc: inputs)
-            }
-        }
+        Kernels.denseBackward(
+            input: x, output: cache.output, outputGradient: dy, parameters: parameters, gradients: gradients,
+            inputs: inputs, outputs: outputs, activation: activation,
+            preActivationGradient: &cache.preActivationGradient,
+            computeInputGradient: computeInputGradient, inputGradient: &cache.inputGradient)
     }
 }
 

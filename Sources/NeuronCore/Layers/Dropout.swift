@@ -60,8 +60,6 @@ public struct Dropout<Scalar: TensorScalar>: Layer {
     public mutating func drawNoise(key: UInt64) { self.key = key }
 
     /// Training: `y = x ⊙ mask` with a fresh mask from the key; evaluation: `y = x`.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
@@ -76,15 +74,13 @@ public struct Dropout<Scalar: TensorScalar>: Layer {
                     _ = py.update(fromContentsOf: px)
                 case .training:
                     cache.mask.resize(rows: batch, columns: columns)
-                    cache.mask.withUnsafeMutableBufferPointer { pm in Scalar.dropout(px, rate: rate, key: key, mask: pm, into: py) }
+                    cache.mask.withUnsafeMutableBufferPointer { pm in Kernels.dropout(px, rate: rate, key: key, mask: pm, into: py) }
                 }
             }
         }
     }
 
     /// `dx = dy ⊙ mask`, the mask of the training pass before.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
@@ -94,7 +90,7 @@ public struct Dropout<Scalar: TensorScalar>: Layer {
         cache.inputGradient.resize(rows: x.shape[0], columns: x.count / x.shape[0])
         dy.withUnsafeBufferPointer { pdy in
             cache.mask.withUnsafeBufferPointer { pm in
-                cache.inputGradient.withUnsafeMutableBufferPointer { pdx in Scalar.multiply(pdy, pm, into: pdx) }
+                cache.inputGradient.withUnsafeMutableBufferPointer { pdx in Kernels.multiply(pdy, pm, into: pdx) }
             }
         }
     }
@@ -122,27 +118,4 @@ func noiseUniform(key: UInt64, index: Int) -> Double {
 func noiseKey(seed: UInt64, step: UInt64, layer: Int) -> UInt64 {
     let golden: UInt64 = 0x9E37_79B9_7F4A_7C15
     return mix64(mix64(mix64(seed) &+ step &* golden) &+ UInt64(truncatingIfNeeded: layer) &* golden)
-}
-
-extension TensorScalar {
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func dropout(
-        _ x: UnsafeBufferPointer<Self>, rate: Double, key: UInt64,
-        mask: UnsafeMutableBufferPointer<Self>, into y: UnsafeMutableBufferPointer<Self>
-    ) {
-        // x, mask, y: (n)
-        let kept = 1 / Self(1 - rate)
-        for i in 0..<x.count {
-            mask[i] = noiseUniform(key: key, index: i) >= rate ? kept : 0
-            y[i] = x[i] * mask[i]
-        }
-    }
-
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func multiply(_ a: UnsafeBufferPointer<Self>, _ b: UnsafeBufferPointer<Self>, into y: UnsafeMutableBufferPointer<Self>) {
-        // a, b, y: (n)
-        for i in 0..<a.count { y[i] = a[i] * b[i] }
-    }
 }

@@ -50,8 +50,6 @@ public struct Flatten<Scalar: TensorScalar>: Layer {
     ) {}
 
     /// Each sample's `(pixels, channels)` matrix transposed to `(channels, pixels)`.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
@@ -61,14 +59,12 @@ public struct Flatten<Scalar: TensorScalar>: Layer {
         cache.output.resize(rows: batch, columns: pixels * channels)
         x.withUnsafeBufferPointer { px in
             cache.output.withUnsafeMutableBufferPointer { py in
-                Scalar.transposeEach(px, count: batch, rows: pixels, columns: channels, into: py)
+                Kernels.transposeEach(px, count: batch, rows: pixels, columns: channels, into: py)
             }
         }
     }
 
     /// The transpose back: `dx` is `dy` in channels-last order.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
@@ -79,28 +75,7 @@ public struct Flatten<Scalar: TensorScalar>: Layer {
         cache.inputGradient.resize(rows: batch, columns: pixels * channels)
         dy.withUnsafeBufferPointer { pdy in
             cache.inputGradient.withUnsafeMutableBufferPointer { pdx in
-                Scalar.transposeEach(pdy, count: batch, rows: channels, columns: pixels, into: pdx)
-            }
-        }
-    }
-}
-
-extension TensorScalar {
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func transposeEach(
-        _ x: UnsafeBufferPointer<Self>, count: Int, rows: Int, columns: Int, into y: UnsafeMutableBufferPointer<Self>
-    ) {
-        // x: (count, rows, columns)  →  y: (count, columns, rows)
-        let size = rows * columns
-        guard rows > 1, columns > 1 else {
-            _ = y.update(fromContentsOf: x)  // a vector's transpose is itself
-            return
-        }
-        for m in 0..<count {
-            let base = m * size
-            for r in 0..<rows {
-                for c in 0..<columns { y[base + c * rows + r] = x[base + r * columns + c] }
+                Kernels.transposeEach(pdy, count: batch, rows: channels, columns: pixels, into: pdx)
             }
         }
     }

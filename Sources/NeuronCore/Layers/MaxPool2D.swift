@@ -51,8 +51,6 @@ public struct MaxPool2D<Scalar: TensorScalar>: Layer {
     ) {}
 
     /// Each window's maximum, and where it was.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
@@ -64,15 +62,13 @@ public struct MaxPool2D<Scalar: TensorScalar>: Layer {
         x.withUnsafeBufferPointer { px in
             cache.output.withUnsafeMutableBufferPointer { py in
                 cache.argmax.withUnsafeMutableBufferPointer { pa in
-                    Scalar.maxPool(px, batch: batch, window: window, into: py, argmax: pa)
+                    Kernels.maxPool(px, batch: batch, window: window, into: py, argmax: pa)
                 }
             }
         }
     }
 
     /// `dx[argmax] += dy`; no parameters, so nothing to add to the gradients.
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
@@ -82,77 +78,9 @@ public struct MaxPool2D<Scalar: TensorScalar>: Layer {
         cache.inputGradient.resize(rows: x.shape[0], columns: window.inputPixels * window.channels)
         dy.withUnsafeBufferPointer { pdy in
             cache.argmax.withUnsafeBufferPointer { pa in
-                cache.inputGradient.withUnsafeMutableBufferPointer { pdx in Scalar.maxPoolBackward(pdy, argmax: pa, into: pdx) }
+                cache.inputGradient.withUnsafeMutableBufferPointer { pdx in Kernels.maxPoolBackward(pdy, argmax: pa, into: pdx) }
             }
         }
-    }
-}
-
-extension TensorScalar {
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func maxPool(
-        _ x: UnsafeBufferPointer<Self>, batch: Int, window w: Window2D,
-        into y: UnsafeMutableBufferPointer<Self>, argmax: UnsafeMutableBufferPointer<Int>
-    ) {
-        // x: (batch, height, width, channels)  →  y, argmax: (batch, outputHeight, outputWidth, channels)
-        // Channels last: a window pixel's channels are contiguous, so each comparison runs along them.
-        guard batch > 0, let xs = x.baseAddress, let ys = y.baseAddress, let indices = argmax.baseAddress else { return }
-        let c = w.channels
-        var o = 0
-        for n in 0..<batch {
-            let image = n * w.inputPixels * c
-            for oy in 0..<w.outputHeight {
-                for ox in 0..<w.outputWidth {
-                    let corner = image + ((oy * w.strideHeight) * w.width + ox * w.strideWidth) * c
-                    // One channel's window at a time, its best value and place held in registers:
-                    // which value wins is data, and a branch per element read (the loop with the
-                    // window outside and the channels inside) was 6× slower, as slow as a convolution.
-                    if w.kernelHeight == 2 && w.kernelWidth == 2 {
-                        // The common 2×2 window unrolled: the general loop's bookkeeping cost 4× its comparisons.
-                        let below = w.width &* c
-                        for ch in 0..<c {
-                            let i0 = corner &+ ch, i1 = i0 &+ c, i2 = i0 &+ below, i3 = i2 &+ c
-                            var best = xs[i0], at = i0
-                            var wins = xs[i1] > best
-                            (best, at) = (wins ? xs[i1] : best, wins ? i1 : at)
-                            wins = xs[i2] > best
-                            (best, at) = (wins ? xs[i2] : best, wins ? i2 : at)
-                            wins = xs[i3] > best
-                            (best, at) = (wins ? xs[i3] : best, wins ? i3 : at)
-                            ys[o &+ ch] = best
-                            indices[o &+ ch] = at
-                        }
-                        o += c
-                        continue
-                    }
-                    for ch in 0..<c {
-                        var best = xs[corner &+ ch], at = corner &+ ch
-                        for ky in 0..<w.kernelHeight {
-                            let row = corner &+ (ky &* w.width) &* c &+ ch
-                            for kx in 0..<w.kernelWidth {
-                                let i = row &+ kx &* c, value = xs[i], wins = value > best
-                                best = wins ? value : best
-                                at = wins ? i : at
-                            }
-                        }
-                        ys[o &+ ch] = best
-                        indices[o &+ ch] = at
-                    }
-                    o += c
-                }
-            }
-        }
-    }
-
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func maxPoolBackward(
-        _ dy: UnsafeBufferPointer<Self>, argmax: UnsafeBufferPointer<Int>, into dx: UnsafeMutableBufferPointer<Self>
-    ) {
-        // dy, argmax: (batch, outputHeight, outputWidth, channels)  →  dx: (batch, height, width, channels)
-        Tensor<Self>.zero(dx)
-        for i in 0..<dy.count { dx[argmax[i]] += dy[i] }  // overlapping windows may pick one input twice
     }
 }
 

@@ -60,8 +60,6 @@ public struct Residual<Scalar: TensorScalar>: Layer {
     /// The body, then its output added to the input.
     ///
     ///     // x, f(x), y: (batch, shape…)  y = x + f(x)
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>, mode: LayerMode
     ) {
@@ -75,8 +73,6 @@ public struct Residual<Scalar: TensorScalar>: Layer {
     /// The body's backward with `dy`, then `dx = dy + (the body's input gradient)` when asked.
     ///
     ///     // x, dy, dx: (batch, shape…)
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>, computeInputGradient: Bool
@@ -92,7 +88,7 @@ public struct Residual<Scalar: TensorScalar>: Layer {
         a.withUnsafeBufferPointer { a in
             b.withUnsafeBufferPointer { b in
                 sum.withUnsafeMutableBufferPointer { s in
-                    for i in s.indices { s[i] = a[i] + b[i] }
+                    Kernels.add(a, b, into: s)
                 }
             }
         }

@@ -74,8 +74,6 @@ public struct Sequential<Scalar: TensorScalar>: Layer {
     /// Each layer on the one before it's output.
     ///
     ///     // x: (batch, inputShape…)  →  output: (batch, outputShape…)
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>, mode: LayerMode
     ) {
@@ -93,8 +91,6 @@ public struct Sequential<Scalar: TensorScalar>: Layer {
     /// computes its input gradient only when asked.
     ///
     ///     // x: (batch, inputShape…)  dy: (batch, outputShape…)  →  gradients += …, inputGradient: like x
-    @_specialize(where Scalar == Float)  // reached through `any Layer`: as Dense, a concrete copy spares each
-    @_specialize(where Scalar == Double)  // step the generic metadata lookups (15% of a CNN step in perf)
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>, computeInputGradient: Bool

@@ -1,5 +1,5 @@
 // The geometry every image layer shares: a window sliding over a channels-last image. A
-// convolution's kernel and a pool's window are both one; the kernels of the seam (im2col, col2im,
+// convolution's kernel and a pool's window are both one; the image kernels (im2col, col2im,
 // the pools) read it instead of a long list of sizes.
 //
 // Images are channels-last throughout the engine: one sample of shape (height, width, channels)

@@ -36,7 +36,7 @@ public struct ConfusionMatrix: Sendable, Equatable, Codable, CustomStringConvert
     public static func argmax<Scalar: TensorScalar>(_ predictions: Tensor<Scalar>, row: Int) -> Int {
         let columns = predictions.columns
         return predictions.withUnsafeBufferPointer { p in
-            Scalar.argmax(UnsafeBufferPointer(rebasing: p[row * columns..<(row + 1) * columns]))
+            Kernels.argmax(UnsafeBufferPointer(rebasing: p[row * columns..<(row + 1) * columns]))
         }
     }
 
@@ -99,12 +99,12 @@ public struct LayerStatistics: Sendable, Equatable, Codable {
 extension Network {
     /// ‖·‖₂ of one parameter tensor's values, summed in Double.
     public func parameterNorm(_ tensor: ParameterTensor) -> Double {
-        parameters.withUnsafeBufferPointer { Scalar.sumOfSquares(UnsafeBufferPointer(rebasing: $0[tensor.range])).squareRoot() }
+        parameters.withUnsafeBufferPointer { Kernels.sumOfSquares(UnsafeBufferPointer(rebasing: $0[tensor.range])).squareRoot() }
     }
 
     /// ‖·‖₂ of one parameter tensor's gradient from the last backward pass, summed in Double.
     public func gradientNorm(_ tensor: ParameterTensor) -> Double {
-        gradients.withUnsafeBufferPointer { Scalar.sumOfSquares(UnsafeBufferPointer(rebasing: $0[tensor.range])).squareRoot() }
+        gradients.withUnsafeBufferPointer { Kernels.sumOfSquares(UnsafeBufferPointer(rebasing: $0[tensor.range])).squareRoot() }
     }
 
     /// Each layer's ``LayerStatistics``.
@@ -153,11 +153,11 @@ extension Tensor {
         guard count > 0 else { return 0 }
         let runs = 64, run = 1_024
         return withUnsafeBufferPointer { x in
-            guard x.count > runs * run else { return Double(Scalar.countMagnitudes(x, above: threshold)) / Double(x.count) }
+            guard x.count > runs * run else { return Double(Kernels.countMagnitudes(x, above: threshold)) / Double(x.count) }
             var above = 0
             for k in 0..<runs {
                 let start = k * (x.count - run) / (runs - 1)
-                above += Scalar.countMagnitudes(UnsafeBufferPointer(rebasing: x[start..<start + run]), above: threshold)
+                above += Kernels.countMagnitudes(UnsafeBufferPointer(rebasing: x[start..<start + run]), above: threshold)
             }
             return Double(above) / Double(runs * run)
         }
@@ -165,6 +165,6 @@ extension Tensor {
 
     /// Whether any entry is NaN or infinite.
     public func containsNonFinite() -> Bool {
-        withUnsafeBufferPointer { Scalar.containsNonFinite($0) }
+        withUnsafeBufferPointer { Kernels.containsNonFinite($0) }
     }
 }

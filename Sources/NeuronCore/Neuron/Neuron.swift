@@ -80,7 +80,7 @@ public struct Neuron<Scalar: TensorScalar>: Equatable, Sendable, CustomStringCon
     /// Everything from the net onwards.
     @inlinable
     static func downstream(inputs: [Scalar], target: Scalar, net: Scalar) -> Forward {
-        let output = Scalar.tanh(net)
+        let output = Scalar.libmTanh(net)
         return downstream(inputs: inputs, target: target, net: net, output: output)
     }
 

@@ -106,7 +106,7 @@ public struct Adam<Scalar: TensorScalar>: Optimizer, Equatable {
             gradients.withUnsafeBufferPointer { g in
                 m.withUnsafeMutableBufferPointer { m in
                     v.withUnsafeMutableBufferPointer { v in
-                        Scalar.adamUpdate(parameters: p, gradients: g, m: m, v: v, step: constants)
+                        Kernels.adamUpdate(parameters: p, gradients: g, m: m, v: v, step: constants)
                     }
                 }
             }
@@ -147,33 +147,4 @@ public struct AdamStep<Scalar: TensorScalar>: Sendable {
     public var l2: Scalar
     /// AdamW's shrink factor `1 - lr·λ` (1 for Adam).
     public var shrink: Scalar
-}
-
-extension TensorScalar {
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func adamUpdate(
-        parameters p: UnsafeMutableBufferPointer<Self>, gradients g: UnsafeBufferPointer<Self>,
-        m: UnsafeMutableBufferPointer<Self>, v: UnsafeMutableBufferPointer<Self>, step: AdamStep<Self>
-    ) {
-        // Locals, so the loop reads registers; every load unconditional and the branches on loop
-        // invariants, so they become selects and the loop vectorizes.
-        let beta1 = step.beta1, beta2 = step.beta2, epsilon = step.epsilon
-        let oneMinusBeta1 = 1 - beta1, oneMinusBeta2 = 1 - beta2
-        let l2 = step.l2, shrink = step.shrink
-        let stepSize = step.stepSize, inverseRootCorrection2 = step.inverseRootCorrection2
-        for i in p.indices {
-            var pi = p[i], d = g[i]
-            if l2 != 0 { d += l2 * pi }
-            if shrink != 1 { pi *= shrink }
-            let mi = beta1 * m[i] + oneMinusBeta1 * d
-            let vi = beta2 * v[i] + oneMinusBeta2 * d * d
-            m[i] = mi
-            v[i] = vi
-            // lr·m̂/(√v̂ + ε) with the corrections folded into the step constants. v ≥ 0 already;
-            // `magnitude` tells the compiler so, which lets it drop the square root's errno path
-            // on Linux and vectorize (4× faster).
-            p[i] = pi - stepSize * mi / (vi.magnitude.squareRoot() * inverseRootCorrection2 + epsilon)
-        }
-    }
 }

@@ -8,8 +8,8 @@
 /// A value type: its state (velocities, moments, step count) travels with it and can be saved in
 /// a checkpoint through ``state`` and ``step``, and resumed with ``restore(state:step:)``.
 ///
-/// The update's loop is a kernel of ``TensorScalar`` (``TensorScalar/sgdUpdate(parameters:gradients:learningRate:weightDecay:)``,
-/// ``TensorScalar/adamUpdate(parameters:gradients:m:v:step:)``), so an optimizer reached as
+/// The update's loop is a kernel (``Kernels/sgdUpdate(parameters:gradients:learningRate:weightDecay:)``,
+/// ``Kernels/adamUpdate(parameters:gradients:m:v:step:)``), so an optimizer reached as
 /// `some Optimizer` or `any Optimizer<Float>` runs its loop as concrete Float code.
 public protocol Optimizer<Scalar>: Sendable, CustomStringConvertible {
     associatedtype Scalar: TensorScalar

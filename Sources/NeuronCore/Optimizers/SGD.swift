@@ -68,7 +68,7 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
         if momentum == 0 {
             parameters.withUnsafeMutableBufferPointer { p in
                 gradients.withUnsafeBufferPointer { g in
-                    Scalar.sgdUpdate(parameters: p, gradients: g, learningRate: lr, weightDecay: weightDecay)
+                    Kernels.sgdUpdate(parameters: p, gradients: g, learningRate: lr, weightDecay: weightDecay)
                 }
             }
         } else {
@@ -83,7 +83,7 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
             parameters.withUnsafeMutableBufferPointer { p in
                 gradients.withUnsafeBufferPointer { g in
                     velocity.withUnsafeMutableBufferPointer { b in
-                        Scalar.sgdMomentumUpdate(
+                        Kernels.sgdMomentumUpdate(
                             parameters: p, gradients: g, velocity: b,
                             learningRate: lr, weightDecay: wd, momentum: mu, nesterov: nesterov, first: first)
                     }
@@ -115,42 +115,5 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
         if weightDecay != 0 { parts.append("weightDecay: \(weightDecay)") }
         if schedule != .constant { parts.append("schedule: \(schedule)") }
         return "SGD(" + parts.joined(separator: ", ") + ")"
-    }
-}
-
-// Two kernels rather than one with `if mu != 0` inside: every load in each loop is unconditional,
-// so the compiler vectorizes them (4-6× faster than one loop for all cases); the remaining
-// branches test loop invariants and become selects.
-extension TensorScalar {
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func sgdUpdate(
-        parameters p: UnsafeMutableBufferPointer<Self>, gradients g: UnsafeBufferPointer<Self>,
-        learningRate lr: Self, weightDecay wd: Self
-    ) {
-        for i in p.indices {
-            let pi = p[i]
-            var d = g[i]
-            if wd != 0 { d += wd * pi }
-            p[i] = pi - lr * d
-        }
-    }
-
-    @_specialize(where Self == Float)
-    @_specialize(where Self == Double)
-    public static func sgdMomentumUpdate(
-        parameters p: UnsafeMutableBufferPointer<Self>, gradients g: UnsafeBufferPointer<Self>,
-        velocity b: UnsafeMutableBufferPointer<Self>,
-        learningRate lr: Self, weightDecay wd: Self, momentum mu: Self, nesterov: Bool, first: Bool
-    ) {
-        for i in p.indices {
-            let pi = p[i], bi = b[i]
-            var d = g[i]
-            if wd != 0 { d += wd * pi }
-            let velocity = first ? d : mu * bi + d
-            b[i] = velocity
-            d = nesterov ? d + mu * velocity : velocity
-            p[i] = pi - lr * d
-        }
     }
 }

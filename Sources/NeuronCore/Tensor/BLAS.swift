@@ -21,11 +21,11 @@ private func blasInt(_ value: Int) -> blasint {
 
 extension Float {
     @inlinable @inline(__always)
-    public static func tanh(_ x: Float) -> Float { tanhf(x) }
+    public static func libmTanh(_ x: Float) -> Float { tanhf(x) }
     @inlinable @inline(__always)
-    public static func exp(_ x: Float) -> Float { expf(x) }
+    public static func libmExp(_ x: Float) -> Float { expf(x) }
     @inlinable @inline(__always)
-    public static func log(_ x: Float) -> Float { logf(x) }
+    public static func libmLog(_ x: Float) -> Float { logf(x) }
 
     public static func blasGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
@@ -50,11 +50,11 @@ extension Float {
 
 extension Double {
     @inlinable @inline(__always)
-    public static func tanh(_ x: Double) -> Double { Glibc.tanh(x) }
+    public static func libmTanh(_ x: Double) -> Double { Glibc.tanh(x) }
     @inlinable @inline(__always)
-    public static func exp(_ x: Double) -> Double { Glibc.exp(x) }
+    public static func libmExp(_ x: Double) -> Double { Glibc.exp(x) }
     @inlinable @inline(__always)
-    public static func log(_ x: Double) -> Double { Glibc.log(x) }
+    public static func libmLog(_ x: Double) -> Double { Glibc.log(x) }
 
     public static func blasGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,

@@ -92,12 +92,7 @@ public struct Tensor<Scalar: TensorScalar>: Equatable, Sendable {
     public mutating func resize(to newShape: [Int]) {
         guard newShape != shape else { return }
         precondition(newShape.allSatisfy { $0 >= 0 }, "negative extent in shape \(newShape)")
-        let newCount = newShape.reduce(1, *)
-        if newCount < scalars.count {
-            scalars.removeLast(scalars.count - newCount)
-        } else if newCount > scalars.count {
-            scalars.append(contentsOf: repeatElement(0, count: newCount - scalars.count))
-        }
+        Kernels.resize(&scalars, count: newShape.reduce(1, *))
         shape = newShape
     }
 

@@ -40,6 +40,6 @@ extension Float {
 extension Double {
     /// tanh of every element in place, with the C library's tanh (Docs/Reference.md's exact numbers).
     public static func tanh(inPlace values: UnsafeMutableBufferPointer<Double>) {
-        for i in values.indices { values[i] = Double.tanh(values[i]) }
+        for i in values.indices { values[i] = Double.libmTanh(values[i]) }
     }
 }
