@@ -99,7 +99,7 @@ extension Kernels {
         }
     }
 
-    /// The backward pass of ``batchNormTraining``: `dγ += Σ dy·x̂`, `dβ += Σ dy`, and
+    /// The backward pass of ``batchNormTraining(_:gamma:beta:epsilon:momentum:runningMean:runningVariance:mean:inverseDeviation:normalized:into:)``: `dγ += Σ dy·x̂`, `dβ += Σ dy`, and
     /// `dx = γ·s/rows · (rows·dy - Σ dy - x̂·Σ dy·x̂)` with `s` the inverse deviation; the column
     /// sums go through `sums` (scratch) first.
     ///
