@@ -17,7 +17,7 @@ public struct DistributedEngine<Scalar: TensorScalar, O: Optimizer>: TrainingEng
     /// `base` as one of `group`'s processes, from rank 0's state: every process built its replica
     /// from the same config, data and checkpoint, and rank 0's parameters, state and optimizer
     /// buffers replace the others'.
-    /// - Throws: ``OptimizerError`` when an optimizer buffer's length differs between processes.
+    /// - Throws: `OptimizerError` when an optimizer buffer's length differs between processes.
     public init(_ base: NetworkTrainingEngine<Scalar, O>, group: any TrainingGroup) throws {
         var base = base
         try base.replaceState { group.broadcast(&$0) }
@@ -66,7 +66,7 @@ extension NetworkTrainingEngine: Joinable {
 extension TrainingGroup {
     /// Makes `run` train from here on as one of this group's processes: its engine wrapped in a
     /// ``DistributedEngine`` (from rank 0's state), and its stops agreed by the group.
-    /// - Throws: ``RunError`` for an engine that trains alone; ``OptimizerError`` for a state that
+    /// - Throws: `RunError` for an engine that trains alone; `OptimizerError` for a state that
     ///   differs between processes.
     public func join(_ run: inout Run) throws {
         guard let engine = run.engine as? any Joinable else {

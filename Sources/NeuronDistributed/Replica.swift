@@ -18,7 +18,9 @@ public enum ReplicaEnd: Sendable, Equatable {
 extension ProcessGroup {
     /// Trains `run`'s engine (joined to this group) on this process's share of every batch until
     /// every planned step is taken, the processes agree to stop, or the loss diverges; writes nothing.
-    /// - Parameter stopAsked: whether this process was asked to stop (a signal), read at each step boundary.
+    /// - Parameters:
+    ///   - run: the run, its engine joined to this group.
+    ///   - stopAsked: whether this process was asked to stop (a signal), read at each step boundary.
     public func trainReplica(_ run: Run, stopAsked: () -> Bool) -> ReplicaEnd {
         func train<Engine: TrainingEngine>(_ start: Engine) -> ReplicaEnd {
             var engine = start

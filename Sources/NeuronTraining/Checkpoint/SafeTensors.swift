@@ -79,7 +79,9 @@ public enum SafeTensors {
 
     /// The file's bytes: header length, header (padded with spaces to a multiple of 8 bytes, as
     /// Python's safetensors pads it) and the entries' data packed in the order given.
-    /// - Parameter metadata: free-form strings stored under `__metadata__`; left out when empty.
+    /// - Parameters:
+    ///   - entries: the tensors, in the order their data is packed.
+    ///   - metadata: free-form strings stored under `__metadata__`; left out when empty.
     /// - Precondition: names are unique and not `__metadata__`; each entry's bytes fill its shape.
     public static func encode(_ entries: [Entry], metadata: [String: String] = [:]) -> [UInt8] {
         var members: [String] = []
@@ -126,7 +128,9 @@ public enum SafeTensors {
     /// Entries come in the order of their data in the file, which is the header's order for the
     /// files this engine and Python's safetensors write. Fields of a tensor's header object other
     /// than `dtype`, `shape` and `data_offsets` are ignored, as Python's safetensors ignores them.
-    /// - Parameter source: the file's name for messages.
+    /// - Parameters:
+    ///   - bytes: the whole file.
+    ///   - source: the file's name for messages.
     /// - Throws: ``CheckpointError/corrupt(path:reason:)`` for a malformed header or data that does
     ///   not fit it, ``CheckpointError/truncated(path:expectedBytes:foundBytes:)`` for data shorter
     ///   than the header says, ``CheckpointError/unsupportedDType(path:name:dtype:)``.
@@ -354,7 +358,9 @@ public enum SafeTensors {
 
 extension SafeTensors.Entry {
     /// The tensor converted to `Scalar` from F32 or F64 (F32 → `Double` is exact; F64 → `Float` rounds).
-    /// - Parameter source: the file's name for messages.
+    /// - Parameters:
+    ///   - as: the scalar type to convert to.
+    ///   - source: the file's name for messages.
     /// - Throws: ``CheckpointError/wrongDType(path:name:found:expected:)`` for an integer dtype,
     ///   ``CheckpointError/corrupt(path:reason:)`` for bytes that do not fill the shape.
     public func tensor<Scalar: TensorScalar>(as: Scalar.Type, source: String) throws(CheckpointError) -> Tensor<Scalar> {

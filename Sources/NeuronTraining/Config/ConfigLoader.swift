@@ -64,9 +64,12 @@ public enum ConfigLoader {
     }
 
     /// The same as ``load(_:)`` from text; `source` names it in errors.
-    /// - Parameter baseDirectory: the folder relative data paths are resolved against (`""`: the
-    ///   current directory), after which every data file must exist; nil leaves the paths as they
-    ///   are and does not look for the files.
+    /// - Parameters:
+    ///   - text: the config's YAML or JSON.
+    ///   - source: the config's name in errors (its path).
+    ///   - baseDirectory: the folder relative data paths are resolved against (`""`: the
+    ///     current directory), after which every data file must exist; nil leaves the paths as they
+    ///     are and does not look for the files.
     /// - Throws: ``ConfigError``, as ``load(_:)``.
     public static func parse(_ text: String, source: String, baseDirectory: String?) throws(ConfigError) -> RunConfig {
         try checkExpandedSize(text, source: source)

@@ -65,7 +65,7 @@ public struct LayerBuildError: Error, Equatable, CustomStringConvertible {
 
 extension LayerConfig {
     /// This layer for samples of shape `input`.
-    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` for a setting that is missing or does not fit the shape.
+    /// - Throws: `NetworkError.invalidLayer(_:reason:)` for a setting that is missing or does not fit the shape.
     func layer<Scalar: TensorScalar>(_: Scalar.Type, input shape: [Int]) throws(NetworkError) -> any Layer<Scalar> {
         func needs<T>(_ value: T?, _ key: String) throws(NetworkError) -> T {
             guard let value else { throw .invalidLayer("a \(kind.rawValue) layer", reason: "needs \(key)") }
@@ -115,7 +115,7 @@ extension LayerConfig {
 extension OptimizerConfig {
     /// The optimizer this config names, its schedule counted in steps: `epochs` epochs of
     /// `stepsPerEpoch` steps.
-    /// - Throws: ``OptimizerError`` for a hyperparameter out of range.
+    /// - Throws: `OptimizerError` for a hyperparameter out of range.
     public func optimizer<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, stepsPerEpoch: Int, epochs: Int) throws(OptimizerError)
         -> any Optimizer<Scalar>
     {
@@ -135,7 +135,7 @@ extension OptimizerConfig {
 
 extension ScheduleConfig {
     /// The schedule in steps, for `epochs` epochs of `stepsPerEpoch` steps (the config counts epochs).
-    /// - Throws: ``OptimizerError`` when the steps are more than an `Int` counts.
+    /// - Throws: `OptimizerError` when the steps are more than an `Int` counts.
     public func learningRateSchedule(stepsPerEpoch: Int, epochs: Int) throws(OptimizerError) -> LearningRateSchedule {
         func steps(_ epochs: Int, _ name: String) throws(OptimizerError) -> Int {
             let (product, overflow) = epochs.multipliedReportingOverflow(by: stepsPerEpoch)

@@ -45,7 +45,7 @@ public struct Run: Sendable {
 /// Builds runs from configs.
 public enum RunBuilder {
     /// A run as `config` says, or, with `resume`, the run exactly where the checkpoint left it.
-    /// - Throws: ``DataError``, ``NetworkError``, ``OptimizerError``, ``CheckpointError`` or
+    /// - Throws: `DataError`, `NetworkError`, `OptimizerError`, ``CheckpointError`` or
     ///   ``RunError`` saying what does not fit; `BLAS.KernelMismatch` when this machine's BLAS kernels compute wrong products.
     public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil) throws -> Run {
         try BLAS.checkKernels()

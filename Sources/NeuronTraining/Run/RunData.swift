@@ -23,8 +23,11 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     /// Reads the data a config names. Validation rows are split off the training rows with a
     /// generator seeded from the run's seed (`seed + 1`, so that it is independent of the epoch
     /// order drawn from `seed`), before any statistics are fitted.
-    /// - Parameter origin: where the config's keys were written, for errors about their values.
-    /// - Throws: ``DataError`` naming the file and place for anything unreadable or inconsistent;
+    /// - Parameters:
+    ///   - config: the config's `data` section.
+    ///   - seed: the run's seed.
+    ///   - origin: where the config's keys were written, for errors about their values.
+    /// - Throws: `DataError` naming the file and place for anything unreadable or inconsistent;
     ///   ``ConfigError`` at `data.validationSplit` for a split that leaves no training rows.
     public init(_ config: DataConfig, seed: UInt64, origin: ConfigOrigin = ConfigOrigin()) throws {
         var splitGenerator = Self.splitGenerator(seed: seed)

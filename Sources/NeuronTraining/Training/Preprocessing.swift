@@ -14,7 +14,7 @@ public enum Preprocessing: Sendable, Equatable {
     case standardize(mean: [Double], standardDeviation: [Double])
 
     /// Applies the transformation to features in place.
-    /// - Throws: ``DataError/featureCountMismatch(expected:found:)`` when the columns differ.
+    /// - Throws: `DataError.featureCountMismatch(expected:found:)` when the columns differ.
     public func apply<Scalar: TensorScalar>(to features: inout Tensor<Scalar>) throws(DataError) {
         switch self {
         case .none:

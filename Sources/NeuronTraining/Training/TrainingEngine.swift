@@ -141,7 +141,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
 
     /// Training of `network` on `dataset` for `epochs` epochs of `batchSize`, shuffled from `seed`
     /// (nil: `network` as given on one sample, nothing to draw).
-    /// - Throws: ``NetworkError`` or ``DataError`` when the data does not fit or a size is out of range.
+    /// - Throws: `NetworkError` or `DataError` when the data does not fit or a size is out of range.
     public init(
         network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>? = nil,
         test: Dataset<Scalar>? = nil, batchSize: Int, epochs: Int, seed: UInt64?
@@ -157,9 +157,9 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     }
 
     /// Training resumed where a checkpoint left it: network and optimizer as saved, the epoch
-    /// order, generator and position as saved (for a run without a seed, ``TrainingPosition/oneSample(after:)``),
+    /// order, generator and position as saved (for a run without a seed, `TrainingPosition.oneSample(after:)`),
     /// and the epochs recorded so far.
-    /// - Throws: ``DataError`` or ``NetworkError`` when the saved state does not fit the data.
+    /// - Throws: `DataError` or `NetworkError` when the saved state does not fit the data.
     public init(
         network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, validation: Dataset<Scalar>?,
         test: Dataset<Scalar>?, epochs: Int, seed: UInt64?, position: TrainingPosition, records: [EpochRecord]
@@ -216,7 +216,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public mutating func step() -> Double { recorded(Double(training.step())) }
 
     /// One step of which this engine computes only a share of the batch, `combine` making the
-    /// whole batch's gradients and totals from it (``MiniBatchTraining/step(share:combine:)``);
+    /// whole batch's gradients and totals from it (`MiniBatchTraining.step(share:combine:)`);
     /// recorded as ``step()`` records its steps.
     public mutating func step(
         share: (_ batch: Range<Int>) -> Range<Int>, combine: (_ gradients: inout [Scalar], _ totals: inout BatchTotals) -> Void
@@ -227,7 +227,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     /// Replaces every number that decides the next step besides the position — the parameters,
     /// the state, the optimizer's buffers in the order of their names — by what `body` leaves in
     /// it (buffers of the same lengths): how processes that train together start from one's state.
-    /// - Throws: ``OptimizerError`` when `body` changed an optimizer buffer's length.
+    /// - Throws: `OptimizerError` when `body` changed an optimizer buffer's length.
     public mutating func replaceState(_ body: (inout [Scalar]) -> Void) throws {
         var network = training.network, optimizer = training.optimizer
         body(&network.parameters)
@@ -262,7 +262,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         return snapshot
     }
 
-    /// Docs/Reference.md §1's row of the single neuron, worked by ``Neuron`` (the hand-checkable
+    /// Docs/Reference.md §1's row of the single neuron, worked by `Neuron` (the hand-checkable
     /// object) at the network's weight and bias: when the network is one tanh unit under half the
     /// squared error, trained on one sample.
     private func neuronRow() -> TrainingSnapshot.NeuronRow? {

@@ -47,6 +47,7 @@ public final class TrainingViewModel<Engine: TrainingEngine>: TrainingViewModeli
 
     /// A view model over `engine`, idle until `start`.
     /// - Parameters:
+    ///   - engine: What is trained, at its first step or where a checkpoint left it.
     ///   - policy: How often the loop hands over snapshots.
     ///   - epochEndsEvery: Keep a copy of the engine in ``epochEnds`` at every this many completed
     ///     epochs (a run's checkpoints); nil keeps none.
