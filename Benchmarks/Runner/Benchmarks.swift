@@ -471,12 +471,19 @@ struct Benchmarks: AsyncParsableCommand {
         )
     }
 
+    /// The CPU, its cores and memory, and the vector extensions it has (which kernels it could run),
+    /// e.g. `AMD EPYC, 2 cores, 23 GiB, avx2 fma avx512f avx512bw avx512vl avx512_vnni avx512_bf16`.
     static func machine() -> String {
-        let cpu =
-            (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
-            .split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces)
-            ?? "unknown CPU"
-        return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB"
+        let lines = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.split(separator: "\n") ?? []
+        func field(_ name: String) -> String? {
+            lines.first { $0.hasPrefix(name) }?.split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces)
+        }
+        let cpu = field("model name") ?? "unknown CPU"
+        let flags = Set((field("flags") ?? "").split(separator: " ").map(String.init))
+        let vector = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile"]
+            .filter(flags.contains)
+        let extensions = vector.isEmpty ? "no vector extensions listed" : vector.joined(separator: " ")
+        return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, \(extensions)"
     }
 }
 
