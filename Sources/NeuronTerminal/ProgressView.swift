@@ -1,9 +1,8 @@
 // The CLI's progress display: nothing but a view of a training view model's observed state. It
-// reads `viewState` through `Observations`, renders with `ProgressRenderer` and hands text to a
+// reads `viewState` through `TrainingSession.watch` (Observations), renders with `ProgressRenderer` and hands text to a
 // `write` closure, so a preview view model with injected states drives it in tests exactly as the
 // real one drives it in the terminal.
 import NeuronTraining
-import Observation
 
 /// How the progress is written.
 public enum ProgressMode: Sendable, Equatable {
@@ -60,18 +59,15 @@ public final class ProgressView<Model: TrainingViewModeling> {
     /// `"\n"`) and returns it. When the calling task is cancelled first, it ends the live line
     /// and returns the last state seen.
     public func run() async -> TrainingViewState {
-        let states = Observations { self.model.viewState }
-        var last = model.viewState
-        for await state in states {
+        let last = await TrainingSession.watch(model) { state in
             observedStateCount += 1
-            last = state
-            if state.phase.endsRun {
-                show(final: state)
-                return state
-            }
-            show(state)
+            if !state.phase.endsRun { show(state) }
         }
-        if mode == .live, liveWidth > 0 { write("\n") }
+        if last.phase.endsRun {
+            show(final: last)
+        } else if mode == .live, liveWidth > 0 {
+            write("\n")
+        }
         return last
     }
 
