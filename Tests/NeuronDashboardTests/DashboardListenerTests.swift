@@ -33,14 +33,6 @@ private func serving(
     await server.stop()
 }
 
-/// Runs `work` (blocking socket calls) on a thread of its own, off the main actor (the server's
-/// routes need it) and off the cooperative pool (the server's connections need its threads).
-private func off<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { done in
-        Thread { done.resume(with: Result { try work() }) }.start()
-    }
-}
-
 /// `GET /api/state` with the token: its status and how long the answer took, in seconds.
 private func state(_ server: DashboardServer) async throws -> (status: Int, seconds: Double) {
     let (port, token) = (server.port, server.gate.token)

@@ -25,23 +25,16 @@ private func serving<Model: TrainingViewModeling>(
     await server.stop()
 }
 
-/// One request, sent from a thread of its own: a blocking client on one of the cooperative pool's
-/// threads (two on a 2-core machine) starves the server it waits for, whose socket pool is an actor
-/// on that pool. The answer may wait 60 s: in the full suite the main actor is shared with the
-/// training-session tests.
+/// One request, sent from a thread of its own (`off`). The answer may wait 60 s: in the full suite
+/// the main actor is shared with the training-session tests.
 private func fetch(
     _ server: DashboardServer, method: String = "GET", _ path: String, token: Bool = true, headers: [String: String] = [:],
     body: String = "", until: String? = nil, timeout: Double = 60
 ) async throws -> RawHTTP.Answer {
     let port = server.port
     let target = token ? path + (path.contains("?") ? "&" : "?") + "token=\(server.gate.token)" : path
-    return try await withCheckedThrowingContinuation { done in
-        Thread {
-            done.resume(
-                with: Result {
-                    try RawHTTP.request(port: port, method: method, path: target, headers: headers, body: body, until: until, timeout: timeout)
-                })
-        }.start()
+    return try await off {
+        try RawHTTP.request(port: port, method: method, path: target, headers: headers, body: body, until: until, timeout: timeout)
     }
 }
 

@@ -4,6 +4,15 @@ import Foundation
 import Glibc
 #endif
 
+/// Runs `work` (blocking socket calls) on a thread of its own, off the main actor (the server's
+/// routes need it) and off the cooperative pool (the server's socket pool, an actor, needs its
+/// threads: a blocking client on one of them can starve the server it waits for).
+func off<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { done in
+        Thread { done.resume(with: Result { try work() }) }.start()
+    }
+}
+
 /// A TCP socket connected to 127.0.0.1:`port`, or nil when none can be opened or the connection is refused.
 private func loopbackSocket(port: Int) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
