@@ -344,8 +344,9 @@ struct Benchmarks: AsyncParsableCommand {
 
     /// A run's parameters before its first step, for the peers.
     func initialEntries<E: TrainingEngine>(_ engine: E, pytorchLayouts: Bool) -> [SafeTensors.Entry] {
-        engine.resumePoint().tensors.filter { $0.name.hasPrefix("layers.") }.map {
-            SafeTensors.entry($0.name, pytorchLayouts ? Checkpoint.fileLayout($0.name, $0.tensor) : $0.tensor)
+        let point = engine.resumePoint()
+        return point.tensors.filter { $0.name.hasPrefix("layers.") }.map {
+            SafeTensors.entry($0.name, pytorchLayouts ? Checkpoint.fileLayout($0.tensor, order: point.pytorchOrders[$0.name]) : $0.tensor)
         }
     }
 

@@ -99,7 +99,7 @@ struct ConvolutionWorkload {
     func writeExchangeFile(to directory: String, checkSteps: Int) throws -> String {
         let (network, x, t) = try make()
         var entries = [SafeTensors.entry("x", try x.reshaped(to: [batch, 1, 28, 28])), SafeTensors.entry("t", t)]
-        entries += network.parameterTensors.map { SafeTensors.entry($0.name, Checkpoint.fileLayout($0.name, network.parameter($0))) }
+        entries += network.parameterTensors.map { SafeTensors.entry($0.name, Checkpoint.fileLayout(network.parameter($0), order: $0.pytorchOrder)) }
         let path = (directory as NSString).appendingPathComponent("\(id).safetensors")
         try SafeTensors.write(
             entries, metadata: ["loss": "softmaxCrossEntropy", "learningRate": "\(learningRate)", "checkSteps": "\(checkSteps)"], to: path)

@@ -211,7 +211,7 @@ private struct GraphBuilder<Scalar: TensorScalar> {
     /// The tensor `name` of layer `index`, in the checkpoint's (PyTorch's) layout.
     func parameter(_ index: Int, _ name: String) -> (name: String, tensor: Tensor<Scalar>) {
         let tensor = network.parameterTensors.first { $0.layer == index && $0.tensor == name }!
-        return (tensor.name, Checkpoint.fileLayout(tensor.name, network.parameter(tensor)))
+        return (tensor.name, Checkpoint.fileLayout(network.parameter(tensor), order: tensor.pytorchOrder))
     }
 
     func state(_ index: Int, _ name: String) -> (name: String, tensor: Tensor<Scalar>) {

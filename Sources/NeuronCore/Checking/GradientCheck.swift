@@ -92,10 +92,11 @@ public struct GradientCheck: Sendable, Equatable {
                         tensor.name, layer: tensor.layer, tensor: tensor.tensor, shape: tensor.shape,
                         index: local, analytic: analytic[i], faux: faux))
             }
-            results.append(
-                summary(
-                    tensor.name, layer: tensor.layer, tensor: tensor.tensor, shape: tensor.shape,
-                    total: tensor.count, entries: tensorEntries))
+            var result = summary(
+                tensor.name, layer: tensor.layer, tensor: tensor.tensor, shape: tensor.shape,
+                total: tensor.count, entries: tensorEntries)
+            result.pytorchOrder = tensor.pytorchOrder
+            results.append(result)
             entries += tensorEntries
         }
         if checkInputs {
@@ -202,6 +203,8 @@ public struct GradientCheckReport: Sendable, Equatable, Codable, CustomStringCon
         public var tensor: String
         /// The tensor's shape.
         public var shape: [Int]
+        /// The order of its dimensions in PyTorch's module (``ParameterTensor/pytorchOrder``).
+        public var pytorchOrder: [Int]? = nil
         /// Entries checked (all, or a sample).
         public var checked: Int
         /// Entries in the tensor.

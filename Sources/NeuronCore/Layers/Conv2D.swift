@@ -74,6 +74,9 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
         [("weight", [window.kernelHeight, window.kernelWidth, window.channels, filters]), ("bias", [filters])]
     }
 
+    /// `nn.Conv2d` keeps its weight as `(filters, channels, kh, kw)`; here it is `(kh, kw, channels, filters)`.
+    public func pytorchOrder(of tensor: String) -> [Int]? { tensor == "weight" ? [3, 2, 0, 1] : nil }
+
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         // Sizes were checked when self was built.
         try! Conv2D<Other>(

@@ -52,6 +52,9 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
         [("weight", [inputs, outputs]), ("bias", [outputs])]
     }
 
+    /// `nn.Linear` keeps its weight as `(outputs, inputs)`.
+    public func pytorchOrder(of tensor: String) -> [Int]? { tensor == "weight" ? [1, 0] : nil }
+
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         try! Dense<Other>(inputs, outputs, activation: activation)  // sizes were checked when self was built
     }

@@ -32,6 +32,11 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
     var parameterShapes: [(name: String, shape: [Int])] { get }
     /// The non-trainable tensors (saved, not trained), in buffer order; none by default.
     var stateShapes: [(name: String, shape: [Int])] { get }
+    /// The order of `tensor`'s dimensions in PyTorch's module, as a permutation of this layer's:
+    /// dimension `d` there is dimension `order[d]` here (a dense weight, `(inputs, outputs)` here
+    /// and `nn.Linear`'s `(outputs, inputs)`: `[1, 0]`). Nil, the default, when the two agree.
+    /// Checkpoints store tensors in PyTorch's order.
+    func pytorchOrder(of tensor: String) -> [Int]?
 
     /// Fills this layer's parameter and state slices with seeded initial values.
     func initialize(
@@ -68,6 +73,8 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
 
 extension Layer {
     public var stateShapes: [(name: String, shape: [Int])] { [] }
+
+    public func pytorchOrder(of tensor: String) -> [Int]? { nil }
 
     public mutating func drawNoise(key: UInt64) {}
 

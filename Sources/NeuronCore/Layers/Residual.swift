@@ -39,6 +39,9 @@ public struct Residual<Scalar: TensorScalar>: Layer {
     public var outputShape: [Int] { body.outputShape }
     public var parameterShapes: [(name: String, shape: [Int])] { body.parameterShapes.map { ("body.\($0.name)", $0.shape) } }
     public var stateShapes: [(name: String, shape: [Int])] { body.stateShapes.map { ("body.\($0.name)", $0.shape) } }
+    public func pytorchOrder(of tensor: String) -> [Int]? {
+        tensor.hasPrefix("body.") ? body.pytorchOrder(of: String(tensor.dropFirst("body.".count))) : nil
+    }
     public var output: Tensor<Scalar> { cache.output }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
 

@@ -46,6 +46,11 @@ public struct Sequential<Scalar: TensorScalar>: Layer {
     public var stateShapes: [(name: String, shape: [Int])] {
         layers.enumerated().flatMap { j, layer in layer.stateShapes.map { ("\(j).\($0.name)", $0.shape) } }
     }
+    /// The order layer `j`'s tensor has in PyTorch, for the name `j.<tensor>`.
+    public func pytorchOrder(of tensor: String) -> [Int]? {
+        guard let dot = tensor.firstIndex(of: "."), let j = Int(tensor[..<dot]), layers.indices.contains(j) else { return nil }
+        return layers[j].pytorchOrder(of: String(tensor[tensor.index(after: dot)...]))
+    }
     public var output: Tensor<Scalar> { layers[layers.count - 1].output }
     public var inputGradient: Tensor<Scalar> { layers[0].inputGradient }
 

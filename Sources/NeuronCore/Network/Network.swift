@@ -12,6 +12,9 @@ public struct ParameterTensor: Sendable, Equatable, Codable, CustomStringConvert
     public var shape: [Int]
     /// The first element's index in the flat buffer.
     public var offset: Int
+    /// The order of its dimensions in PyTorch's module (see ``Layer/pytorchOrder(of:)``); nil
+    /// when it is this layout.
+    public var pytorchOrder: [Int]? = nil
     /// The number of elements.
     public var count: Int { shape.reduce(1, *) }
     /// The elements' indices in the flat buffer.
@@ -87,7 +90,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
             for (i, layer) in layers.enumerated() {
                 let start = offset
                 for (name, shape) in shapes(layer) {
-                    tensors.append(ParameterTensor(layer: i, tensor: name, shape: shape, offset: offset))
+                    tensors.append(
+                        ParameterTensor(layer: i, tensor: name, shape: shape, offset: offset, pytorchOrder: layer.pytorchOrder(of: name)))
                     var count = 1
                     for extent in shape {
                         let (product, overflow) = count.multipliedReportingOverflow(by: extent)

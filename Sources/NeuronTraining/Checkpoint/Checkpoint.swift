@@ -38,7 +38,7 @@ public struct Checkpoint: Sendable {
         _ engine: Engine, config: RunConfig, preprocessing: Preprocessing, overrides: RunOverrides = RunOverrides()
     ) {
         let point = engine.resumePoint()
-        tensors = point.tensors.map { SafeTensors.entry($0.name, Self.fileLayout($0.name, $0.tensor)) }
+        tensors = point.tensors.map { SafeTensors.entry($0.name, Self.fileLayout($0.tensor, order: point.pytorchOrders[$0.name])) }
         state = CheckpointState(
             config: config, network: point.network, precision: Engine.Scalar.self == Float.self ? .float : .double,
             epoch: point.epoch, step: point.step, seed: point.seed, position: point.position,
@@ -49,43 +49,25 @@ public struct Checkpoint: Sendable {
             overrides: overrides.isEmpty ? nil : overrides)
     }
 
-    /// The tensor as the file stores it, in PyTorch's layout: a dense weight (rank 2) transposed
-    /// to `nn.Linear`'s (outputs, inputs), a convolution's weight (rank 4) permuted to `nn.Conv2d`'s
-    /// (filters, inputChannels, kh, kw); everything else as is.
-    public static func fileLayout<Scalar: TensorScalar>(_ name: String, _ tensor: Tensor<Scalar>) -> Tensor<Scalar> {
-        guard isWeight(name) else { return tensor }
-        switch tensor.shape.count {
-        case 2: return permuted(tensor, to: [1, 0])
-        case 4: return permuted(tensor, to: [3, 2, 0, 1])  // (kh, kw, in, out) → (out, in, kh, kw)
-        default: return tensor
-        }
+    /// The tensor as the file stores it, in PyTorch's layout: its dimensions reordered as
+    /// `order` says (``Layer/pytorchOrder(of:)``: a dense weight transposed to `nn.Linear`'s
+    /// (outputs, inputs), a convolution's weight permuted to `nn.Conv2d`'s (filters, channels, kh,
+    /// kw)); as is when `order` is nil.
+    public static func fileLayout<Scalar: TensorScalar>(_ tensor: Tensor<Scalar>, order: [Int]?) -> Tensor<Scalar> {
+        order.map { permuted(tensor, to: $0) } ?? tensor
     }
 
-    /// The shape `name` has in the file for the engine's `shape`.
-    static func fileShape(_ name: String, engineShape shape: [Int]) -> [Int] {
-        guard isWeight(name) else { return shape }
-        switch shape.count {
-        case 2: return [shape[1], shape[0]]
-        case 4: return [shape[3], shape[2], shape[0], shape[1]]
-        default: return shape
-        }
+    /// The shape in the file of a tensor of the engine's `shape` (or the position in the file's
+    /// tensor of an element at engine position `shape`): the dimensions reordered by `order`.
+    static func fileShape(_ shape: [Int], order: [Int]?) -> [Int] { order.map { $0.map { shape[$0] } } ?? shape }
+
+    /// A stored tensor back in the engine's layout (the inverse of ``fileLayout(_:order:)``).
+    static func engineLayout<Scalar: TensorScalar>(_ tensor: Tensor<Scalar>, order: [Int]?) -> Tensor<Scalar> {
+        guard let order else { return tensor }
+        var inverse = order
+        for (d, source) in order.enumerated() { inverse[source] = d }
+        return permuted(tensor, to: inverse)
     }
-
-    /// The position (per dimension) in the file's tensor of the element at engine position
-    /// `position` of `name`: the dimensions reordered as ``fileShape(_:engineShape:)`` reorders them.
-    static func filePosition(_ name: String, enginePosition position: [Int]) -> [Int] { fileShape(name, engineShape: position) }
-
-    /// A stored tensor back in the engine's layout (the inverse of ``fileLayout(_:_:)``).
-    static func engineLayout<Scalar: TensorScalar>(_ name: String, _ tensor: Tensor<Scalar>) -> Tensor<Scalar> {
-        guard isWeight(name) else { return tensor }
-        switch tensor.shape.count {
-        case 2: return permuted(tensor, to: [1, 0])
-        case 4: return permuted(tensor, to: [2, 3, 1, 0])  // (out, in, kh, kw) → (kh, kw, in, out)
-        default: return tensor
-        }
-    }
-
-    private static func isWeight(_ name: String) -> Bool { name.hasPrefix("layers.") && name.hasSuffix(".weight") }
 
     /// `t` with its dimensions reordered: dimension `d` of the result is dimension `order[d]` of `t`.
     static func permuted<Scalar>(_ t: Tensor<Scalar>, to order: [Int]) -> Tensor<Scalar> {
@@ -167,13 +149,15 @@ public struct LoadedCheckpoint: Sendable {
         return tensor.scalars
     }
 
-    /// The parameter `name` in the engine's layout, `shape`: a dense or convolution weight,
-    /// stored in PyTorch's layout, is permuted back.
+    /// The parameter `name` in the engine's layout, `shape`, stored in PyTorch's dimension
+    /// `order` (``Layer/pytorchOrder(of:)``) and permuted back.
     /// - Throws: ``CheckpointError`` when it is missing, of another dtype or of another shape.
-    public func parameter<Scalar: TensorScalar>(_ name: String, as: Scalar.Type, shape: [Int]) throws(CheckpointError) -> [Scalar] {
-        let fileShape = Checkpoint.fileShape(name, engineShape: shape)
+    public func parameter<Scalar: TensorScalar>(_ name: String, as: Scalar.Type, shape: [Int], order: [Int]?) throws(CheckpointError)
+        -> [Scalar]
+    {
+        let fileShape = Checkpoint.fileShape(shape, order: order)
         let stored = try tensor(name, as: Scalar.self, shape: fileShape)
-        return Checkpoint.engineLayout(name, try! Tensor(shape: fileShape, scalars: stored)).scalars
+        return Checkpoint.engineLayout(try! Tensor(shape: fileShape, scalars: stored), order: order).scalars
     }
 }
 
@@ -331,7 +315,7 @@ extension GradientCheckReport.TensorResult {
     /// The result with its shape in the layout the checkpoint stores the tensor in.
     public var inFileLayout: GradientCheckReport.TensorResult {
         var result = self
-        result.shape = Checkpoint.fileShape(name, engineShape: shape)
+        result.shape = Checkpoint.fileShape(shape, order: pytorchOrder)
         return result
     }
 }
@@ -344,11 +328,11 @@ extension GradientCheckReport {
     public func inFileLayout() -> GradientCheckReport {
         var report = self
         report.tensors = tensors.map(\.inFileLayout)
-        let shapes = Dictionary(report.tensors.map { ($0.name, $0.shape) }, uniquingKeysWith: { a, _ in a })
+        let held = Dictionary(report.tensors.map { ($0.name, ($0.shape, $0.pytorchOrder)) }, uniquingKeysWith: { a, _ in a })
         for i in report.worst.indices {
             let entry = report.worst[i]
-            guard let shape = shapes[entry.name] else { continue }
-            let position = Checkpoint.filePosition(entry.name, enginePosition: entry.position)
+            guard let (shape, order) = held[entry.name] else { continue }
+            let position = Checkpoint.fileShape(entry.position, order: order)
             report.worst[i].position = position
             report.worst[i].index = zip(position, shape).reduce(0) { $0 * $1.1 + $1.0 }  // row-major, within a held tensor's count
         }

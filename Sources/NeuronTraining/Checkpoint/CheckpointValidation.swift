@@ -59,7 +59,7 @@ extension CheckpointState {
         for (i, layer) in layers.enumerated() {
             for (name, shape) in layer.parameterShapes + layer.stateShapes {
                 let tensor = "layers.\(i).\(name)"
-                expected.append((tensor, Checkpoint.fileShape(tensor, engineShape: shape)))
+                expected.append((tensor, Checkpoint.fileShape(shape, order: layer.pytorchOrder(of: name))))
             }
         }
         var parameterCount = 0

@@ -160,10 +160,10 @@ extension Network {
     /// - Throws: ``CheckpointError`` for a tensor that is missing or of another shape.
     mutating func loadParameters(from checkpoint: LoadedCheckpoint) throws {
         for t in parameterTensors {
-            parameters.replaceSubrange(t.range, with: try checkpoint.parameter(t.name, as: Scalar.self, shape: t.shape))
+            parameters.replaceSubrange(t.range, with: try checkpoint.parameter(t.name, as: Scalar.self, shape: t.shape, order: t.pytorchOrder))
         }
         for t in stateTensors {
-            state.replaceSubrange(t.range, with: try checkpoint.parameter(t.name, as: Scalar.self, shape: t.shape))
+            state.replaceSubrange(t.range, with: try checkpoint.parameter(t.name, as: Scalar.self, shape: t.shape, order: t.pytorchOrder))
         }
     }
 }

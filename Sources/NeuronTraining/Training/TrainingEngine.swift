@@ -105,6 +105,9 @@ public struct ResumePoint<Scalar: TensorScalar>: Sendable {
     public var featureNames: [String], classNames: [String]?
     /// One record per completed epoch.
     public var records: [EpochRecord]
+    /// The PyTorch dimension order of each parameter tensor stored in another order than the
+    /// engine's (``ParameterTensor/pytorchOrder``), by name.
+    public var pytorchOrders: [String: [Int]] = [:]
 
     public init(
         network: String, tensors: [(name: String, tensor: Tensor<Scalar>)], epoch: Int, step: Int, seed: UInt64,
@@ -286,10 +289,12 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
             network.parameterTensors.map { (name: $0.name, tensor: network.parameter($0)) }
             + network.stateTensors.map { (name: $0.name, tensor: network.stateTensor($0)) }
         let buffers = optimizer.state.sorted { $0.key < $1.key }.map { (name: "optimizer.\($0.key)", tensor: Tensor(vector: $0.value)) }
-        return ResumePoint(
+        var point = ResumePoint(
             network: network.description, tensors: parameters + buffers, epoch: position.epoch, step: position.stepsTaken,
             seed: seed ?? 0, position: seed == nil ? nil : position, optimizerStep: optimizer.step, featureNames: training.dataset.featureNames,
             classNames: training.dataset.classNames, records: records)
+        for t in network.parameterTensors + network.stateTensors { point.pytorchOrders[t.name] = t.pytorchOrder }
+        return point
     }
 
     public func divergenceLocation() -> String { training.network.divergenceLocation() }
