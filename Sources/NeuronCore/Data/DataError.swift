@@ -60,6 +60,23 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Test images of another size than the training images.
     case imageSizeMismatch(trainPath: String, trainSize: [Int], testPath: String, testSize: [Int])
 
+    // MARK: Text
+
+    /// A file larger than the limit its reader was given; `bytes` is nil when the size is known only
+    /// to exceed the limit (a file that grew while it was read, a device or pipe).
+    case fileTooLarge(path: String, bytes: Int?, limit: Int)
+    /// Bytes that are not UTF-8; `offset` is the 0-based byte offset in the file (as `xxd` counts)
+    /// of `found`, the first invalid sequence.
+    case invalidUTF8(path: String, line: Int, offset: Int, found: [UInt8])
+    /// A control character (other than tab) in a line of text; `column` counts characters (Unicode
+    /// scalars) from 1.
+    case controlCharacter(path: String, line: Int, column: Int, character: Unicode.Scalar)
+    /// A line with more characters than a block of `blockSize` tokens holds (`blockSize - 1`: one
+    /// position is the boundary token).
+    case lineTooLong(path: String, line: Int, length: Int, blockSize: Int)
+    /// A text file whose every line was dropped by the character class `keep`.
+    case noLinesKept(path: String, dropped: Int, keep: String, lowercased: Bool)
+
     // MARK: Datasets and arguments
 
     /// Features, targets, labels and names that do not fit together.
@@ -126,6 +143,20 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .imageSizeMismatch(trainPath, trainSize, testPath, testSize):
             let size = { (extents: [Int]) in extents.map(String.init).joined(separator: "×") }
             return "\(testPath) holds \(size(testSize)) images but the training images \(trainPath) are \(size(trainSize)); expected the same size"
+        case let .fileTooLarge(path, bytes, limit):
+            let size = bytes.map { "\($0) bytes" } ?? "more than \(limit) bytes"
+            return "\(path): the file is too large (\(size)); expected at most \(limit) bytes"
+        case let .invalidUTF8(path, line, offset, found):
+            return "\(path):\(line): invalid UTF-8 at byte offset \(offset) (\(found.map(Self.hex).joined(separator: " "))); expected UTF-8 text"
+        case let .controlCharacter(path, line, column, character):
+            return
+                "\(path):\(line):\(column): control character \(Self.codePoint(character)); expected printable text (tab is the one control character allowed)"
+        case let .lineTooLong(path, line, length, blockSize):
+            return "\(path):\(line): a line of \(length) characters; block size \(blockSize) holds lines of at most \(blockSize - 1) characters"
+        case let .noLinesKept(path, dropped, keep, lowercased):
+            let lines = dropped == 1 ? "its one line was" : "all \(dropped) of its lines were"
+            return
+                "\(path): no line kept: \(lines) dropped for a character outside [\(keep)]\(lowercased ? " (after lowercasing)" : ""); expected at least one line of those characters only"
         case let .inconsistentDataset(reason):
             return "inconsistent dataset: \(reason)"
         case let .invalidArgument(name, value, expected):
@@ -145,6 +176,14 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
     private static func hex(_ byte: UInt8) -> String {
         let digits = String(byte, radix: 16, uppercase: true)
         return "0x" + (digits.count == 1 ? "0" + digits : digits)
+    }
+
+    /// `U+000D` (carriage return): the code point, and the control's name where it has a common one.
+    private static func codePoint(_ character: Unicode.Scalar) -> String {
+        let digits = String(character.value, radix: 16, uppercase: true)
+        let code = "U+" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        let names: [UInt32: String] = [0x00: "NUL", 0x0B: "vertical tab", 0x0C: "form feed", 0x0D: "carriage return", 0x1B: "escape", 0x7F: "delete"]
+        return names[character.value].map { "\(code) (\($0))" } ?? code
     }
 
     /// The type names of the IDX format (LeCun's MNIST page), so the message says what was found.

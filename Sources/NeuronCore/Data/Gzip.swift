@@ -8,16 +8,47 @@ enum DataFile {
     /// All bytes of the file at `path`.
     /// - Throws: ``DataError/fileNotFound(path:)``, ``DataError/unreadableFile(path:reason:)``.
     static func bytes(at path: String) throws(DataError) -> [UInt8] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw .fileNotFound(path: path)
-        }
-        guard !isDirectory.boolValue else { throw .unreadableFile(path: path, reason: "it is a directory") }
+        try checkFile(at: path)
         do {
             return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
             throw .unreadableFile(path: path, reason: error.localizedDescription)
         }
+    }
+
+    /// All bytes of the file at `path`, which may hold at most `maximumBytes`: its size is checked
+    /// before reading, and the reading stops one byte past the limit, so that a file that grows
+    /// meanwhile, or one whose size the system does not report (`/dev/zero`, a pipe), costs no more.
+    /// - Throws: ``DataError/fileNotFound(path:)``, ``DataError/unreadableFile(path:reason:)``,
+    ///   ``DataError/fileTooLarge(path:bytes:limit:)``.
+    static func bytes(at path: String, maximumBytes: Int) throws(DataError) -> [UInt8] {
+        try checkFile(at: path)
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int
+        if let size, size > maximumBytes { throw .fileTooLarge(path: path, bytes: size, limit: maximumBytes) }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw .unreadableFile(path: path, reason: "it cannot be opened") }
+        defer { try? handle.close() }
+        let cap = maximumBytes == .max ? maximumBytes : maximumBytes + 1
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(min(size ?? 0, cap))
+        do {
+            while bytes.count < cap, let chunk = try handle.read(upToCount: min(1 << 20, cap - bytes.count)), !chunk.isEmpty {
+                bytes.append(contentsOf: chunk)
+            }
+        } catch {
+            throw .unreadableFile(path: path, reason: error.localizedDescription)
+        }
+        guard bytes.count <= maximumBytes else { throw .fileTooLarge(path: path, bytes: nil, limit: maximumBytes) }
+        return bytes
+    }
+
+    /// - Throws: ``DataError/fileNotFound(path:)``, or ``DataError/unreadableFile(path:reason:)``
+    ///   for a directory.
+    private static func checkFile(at path: String) throws(DataError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw .fileNotFound(path: path)
+        }
+        guard !isDirectory.boolValue else { throw .unreadableFile(path: path, reason: "it is a directory") }
     }
 }
 
