@@ -162,7 +162,7 @@ struct DenseTests {
         #expect("\(dense.converted(to: Double.self))" == "\(dense)" && dense.converted(to: Double.self).inputShape == [8, 64])
         #expect(
             message { () throws(NetworkError) in try Dense<Float>(4, 3, activation: .softmax, time: 2) }
-                == "Dense(4→3, per position): softmax cross-entropy takes one distribution per sample, not one per position: give this layer another activation"
+                == "Dense(4→3, per position): a softmax per position belongs to the sequenceCrossEntropy loss: give this layer the identity activation"
         )
         #expect(throws: NetworkError.self) { try Dense<Float>(4, 3, time: 0) }
         // The same initial weights as the layer over vectors: the time is not drawn from.

@@ -61,10 +61,43 @@ struct EmbeddingTests {
         #expect("\(embedding)" == "Embedding(27→64)")
         #expect(embedding.inputShape == [8] && embedding.outputShape == [8, 64])
         #expect(embedding.parameterShapes.map(\.name) == ["weight"] && embedding.parameterShapes.map(\.shape) == [[27, 64]])
-        #expect(embedding.vocabulary == 27 && "\(embedding.converted(to: Double.self))" == "\(embedding)")
+        #expect(embedding.vocabulary == 27 && (embedding.converted(to: Double.self) as? any TokenInput)?.vocabulary == 27)
         #expect(
             message { () throws(NetworkError) in try Embedding<Float>(vocabulary: 0, features: 4, time: 2) }
                 == "Embedding(0→4): vocabulary, features and time must be at least 1, got 0, 4 and 2")
         #expect(throws: NetworkError.self) { try Embedding<Float>(vocabulary: (1 << 24) + 1, features: 1, time: 1) }
+    }
+
+    @Test("Tokens out of range are a NetworkError at the door that names the row, position, value and range; nothing crashes")
+    func tokensCheckedAtTheDoor() throws {
+        var network = try Network<Double>(
+            [try Embedding<Double>(vocabulary: 5, features: 3, time: 4), try Dense<Double>(3, 5, activation: .identity, time: 4)],
+            loss: .sequenceCrossEntropy)
+        network.initialize(seed: 1)
+        var x = try Tensor<Double>(rows: [[0, 1, 2, 3], [4, 0, 1, 2]])
+        let t = try Tensor<Double>(rows: [[1, 2, 3, 4], [0, 1, 2, -1]])
+        _ = try network.lossAndGradients(x, targets: t)
+        x[1, 2] = 5
+        #expect(
+            message { () throws(NetworkError) in try network.forward(x) }
+                == "the inputs' row 1, position 2 holds 5.0, but Embedding(5→3) takes token indices: whole numbers in 0..<5")
+        for bad in [-1, 2.5, .nan, .infinity] {
+            x[1, 2] = bad
+            #expect(throws: NetworkError.self) { try network.lossAndGradients(x, targets: t) }
+            #expect(throws: NetworkError.self) { try network.loss(x, targets: t) }
+        }
+        // The flat form of a batch, (batch, time), is its only form: the same check.
+        x[1, 2] = 1
+        _ = try network.forward(x)
+    }
+
+    @Test("Only a network's first layer reads tokens: later, or inside a container, it is refused")
+    func onlyFirst() throws {
+        let dense = try Dense<Double>(4, 4, activation: .tanh)
+        let embedding = try Embedding<Double>(vocabulary: 6, features: 2, time: 4)
+        #expect(
+            message { () throws(NetworkError) in try Network<Double>([dense, embedding], loss: .halfSquaredError) }
+                == "layer 1 Embedding(6→2): it reads token indices: only a network's first layer can, where the network checks them")
+        #expect(throws: NetworkError.self) { try Sequential<Double>([embedding]) }
     }
 }

@@ -8,7 +8,7 @@
 //     ActivationKernels.swift      activations forward and backward, softmax
 //     DenseKernels.swift           the dense layer's forward and backward passes
 //     ImageKernels.swift           im2col and col2im, max and average pooling, per-image transposes
-//     SequenceKernels.swift        embedding lookups and their scatter-adds, context windows
+//     SequenceKernels.swift        embedding lookups and their scatter-adds, context windows, index checks
 //     NormalizationKernels.swift   dropout, batch normalization
 //     LossKernels.swift            the fused losses
 //     UpdateKernels.swift          the optimizers' updates

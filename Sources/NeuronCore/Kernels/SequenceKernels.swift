@@ -1,14 +1,16 @@
 // The sequence layers' loops: an embedding's row lookups and the scatter-add that is their
-// adjoint, a context window's copies and their sum back. Token indices travel as scalars, exact
-// below 2^24 in Float. The naive definitions are beside the layers (Layers/Embedding.swift,
-// Layers/ContextWindow.swift).
+// adjoint, a context window's copies and their sum back, and the check that a buffer holds
+// indices (tokens at the network's door, class indices in the sequence loss's targets). Token and
+// class indices travel as scalars, exact below 2^24 in Float. The naive definitions are beside
+// the layers (Layers/Embedding.swift, Layers/ContextWindow.swift).
 
 extension Kernels {
     /// Copies row `x[r]` of `table` into row `r` of `y`: an embedding lookup.
     ///
     ///     // x: (rows) token indices  table: (vocabulary, columns)  y: (rows, columns)
     ///
-    /// - Precondition: every index is a whole number in `0..<vocabulary`.
+    /// - Precondition: every index is a whole number in `0..<vocabulary` (the network checks
+    ///   tokens at its door, ``firstNonIndex(_:below:negativesAllowed:)``).
     @_specialize(where T == Float)
     @_specialize(where T == Double)
     public static func gatherRows<T: TensorScalar>(
@@ -95,5 +97,22 @@ extension Kernels {
                 }
             }
         }
+    }
+
+    /// The first entry of `x` that is not an index: a whole number in `0..<upperBound` or, when
+    /// `negativesAllowed` (padding in a sequence's targets), any negative whole number; nil when
+    /// every entry is one. NaN and infinities are never indices.
+    ///
+    ///     // x: (n)
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func firstNonIndex<T: TensorScalar>(_ x: UnsafeBufferPointer<T>, below upperBound: Int, negativesAllowed: Bool) -> Int? {
+        // x: (n)
+        let upper = T(upperBound)
+        for i in 0..<x.count {
+            let v = x[i]
+            guard v.isFinite, v == v.rounded(.towardZero), v < upper, v >= 0 || negativesAllowed else { return i }
+        }
+        return nil
     }
 }

@@ -43,7 +43,8 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     ///     for samples of shape `[inputs]`.
     /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` unless both sizes (and `time`, when
     ///   given) are at least 1 and its `(inputs + 1) · outputs` parameters can be counted in an
-    ///   `Int`, or for a softmax per position (softmax cross-entropy takes one distribution per sample).
+    ///   `Int`, or for a softmax per position (the ``Loss/sequenceCrossEntropy`` head applies it
+    ///   to identity logits).
     public init(_ inputs: Int, _ outputs: Int, activation: Activation = .tanh, time: Int? = nil) throws(NetworkError) {
         let name = "Dense(\(inputs)→\(outputs)\(time == nil ? "" : ", per position"))"
         guard inputs >= 1, outputs >= 1 else {
@@ -57,7 +58,7 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
             guard time >= 1 else { throw .invalidLayer(name, reason: "time must be at least 1, got \(time)") }
             guard activation != .softmax else {
                 throw .invalidLayer(
-                    name, reason: "softmax cross-entropy takes one distribution per sample, not one per position: give this layer another activation")
+                    name, reason: "a softmax per position belongs to the sequenceCrossEntropy loss: give this layer the identity activation")
             }
             guard heldCount([time, max(inputs, outputs)]) != nil else {
                 throw .invalidLayer(name, reason: "\(time) positions × \(max(inputs, outputs)) features per sample are more than can be held")

@@ -9,8 +9,9 @@
 ///
 /// It reads a batch of token sequences, `(batch, time)`, the indices stored as scalars (exact
 /// below 2^24 in Float), and gives `(batch, time, features)`. Its parameter slice holds the table
-/// `weight: (vocabulary, features)` row-major, nn.Embedding's layout and name.
-public struct Embedding<Scalar: TensorScalar>: Layer {
+/// `weight: (vocabulary, features)` row-major, nn.Embedding's layout and name. As a
+/// ``TokenInput`` it is a network's first layer, and the network checks every token at its door.
+public struct Embedding<Scalar: TensorScalar>: TokenInput {
     /// The number of distinct tokens: indices run from 0 to `vocabulary - 1`.
     public let vocabulary: Int
     /// The length of each token's vector.
