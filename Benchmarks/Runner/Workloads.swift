@@ -113,6 +113,8 @@ struct Workload {
                         loss += Double((y[n, j] - t[n, j]) * (y[n, j] - t[n, j])) / 2
                     case .softmaxCrossEntropy:
                         if t[n, j] != 0 { loss -= Double(t[n, j]) * Foundation.log(Double(y[n, j])) }
+                    case .sequenceCrossEntropy:
+                        preconditionFailure("the dense workloads are not sequence models")
                     }
                     dy[n, j] = (y[n, j] - t[n, j]) / Float(batch)  // both losses: (y - t) or (p - t), over the batch
                 }

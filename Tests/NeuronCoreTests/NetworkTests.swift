@@ -74,4 +74,40 @@ struct NetworkTests {
         expectClose(batchLoss, sumLoss / 5, tolerance: 1e-15)
         expectClose(batchGradients, sumGradients.map { $0 / 5 }, tolerance: 1e-15)
     }
+
+    @Test("A sequence network's buffers are sized by the first batch and kept: a smaller batch and full ones again move none")
+    func sequenceBuffersKept() throws {
+        var network = try Network<Float>(
+            [
+                try Embedding<Float>(vocabulary: 7, features: 4, time: 6), try PositionEmbedding<Float>(time: 6, features: 4),
+                try ContextWindow<Float>(time: 6, features: 4, size: 3), try Dense<Float>(12, 5, activation: .tanh, time: 6),
+                try Dense<Float>(5, 7, activation: .identity, time: 6),
+            ], loss: .sequenceCrossEntropy)
+        network.initialize(seed: 1)
+        var generator = SeededGenerator(seed: 2)
+        func batch(_ rows: Int) -> (Tensor<Float>, Tensor<Float>) {
+            var x = Tensor<Float>(zeros: [rows, 6]), t = x
+            for i in 0..<x.count {
+                x[i] = Float(generator.index(below: 7))
+                t[i] = generator.index(below: 5) == 0 ? -1 : Float(generator.index(below: 7))
+            }
+            return (x, t)
+        }
+        let (x, t) = batch(8), (small, smallTargets) = batch(3)
+        try network.lossAndGradients(x, targets: t, inputGradient: true)
+        // Each buffer's address and capacity: a buffer made anew for the smaller batch would be smaller.
+        func storage() -> [[Int]] {
+            (network.layers.flatMap { [$0.output, $0.inputGradient] } + [network.output]).map { tensor in
+                [tensor.withUnsafeBufferPointer { Int(bitPattern: $0.baseAddress) }, tensor.scalars.capacity]
+            }
+        }
+        let first = storage()
+        for step in 0..<3 {
+            try network.lossAndGradients(small, targets: smallTargets, inputGradient: true)
+            #expect(storage() == first, "step \(step), the smaller batch, moved a buffer")
+            try network.lossAndGradients(x, targets: t, inputGradient: true)
+            #expect(storage() == first, "step \(step), a full batch, moved a buffer")
+        }
+        #expect(network.output.shape == [8, 6, 7])
+    }
 }

@@ -52,12 +52,20 @@ public struct GradientCheck: Sendable, Equatable {
     /// Checks `network`'s gradients on one batch. A Float network is checked on a Double copy
     /// (finite differences in Float cannot resolve 1e-5); the network itself is left untouched.
     ///
-    ///     // x: (batch, featureCount)  targets: (batch, outputCount)
+    ///     // x: (batch, featureCount)  targets: (batch, targetCount)
     ///
-    /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the batch does not fit the network.
+    /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the batch does not fit the network,
+    ///   ``NetworkError/invalidValue(_:)`` for a token or class index out of range, and
+    ///   ``NetworkError/invalidLayer(_:reason:)`` when ``checkInputs`` is set for a network that
+    ///   reads token indices (``TokenInput``), which have no gradient to check.
     public func run<Scalar: TensorScalar>(
         on network: Network<Scalar>, inputs x: Tensor<Scalar>, targets: Tensor<Scalar>
     ) throws(NetworkError) -> GradientCheckReport {
+        if checkInputs, network.tokenVocabulary != nil {
+            throw .invalidLayer(
+                "layer 0 \(network.layers[0])",
+                reason: "it reads token indices, which have no gradient: check its parameters only (checkInputs false)")
+        }
         var net = network.converted(to: Double.self)
         let x = x.converted(to: Double.self), t = targets.converted(to: Double.self)
         // Every nudged loss is the training-mode loss of the same pass backward differentiated:

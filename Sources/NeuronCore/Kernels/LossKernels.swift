@@ -58,18 +58,73 @@ extension Kernels {
         }
         return total / batch
     }
+
+    /// `-Σ log softmax(z)[t] / counted` over the rows whose class index `t` is not negative (the
+    /// counted rows; a negative index is padding), from the logits by a shifted log-sum-exp, and,
+    /// when `gradient` is given, `(p - onehot(t)) / counted` at the counted rows and 0 at the
+    /// padding rows, from the probabilities `p = softmax(z)`. With no counted row the loss is 0 and
+    /// the gradient zero.
+    ///
+    ///     // z, p, gradient: (rows, columns)  t: (rows), rows = batch · time, columns = vocabulary
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func sequenceCrossEntropy<T: TensorScalar>(
+        logits z: UnsafeBufferPointer<T>, probabilities p: UnsafeBufferPointer<T>,
+        targets t: UnsafeBufferPointer<T>, columns: Int, gradient: UnsafeMutableBufferPointer<T>?
+    ) -> T {
+        // z, p, gradient: (rows, columns)  t: (rows): a class index per row, negative for padding
+        var counted = 0
+        for target in t where target >= 0 { counted += 1 }
+        let n = T(Swift.max(counted, 1))  // no counted row: a total of 0 and a gradient of zeros either way
+        var total: T = 0
+        for r in 0..<t.count where t[r] >= 0 {
+            let row = r * columns
+            var maximum = -T.infinity
+            for j in row..<row + columns where z[j] > maximum { maximum = z[j] }
+            var sum: T = 0
+            for j in row..<row + columns { sum += T.libmExp(z[j] - maximum) }
+            total += maximum + T.libmLog(sum) - z[row + Int(t[r])]
+        }
+        if let g = gradient {
+            for r in 0..<t.count {
+                let row = r * columns
+                if t[r] < 0 {
+                    for j in row..<row + columns { g[j] = 0 }
+                } else {
+                    for j in row..<row + columns { g[j] = p[j] / n }
+                    let target = row + Int(t[r])
+                    g[target] = (p[target] - 1) / n
+                }
+            }
+        }
+        return total / n
+    }
 }
 
 extension Naive {
     /// The definition of each loss from the network's output `y` (probabilities for
-    /// cross-entropy, whose value is then `-Σ t·log p`, with no log-sum-exp), mean over the batch.
+    /// cross-entropy, whose value is then `-Σ t·log p`, with no log-sum-exp), mean over the batch;
+    /// for a sequence, `-Σ log p[target]` over the positions whose target is not negative, mean
+    /// over those positions (0 when there are none).
+    ///
+    ///     // y, t: (batch, outputs); for a sequence, y: (batch, time, vocabulary)  t: (batch, time)
     public static func loss<Scalar: TensorScalar>(_ loss: Loss, output y: Tensor<Scalar>, targets t: Tensor<Scalar>) -> Scalar {
+        if loss == .sequenceCrossEntropy {
+            let vocabulary = y.shape[y.rank - 1]
+            var total: Scalar = 0, counted = 0
+            for position in 0..<t.count where t[position] >= 0 {
+                total -= Scalar.libmLog(y[position * vocabulary + Int(t[position])])
+                counted += 1
+            }
+            return counted == 0 ? 0 : total / Scalar(counted)
+        }
         var total: Scalar = 0
         for n in 0..<y.rows {
             for j in 0..<y.columns {
                 switch loss {
                 case .halfSquaredError: total += (y[n, j] - t[n, j]) * (y[n, j] - t[n, j]) / 2
                 case .softmaxCrossEntropy: if t[n, j] != 0 { total -= t[n, j] * Scalar.libmLog(y[n, j]) }
+                case .sequenceCrossEntropy: break  // above
                 }
             }
         }

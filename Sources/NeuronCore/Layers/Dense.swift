@@ -1,10 +1,13 @@
 // The dense layer: one matrix product plus a bias, then the activation; backward is two more
 // products and a column sum. The whole batch goes through BLAS; no per-sample loop. Each pass is
-// one call to its kernel (`Kernels/DenseKernels.swift`).
+// one call to its kernel (`Kernels/DenseKernels.swift`). Per position (a sequence), the same
+// weights apply at every position: the batch's positions are just more rows of the one product.
 
-/// A fully connected layer `y = f(x·w + b)`, e.g. `Dense(784→256, tanh)`.
+/// A fully connected layer `y = f(x·w + b)`, e.g. `Dense(784→256, tanh)`; with `time`, the same
+/// layer applied at every position of a sequence, e.g. `Dense(64→27, identity, per position)`.
 ///
-/// Its parameter slice holds the weight `w: (inputs, outputs)` row-major, then the bias `b: (outputs)`.
+/// Its parameter slice holds the weight `w: (inputs, outputs)` row-major, then the bias `b: (outputs)`,
+/// with or without `time` (checkpoints keep nn.Linear's layout either way).
 public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     /// Features per sample going in.
     public let inputs: Int
@@ -12,6 +15,9 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     public let outputs: Int
     /// The non-linearity at the output.
     public let activation: Activation
+    /// Positions per sample when the layer runs at every position of a sequence (samples of shape
+    /// `[time, inputs]`); nil for samples of shape `[inputs]`.
+    public let time: Int?
 
     /// What forward keeps for backward, and backward's own buffers; sized when a batch shape is
     /// first seen, then reused (``Tensor/resize(to:)`` keeps capacity).
@@ -27,26 +33,48 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     /// The layer's caches.
     public private(set) var cache = Cache()
 
-    /// A dense layer from `inputs` to `outputs` features.
-    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` unless both sizes are at least 1 and
-    ///   its `(inputs + 1) · outputs` parameters can be counted in an `Int`.
-    public init(_ inputs: Int, _ outputs: Int, activation: Activation = .tanh) throws(NetworkError) {
+    /// A dense layer from `inputs` to `outputs` features, on vectors or, with `time`, at every
+    /// position of a sequence.
+    /// - Parameters:
+    ///   - inputs: features per sample (per position) going in.
+    ///   - outputs: features per sample (per position) coming out.
+    ///   - activation: the non-linearity at the output.
+    ///   - time: positions per sample, for samples of shape `[time, inputs]`; nil (the default)
+    ///     for samples of shape `[inputs]`.
+    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` unless both sizes (and `time`, when
+    ///   given) are at least 1 and its `(inputs + 1) · outputs` parameters can be counted in an
+    ///   `Int`, or for a softmax per position (the ``Loss/sequenceCrossEntropy`` head applies it
+    ///   to identity logits).
+    public init(_ inputs: Int, _ outputs: Int, activation: Activation = .tanh, time: Int? = nil) throws(NetworkError) {
+        let name = "Dense(\(inputs)→\(outputs)\(time == nil ? "" : ", per position"))"
         guard inputs >= 1, outputs >= 1 else {
-            throw .invalidLayer("Dense(\(inputs)→\(outputs))", reason: "inputs and outputs must be at least 1")
+            throw .invalidLayer(name, reason: "inputs and outputs must be at least 1")
         }
         let (weights, overflow) = inputs.multipliedReportingOverflow(by: outputs)
         guard !overflow, !weights.addingReportingOverflow(outputs).overflow else {
-            throw .invalidLayer("Dense(\(inputs)→\(outputs))", reason: "\(inputs) × \(outputs) weights are more than can be counted")
+            throw .invalidLayer(name, reason: "\(inputs) × \(outputs) weights are more than can be counted")
+        }
+        if let time {
+            guard time >= 1 else { throw .invalidLayer(name, reason: "time must be at least 1, got \(time)") }
+            guard activation != .softmax else {
+                throw .invalidLayer(
+                    name, reason: "a softmax per position belongs to the sequenceCrossEntropy loss: give this layer the identity activation")
+            }
+            guard heldCount([time, max(inputs, outputs)]) != nil else {
+                throw .invalidLayer(name, reason: "\(time) positions × \(max(inputs, outputs)) features per sample are more than can be held")
+            }
         }
         self.inputs = inputs
         self.outputs = outputs
         self.activation = activation
+        self.time = time
     }
 
-    public var description: String { "Dense(\(inputs)→\(outputs), \(activation))" }
+    /// `Dense(784→256, tanh)`, or `Dense(64→27, identity, per position)`.
+    public var description: String { "Dense(\(inputs)→\(outputs), \(activation)\(time == nil ? "" : ", per position"))" }
 
-    public var inputShape: [Int] { [inputs] }
-    public var outputShape: [Int] { [outputs] }
+    public var inputShape: [Int] { time.map { [$0, inputs] } ?? [inputs] }
+    public var outputShape: [Int] { time.map { [$0, outputs] } ?? [outputs] }
 
     public var parameterShapes: [(name: String, shape: [Int])] {
         [("weight", [inputs, outputs]), ("bias", [outputs])]
@@ -56,7 +84,7 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     public func pytorchOrder(of tensor: String) -> [Int]? { tensor == "weight" ? [1, 0] : nil }
 
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
-        try! Dense<Other>(inputs, outputs, activation: activation)  // sizes were checked when self was built
+        try! Dense<Other>(inputs, outputs, activation: activation, time: time)  // sizes were checked when self was built
     }
 
     public var output: Tensor<Scalar> { cache.output }
@@ -77,24 +105,29 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
 
     // MARK: Forward
 
-    /// Runs the layer on a batch: `y = f(x·w + b)` (softmax: the logits, `x·w + b`).
+    /// Runs the layer on a batch: `y = f(x·w + b)` (softmax: the logits, `x·w + b`), at every
+    /// position of each sample when ``time`` is set.
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
     ) {
         // x: (batch, inputs)  w: (inputs, outputs)  b: (outputs)  y: (batch, outputs)
-        Kernels.denseForward(x, parameters: parameters, inputs: inputs, outputs: outputs, activation: activation, into: &cache.output)
+        // per position: x: (batch, time, inputs)  y: (batch, time, outputs)
+        Kernels.denseForward(
+            x, parameters: parameters, inputs: inputs, outputs: outputs, time: time, activation: activation, into: &cache.output)
     }
 
     // MARK: Backward
 
-    /// Adds `dw += xᵀ·dz` and `db += Σ dz` into `gradients`, with `dz = dy ⊙ f'(z)`, and `dx = dz·wᵀ` when asked.
+    /// Adds `dw += xᵀ·dz` and `db += Σ dz` into `gradients`, with `dz = dy ⊙ f'(z)`, and `dx = dz·wᵀ`
+    /// when asked; per position, the sums run over every position of every sample.
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
         computeInputGradient: Bool
     ) {
         // x: (batch, inputs)  dy, dz: (batch, outputs)  dw: (inputs, outputs)  db: (outputs)  dx: (batch, inputs)
+        // per position: x, dx: (batch, time, inputs)  dy: (batch, time, outputs)  dz: (batch·time, outputs)
         Kernels.denseBackward(
             input: x, output: cache.output, outputGradient: dy, parameters: parameters, gradients: gradients,
             inputs: inputs, outputs: outputs, activation: activation,

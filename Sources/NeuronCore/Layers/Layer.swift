@@ -90,3 +90,14 @@ public protocol ActivatedLayer<Scalar>: Layer {
     /// The non-linearity at the output.
     var activation: Activation { get }
 }
+
+/// A layer that reads token indices rather than features (an ``Embedding``): a batch is
+/// `(batch, time)` of indices stored as scalars, exact below 2^24 in Float.
+///
+/// A network takes it only as its first layer, and checks at its door that every entry of a batch
+/// is a whole number in `0..<vocabulary` (``NetworkError/invalidValue(_:)`` otherwise), so that a
+/// stray index is an error rather than a read past the table.
+public protocol TokenInput<Scalar>: Layer {
+    /// The number of distinct tokens: indices run from 0 to `vocabulary - 1`.
+    var vocabulary: Int { get }
+}

@@ -12,8 +12,9 @@ public struct Sequential<Scalar: TensorScalar>: Layer {
 
     /// The layers as one, each built for the shape the one before it gives.
     /// - Throws: ``NetworkError/layersDoNotChain(index:layer:outputShape:next:inputShape:)`` naming
-    ///   both layers and shapes; ``NetworkError/invalidLayer(_:reason:)`` for no layers, or a
-    ///   softmax (which belongs to the network's output layer, fused with its loss).
+    ///   both layers and shapes; ``NetworkError/invalidLayer(_:reason:)`` for no layers, a
+    ///   softmax (which belongs to the network's output layer, fused with its loss), or a layer
+    ///   that reads token indices (which belongs first in the network, where they are checked).
     public init(_ layers: [any Layer<Scalar>]) throws(NetworkError) {
         guard !layers.isEmpty else { throw .invalidLayer("Sequential[]", reason: "needs at least one layer") }
         for (i, (a, b)) in zip(layers, layers.dropFirst()).enumerated() where a.outputShape != b.inputShape {
@@ -21,6 +22,11 @@ public struct Sequential<Scalar: TensorScalar>: Layer {
         }
         if let i = layers.firstIndex(where: { ($0 as? any ActivatedLayer)?.activation == .softmax }) {
             throw .invalidLayer("layer \(i) \(layers[i])", reason: "a softmax belongs to the network's output layer, not inside a container")
+        }
+        if let i = layers.firstIndex(where: { $0 is any TokenInput }) {
+            throw .invalidLayer(
+                "layer \(i) \(layers[i])",
+                reason: "it reads token indices: it belongs first in the network, which checks them, not inside a container")
         }
         func lay(_ counts: [Int], _ what: String) throws(NetworkError) -> [Range<Int>] {
             var ranges: [Range<Int>] = [], offset = 0

@@ -35,11 +35,13 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
 
     /// Training of `network` on `dataset` in batches of `batchSize`, shuffled by a generator seeded with `seed`.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the dataset's features or targets do not
-    ///   fit the network, ``DataError`` for a batch size below 1 or an empty dataset.
+    ///   fit the network, ``NetworkError/invalidValue(_:)`` for a token or class index out of range,
+    ///   ``DataError`` for a batch size below 1 or an empty dataset.
     public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, batchSize: Int, seed: UInt64) throws {
-        guard dataset.featureCount == network.featureCount, dataset.outputCount == network.outputCount else {
+        // Targets per sample are the outputs, except for the sequence loss's one class index per position.
+        guard dataset.featureCount == network.featureCount, dataset.outputCount == network.targetCount else {
             throw NetworkError.shapeMismatch(
-                "the dataset has \(dataset.featureCount) features and \(dataset.outputCount) outputs but \(network) takes \(network.featureCount) and gives \(network.outputCount)"
+                "the dataset has \(dataset.featureCount) features and \(dataset.outputCount) targets per sample but \(network) takes \(network.featureCount) and \(network.targetCount)"
             )
         }
         self.network = network
@@ -47,6 +49,9 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         self.dataset = dataset
         batches = try MiniBatches(count: dataset.count, batchSize: batchSize)
         generator = SeededGenerator(seed: seed)
+        // Token and class indices, once for every row: a step takes its batch on trust.
+        try network.checkInput(dataset.features)
+        try network.checkTargets(dataset.targets, batch: dataset.count)
     }
 
     /// Training resumed from a saved ``position`` (network and optimizer as saved with it).

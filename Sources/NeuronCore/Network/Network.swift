@@ -27,7 +27,8 @@ public struct ParameterTensor: Sendable, Equatable, Codable, CustomStringConvert
 /// Layers in sequence with a loss at the end, e.g. `Network[Dense(784→256, tanh), Dense(256→10, softmax)]`.
 ///
 /// With ``Loss/softmaxCrossEntropy`` the last layer's output are the logits and the network's
-/// ``output`` is their softmax: the loss head applies it, fused with the loss.
+/// ``output`` is their softmax: the loss head applies it, fused with the loss. With
+/// ``Loss/sequenceCrossEntropy`` the same holds at every position of a sequence.
 public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// The layers, input side first.
     public private(set) var layers: [any Layer<Scalar>]
@@ -46,7 +47,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     public let stateTensors: [ParameterTensor]
     /// Each layer's slice of the parameter and gradient buffers, and of the state buffer.
     let layerRanges: [Range<Int>], stateRanges: [Range<Int>]
-    /// The softmax of the last layer's logits (cross-entropy only); sized when a batch shape is first seen.
+    /// The softmax of the last layer's logits (the cross-entropies only); sized when a batch shape is first seen.
     private var probabilities = Tensor<Scalar>(zeros: [0, 0])
     /// The loss's gradient, the start of backward; sized when a batch shape is first seen.
     private var lossGradient = Tensor<Scalar>(zeros: [0, 0])
@@ -60,13 +61,19 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 
     /// A network of the given layers, parameters all zero (see ``initialize(seed:)``).
     /// - Throws: ``NetworkError`` when a layer's output shape is not the next one's input shape
-    ///   (naming both layers and shapes), when a softmax is not the last layer, or when softmax
-    ///   and cross-entropy do not come together.
+    ///   (naming both layers and shapes), when a softmax is not the last layer, when softmax
+    ///   and cross-entropy do not come together, when a layer that reads token indices
+    ///   (``TokenInput``) is not the first, or when ``Loss/sequenceCrossEntropy`` does not follow
+    ///   logits of shape `[time, vocabulary]` (an identity activation, or none).
     public init(_ layers: [any Layer<Scalar>], loss: Loss) throws(NetworkError) {
         guard !layers.isEmpty else { throw .invalidLayer("Network[]", reason: "a network needs at least one layer") }
         for (i, (a, b)) in zip(layers, layers.dropFirst()).enumerated() where a.outputShape != b.inputShape {
             throw .layersDoNotChain(
                 index: i, layer: a.description, outputShape: a.outputShape, next: b.description, inputShape: b.inputShape)
+        }
+        if let i = layers.indices.dropFirst().first(where: { layers[$0] is any TokenInput }) {
+            throw .invalidLayer(
+                "layer \(i) \(layers[i])", reason: "it reads token indices: only a network's first layer can, where the network checks them")
         }
         let activations = layers.map { ($0 as? any ActivatedLayer)?.activation }
         if let i = activations.dropLast().firstIndex(of: .softmax) {
@@ -75,12 +82,20 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         let last = layers[layers.count - 1]
         switch (loss, activations.last!) {
         case (.softmaxCrossEntropy, .softmax?), (.halfSquaredError, .tanh?), (.halfSquaredError, .sigmoid?),
-            (.halfSquaredError, .relu?), (.halfSquaredError, .identity?), (.halfSquaredError, nil):
+            (.halfSquaredError, .relu?), (.halfSquaredError, .identity?), (.halfSquaredError, nil),
+            (.sequenceCrossEntropy, .identity?), (.sequenceCrossEntropy, nil):
             break
         case (.softmaxCrossEntropy, _):
             throw .lossMismatch("softmaxCrossEntropy needs a softmax output layer, got \(last)")
         case (.halfSquaredError, .softmax?):
             throw .lossMismatch("a softmax output needs the softmaxCrossEntropy loss, got halfSquaredError")
+        case (.sequenceCrossEntropy, _?):
+            throw .lossMismatch(
+                "sequenceCrossEntropy takes logits: the last layer's activation must be identity (the loss head applies the softmax), got \(last)")
+        }
+        if loss == .sequenceCrossEntropy, last.outputShape.count != 2 {
+            throw .lossMismatch(
+                "sequenceCrossEntropy needs logits of shape [time, vocabulary] per sample, but the last layer \(last) gives \(last.outputShape)")
         }
         // Counted with overflow checks: layer sizes come from configs, and a total past Int.max must
         // be an error rather than a trap.
@@ -113,6 +128,9 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         inputShape = layers[0].inputShape
         outputShape = last.outputShape
         outputCount = outputShape.reduce(1, *)
+        // A class index per position for the sequence loss, whose softmax runs over each position's vocabulary.
+        (targetCount, softmaxColumns) = loss == .sequenceCrossEntropy ? (outputShape[0], outputShape[1]) : (outputCount, outputCount)
+        tokenVocabulary = (layers[0] as? any TokenInput)?.vocabulary
         (parameterTensors, layerRanges) = try lay(\.parameterShapes)
         (stateTensors, stateRanges) = try lay(\.stateShapes)
         parameters = Array(repeating: 0, count: layerRanges.last!.upperBound)
@@ -150,6 +168,14 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// Outputs per sample it gives (the product of ``outputShape``), kept so that steps need not
     /// ask a layer for its shape (an array each time).
     public let outputCount: Int
+    /// Targets per sample the loss takes: ``outputCount``, or, for ``Loss/sequenceCrossEntropy``,
+    /// one class index per position (`time`, the first extent of ``outputShape``).
+    public let targetCount: Int
+    /// The width of each softmax the loss head takes: the whole output (softmax cross-entropy) or
+    /// one position's vocabulary (sequence cross-entropy).
+    let softmaxColumns: Int
+    /// The first layer's vocabulary when it reads token indices (``TokenInput``): the door checks every token against it.
+    let tokenVocabulary: Int?
     /// The number of scalar parameters.
     public var parameterCount: Int { parameters.count }
 
@@ -205,7 +231,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - x: the batch.
     ///   - mode: `.evaluation` (the default) or `.training`, for layers that behave differently.
-    /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` does not fit.
+    /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` does not fit,
+    ///   ``NetworkError/invalidValue(_:)`` for a token index out of range.
     @discardableResult
     public mutating func forward(_ x: Tensor<Scalar>, mode: LayerMode = .evaluation) throws(NetworkError) -> Tensor<Scalar> {
         try checkInput(x)
@@ -214,7 +241,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     }
 
     /// The last forward pass's output: the last layer's, or the softmax of its logits.
-    public var output: Tensor<Scalar> { loss == .softmaxCrossEntropy ? probabilities : layers[layers.count - 1].output }
+    public var output: Tensor<Scalar> { loss == .halfSquaredError ? layers[layers.count - 1].output : probabilities }
 
     mutating func forwardUnchecked(_ x: Tensor<Scalar>, mode: LayerMode) {
         let parameters = self.parameters
@@ -234,13 +261,13 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
                 }
             }
         }
-        if loss == .softmaxCrossEntropy {
-            // p = softmax(z), row by row, from the logits the last layer left.
-            let z = layers[layers.count - 1].output
+        if loss != .halfSquaredError {
+            // p = softmax(z), row by row (a sample, or a position of a sequence), from the logits the last layer left.
+            let z = layers[layers.count - 1].output, columns = softmaxColumns
             probabilities.resize(to: z.shape)
             probabilities.withUnsafeMutableBufferPointer { p in
                 z.withUnsafeBufferPointer { z in _ = p.update(fromContentsOf: z) }
-                Kernels.softmaxRows(p, columns: z.columns)
+                Kernels.softmaxRows(p, columns: columns)
             }
         }
     }
@@ -249,7 +276,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     private mutating func evaluateLoss(_ t: Tensor<Scalar>, gradient wantsGradient: Bool) -> Scalar {
         let y = layers[layers.count - 1].output
         if wantsGradient { lossGradient.resize(to: y.shape) }
-        let probabilities = probabilities, loss = loss, columns = outputCount
+        let probabilities = probabilities, loss = loss, columns = outputCount, vocabulary = softmaxColumns
         return y.withUnsafeBufferPointer { y in
             t.withUnsafeBufferPointer { t in
                 lossGradient.withUnsafeMutableBufferPointer { g in
@@ -261,6 +288,10 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
                         return probabilities.withUnsafeBufferPointer { p in
                             Kernels.softmaxCrossEntropy(logits: y, probabilities: p, targets: t, columns: columns, gradient: g)
                         }
+                    case .sequenceCrossEntropy:
+                        return probabilities.withUnsafeBufferPointer { p in
+                            Kernels.sequenceCrossEntropy(logits: y, probabilities: p, targets: t, columns: vocabulary, gradient: g)
+                        }
                     }
                 }
             }
@@ -271,9 +302,10 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// the batch's statistics and the noise of the current ``noiseStep`` (without advancing it), as
     /// the next ``lossAndGradients(_:targets:inputGradient:)`` would, and updates running statistics.
     ///
-    ///     // x: (batch, inputShape…)  targets: (batch, outputCount)
+    ///     // x: (batch, inputShape…)  targets: (batch, targetCount)
     ///
-    /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
+    /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit,
+    ///   ``NetworkError/invalidValue(_:)`` for a token or class index out of range.
     public mutating func loss(_ x: Tensor<Scalar>, targets: Tensor<Scalar>, mode: LayerMode = .evaluation) throws(NetworkError) -> Scalar {
         try checkInput(x)
         try checkTargets(targets, batch: x.shape[0])
@@ -288,10 +320,11 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// holds the loss's gradient for every parameter (cleared first, once) and, when
     /// `inputGradient` is set, ``inputGradient`` holds it for every input.
     ///
-    ///     // x: (batch, inputShape…)  targets: (batch, outputCount)
+    ///     // x: (batch, inputShape…)  targets: (batch, targetCount)
     ///
     /// - Returns: the batch's loss before any update.
-    /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
+    /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit,
+    ///   ``NetworkError/invalidValue(_:)`` for a token or class index out of range.
     @_specialize(where Scalar == Float)  // the step's entry from generic callers in other modules (the trainer):
     @_specialize(where Scalar == Double)  // the fold over `any Layer` runs concrete (W1 1.85 → 0.92 µs a step)
     @discardableResult
@@ -333,10 +366,11 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// One step of training on one batch: loss and gradients, then the optimizer's update of
     /// the flat parameter buffer.
     ///
-    ///     // x: (batch, inputShape…)  targets: (batch, outputCount)
+    ///     // x: (batch, inputShape…)  targets: (batch, targetCount)
     ///
     /// - Returns: the batch's loss before the update.
-    /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit.
+    /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit,
+    ///   ``NetworkError/invalidValue(_:)`` for a token or class index out of range.
     @discardableResult
     public mutating func trainStep<O: Optimizer>(
         _ x: Tensor<Scalar>, targets: Tensor<Scalar>, optimizer: inout O
@@ -352,7 +386,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 
     // MARK: Checks at the door
 
-    private func checkInput(_ x: Tensor<Scalar>) throws(NetworkError) {
+    /// The batch's shape, and, when the first layer reads token indices, every token.
+    func checkInput(_ x: Tensor<Scalar>) throws(NetworkError) {
         // An image network also takes each sample as one row of its elements, in the same order.
         let shape = inputShape
         guard x.rank >= 1, x.shape[0] >= 1,
@@ -362,12 +397,33 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
             throw .shapeMismatch(
                 "the input batch has shape \(TensorError.format(x.shape)) but \(self) takes (batch ≥ 1\(shape.map { ", \($0)" }.joined()))\(flat)")
         }
+        if let vocabulary = tokenVocabulary,
+            let i = x.withUnsafeBufferPointer({ Kernels.firstNonIndex($0, below: vocabulary, negativesAllowed: false) })
+        {
+            let time = featureCount
+            throw .invalidValue(
+                "the inputs' row \(i / time), position \(i % time) holds \(x[i]), but \(layers[0]) takes token indices: whole numbers in 0..<\(vocabulary)"
+            )
+        }
     }
 
-    private func checkTargets(_ t: Tensor<Scalar>, batch: Int) throws(NetworkError) {
-        guard t.isMatrix(rows: batch, columns: outputCount) else {
+    /// The targets' shape, and, for the sequence loss, every class index (a negative one is padding).
+    func checkTargets(_ t: Tensor<Scalar>, batch: Int) throws(NetworkError) {
+        guard t.isMatrix(rows: batch, columns: targetCount) else {
+            if loss == .sequenceCrossEntropy {
+                throw .shapeMismatch(
+                    "the targets have shape \(TensorError.format(t.shape)) but sequenceCrossEntropy takes a class index per position: (batch, time) = \(TensorError.format([batch, targetCount]))"
+                )
+            }
             throw .shapeMismatch(
                 "the targets have shape \(TensorError.format(t.shape)) but the outputs have shape \(TensorError.format([batch, outputCount]))")
+        }
+        if loss == .sequenceCrossEntropy,
+            let i = t.withUnsafeBufferPointer({ Kernels.firstNonIndex($0, below: softmaxColumns, negativesAllowed: true) })
+        {
+            throw .invalidValue(
+                "the targets' row \(i / targetCount), position \(i % targetCount) holds \(t[i]), but sequenceCrossEntropy takes class indices: whole numbers in 0..<\(softmaxColumns), or negative ones for padding"
+            )
         }
     }
 }
@@ -382,6 +438,9 @@ public enum NetworkError: Error, Equatable, Sendable, CustomStringConvertible {
     case lossMismatch(String)
     /// A batch or target whose shape does not fit the network; the message names both shapes.
     case shapeMismatch(String)
+    /// A batch or target entry the network cannot take (a token or class index out of range);
+    /// the message names the row, the position, the value and what is allowed.
+    case invalidValue(String)
     /// A parameter buffer of the wrong size.
     case parameterCount(expected: Int, actual: Int)
 
@@ -392,6 +451,7 @@ public enum NetworkError: Error, Equatable, Sendable, CustomStringConvertible {
             "layer \(i) \(layer) gives samples of shape \(TensorError.format(outputShape)) but layer \(i + 1) \(next) takes \(TensorError.format(inputShape))"
         case let .lossMismatch(message): message
         case let .shapeMismatch(message): message
+        case let .invalidValue(message): message
         case let .parameterCount(expected, actual): "expected \(expected) parameters, got \(actual)"
         }
     }

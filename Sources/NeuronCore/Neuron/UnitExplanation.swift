@@ -69,6 +69,11 @@ public struct UnitExplanation: Sendable, Equatable {
         guard let dense = network.layers[layer] as? Dense<Scalar> else {
             throw .invalidLayer("layer \(layer) \(network.layers[layer])", reason: "only a dense layer's units can be explained")
         }
+        guard dense.time == nil else {
+            throw .invalidLayer(
+                "layer \(layer) \(dense)",
+                reason: "a per-position layer's unit has a value at every position; only a dense layer over features can be explained")
+        }
         guard (0..<dense.outputs).contains(unit) else {
             throw .invalidLayer("layer \(layer) \(dense)", reason: "unit \(unit) is out of range; it has units 0 to \(dense.outputs - 1)")
         }

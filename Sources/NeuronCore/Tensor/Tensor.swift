@@ -103,6 +103,13 @@ public struct Tensor<Scalar: TensorScalar>: Equatable, Sendable {
         resize(to: [rows, columns])
     }
 
+    /// Resizes to the sequence shape (batch, time, features), as ``resize(rows:columns:)`` does a
+    /// matrix: when the shape is already that, nothing happens and nothing is allocated.
+    public mutating func resize(batch: Int, time: Int, features: Int) {
+        guard !(shape.count == 3 && shape[0] == batch && shape[1] == time && shape[2] == features) else { return }
+        resize(to: [batch, time, features])
+    }
+
     /// Whether the shape is (rows, columns), compared without building a shape array.
     @inline(__always)
     func isMatrix(rows: Int, columns: Int) -> Bool {

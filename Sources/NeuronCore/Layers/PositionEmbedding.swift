@@ -1,0 +1,143 @@
+// The learned position embedding (GPT-2's `wpe`): a vector per position added to whatever sits
+// there, so that the layers after it can tell positions apart. Forward is a copy and a bias add
+// whose "row" is a whole sample, `(time · features)`; backward is the column sums of `dy` over the
+// batch, and `dy` itself handed back. Nothing is kept for backward.
+
+/// A learned vector per position added to a sequence, e.g. `PositionEmbedding(8×64)`:
+/// `y[b, t] = x[b, t] + weight[t]`.
+///
+/// Input and output are `(batch, time, features)`. Its parameter slice holds
+/// `weight: (time, features)` row-major.
+public struct PositionEmbedding<Scalar: TensorScalar>: Layer {
+    /// Positions per sample.
+    public let time: Int
+    /// Features per position.
+    public let features: Int
+
+    /// What forward computes and backward's own buffer; sized when a batch shape is first seen,
+    /// then reused.
+    public struct Cache: Sendable {
+        /// `y = x + weight`, `(batch, time, features)`.
+        public var output = Tensor<Scalar>(zeros: [0, 0, 0])
+        /// `dx = dy`, like `x`, only when asked for.
+        public var inputGradient = Tensor<Scalar>(zeros: [0, 0, 0])
+    }
+
+    /// The layer's caches.
+    public private(set) var cache = Cache()
+
+    /// A vector of `features` for each of `time` positions.
+    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` unless both sizes are at least 1 and
+    ///   the table can be counted.
+    public init(time: Int, features: Int) throws(NetworkError) {
+        let name = "PositionEmbedding(\(time)×\(features))"
+        guard time >= 1, features >= 1 else {
+            throw .invalidLayer(name, reason: "time and features must be at least 1, got \(time) and \(features)")
+        }
+        guard heldCount([time, features]) != nil else {
+            throw .invalidLayer(name, reason: "\(time) × \(features) entries are more than can be held")
+        }
+        self.time = time
+        self.features = features
+    }
+
+    /// `PositionEmbedding(8×64)`: time × features.
+    public var description: String { "PositionEmbedding(\(time)×\(features))" }
+
+    public var inputShape: [Int] { [time, features] }
+    public var outputShape: [Int] { [time, features] }
+
+    public var parameterShapes: [(name: String, shape: [Int])] { [("weight", [time, features])] }
+
+    public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
+        try! PositionEmbedding<Other>(time: time, features: features)  // sizes were checked when self was built
+    }
+
+    public var output: Tensor<Scalar> { cache.output }
+    public var inputGradient: Tensor<Scalar> { cache.inputGradient }
+
+    /// Every entry drawn from N(0, 0.02²), GPT-2's initialisation of its position embedding: next
+    /// to the N(0, 1) rows of an ``Embedding`` the positions start all but neutral, and a step's
+    /// gradient (the sum over the batch) moves them from there.
+    public func initialize(
+        parameters: UnsafeMutableBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
+        using generator: inout SeededGenerator
+    ) {
+        for i in 0..<time * features { parameters[i] = Scalar(0.02 * generator.normal()) }
+    }
+
+    // MARK: Forward
+
+    /// Adds each position's vector: `y[b, t] = x[b, t] + weight[t]`.
+    public mutating func forward(
+        _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
+        mode: LayerMode
+    ) {
+        // x, y: (batch, time, features)  weight: (time, features), one row of time · features per sample
+        cache.output.resize(batch: x.count / (time * features), time: time, features: features)
+        x.withUnsafeBufferPointer { x in
+            cache.output.withUnsafeMutableBufferPointer { y in
+                _ = y.update(fromContentsOf: x)
+                // y += weight, every sample a row
+                Kernels.addBias(parameters, to: y)
+            }
+        }
+    }
+
+    // MARK: Backward
+
+    /// Adds `dweight += Σ_b dy[b]` into `gradients` and, when asked, hands `dy` back as `dx`.
+    public mutating func backward(
+        input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
+        parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
+        computeInputGradient: Bool
+    ) {
+        // x, dx, dy: (batch, time, features)  dweight: (time, features)
+        dy.withUnsafeBufferPointer { dy in
+            // dweight += Σ over the batch of dy (each sample a row of time · features)
+            Kernels.addColumnSums(dy, to: gradients)
+        }
+        guard computeInputGradient else { return }
+        // dx = dy, into a buffer of this layer's own: holding dy's would make its owner copy it when it next writes
+        cache.inputGradient.resize(to: x.shape)
+        dy.withUnsafeBufferPointer { dy in
+            cache.inputGradient.withUnsafeMutableBufferPointer { dx in _ = dx.update(fromContentsOf: dy) }
+        }
+    }
+}
+
+extension Naive {
+    /// The definition of ``PositionEmbedding``'s forward pass, one entry at a time.
+    ///
+    ///     // x: (batch, time, features)  weight: (time, features)  →  y: (batch, time, features)
+    public static func positionEmbeddingForward<Scalar>(_ x: Tensor<Scalar>, weight: Tensor<Scalar>) -> Tensor<Scalar> {
+        let (time, features) = (weight.rows, weight.columns)
+        let batch = x.count / (time * features)
+        var y = Tensor<Scalar>(zeros: [batch, time, features])
+        for b in 0..<batch {
+            for t in 0..<time {
+                for i in 0..<features {
+                    let at = (b * time + t) * features + i
+                    y[at] = x[at] + weight[t, i]
+                }
+            }
+        }
+        return y
+    }
+
+    /// The definition of ``PositionEmbedding``'s weight gradient, entry by entry: the sum of `dy`
+    /// over the batch at that position and feature. (Its input gradient is `dy` itself.)
+    ///
+    ///     // dy: (batch, time, features)  →  dweight: (time, features)
+    public static func positionEmbeddingBackward<Scalar>(outputGradient dy: Tensor<Scalar>, time: Int, features: Int) -> Tensor<Scalar> {
+        var dw = Tensor<Scalar>(zeros: [time, features])
+        for t in 0..<time {
+            for i in 0..<features {
+                var sum: Scalar = 0
+                for b in 0..<dy.count / (time * features) { sum += dy[(b * time + t) * features + i] }
+                dw[t, i] = sum
+            }
+        }
+        return dw
+    }
+}
