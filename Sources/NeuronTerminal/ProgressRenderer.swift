@@ -30,7 +30,7 @@ public struct ProgressRenderer: Sendable {
     }
 
     /// A multi-line report: title, phase, epoch and step, losses, validation, speed, learning rate,
-    /// seed; a table of the layers; the neuron's row of Docs/Reference.md §1's table (at full precision, to be
+    /// seed; a table of the layers; a text model's sampled lines; the neuron's row of Docs/Reference.md §1's table (at full precision, to be
     /// checked by hand); the gradient check's verdict; the ignored events. Nil fields are left out.
     public func report(_ state: TrainingViewState) -> String {
         var lines: [String] = []
@@ -67,6 +67,13 @@ public struct ProgressRenderer: Sendable {
                     ]
                 },
                 rightAligned: [true, false, true, true, true])
+        }
+
+        if let sampled = state.sampledLines, !sampled.isEmpty {
+            // A line the model drew that it trained on is marked: a memorized line is no sign of learning.
+            let new = sampled.filter { !$0.inTraining }.count
+            lines.append("samples (\(new) of \(sampled.count) new; * in the training lines)")
+            lines += sampled.map { "  \($0.inTraining ? "*" : " ") \($0.text.isEmpty ? "(empty line)" : $0.text)" }
         }
 
         if let row = state.neuron {

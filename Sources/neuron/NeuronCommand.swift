@@ -11,7 +11,7 @@ struct NeuronCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "neuron",
         abstract: "Neural networks from one neuron up, over OpenBLAS.",
-        subcommands: [Train.self, Gradcheck.self, Evaluate.self, Predict.self, Explain.self, Export.self, Dashboard.self]
+        subcommands: [Train.self, Gradcheck.self, Evaluate.self, Predict.self, Explain.self, Sample.self, Export.self, Dashboard.self]
     )
 
     /// Parses and runs a command. A bad argument, config, data file or checkpoint exits with

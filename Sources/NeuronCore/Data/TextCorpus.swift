@@ -211,6 +211,15 @@ public struct TextCorpus: Sendable, Equatable, CustomStringConvertible {
             labels: nil, classNames: nil, featureNames: (0..<blockSize).map { "t\($0)" })
     }
 
+    /// The first `count` samples (all when there are fewer), with the vocabulary and block size
+    /// of the whole file, so that a quick run on part of a file has the tokens of the whole.
+    public func prefix(_ count: Int) -> TextCorpus {
+        let n = max(0, min(count, lines.count))
+        return TextCorpus(
+            path: path, lines: Array(lines[..<n]), lineNumbers: Array(lineNumbers[..<n]), vocabulary: vocabulary, blockSize: blockSize,
+            droppedCount: droppedCount)
+    }
+
     /// Which samples go to training, validation and test: `0..<count` shuffled with `generator`,
     /// the last `testFraction` of them the test part, the `validationFraction` before those the
     /// validation part (each rounded, at least one sample when its fraction is above 0), the rest

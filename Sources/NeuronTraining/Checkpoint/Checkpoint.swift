@@ -46,7 +46,7 @@ public struct Checkpoint: Sendable {
             classNames: point.classNames, featureNames: point.featureNames,
             records: EpochRecord.bounded(point.records, limit: Self.recordLimit),
             recordCount: point.records.count > Self.recordLimit ? point.records.count : nil,
-            overrides: overrides.isEmpty ? nil : overrides)
+            overrides: overrides.isEmpty ? nil : overrides, vocabulary: point.vocabulary)
     }
 
     /// The tensor as the file stores it, in PyTorch's layout: its dimensions reordered as
@@ -125,6 +125,8 @@ public struct CheckpointState: Sendable, Equatable, Codable {
     /// `config` already holds: `--resume` applies them again to the config file, so that the run
     /// goes on as it was started. Absent when none were given.
     public var overrides: RunOverrides? = nil
+    /// A text model's tokens, in their order (token `i` is the `i`th), as its data gave them; absent for other data.
+    public var vocabulary: Vocabulary? = nil
 }
 
 /// A checkpoint read back and checked: its state and its tensors by name, in the file's layout.

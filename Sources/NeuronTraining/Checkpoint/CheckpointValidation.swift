@@ -37,6 +37,13 @@ extension CheckpointState {
 
         // The network: each layer's tensors, of the shapes the config's units and the features make.
         guard !featureNames.isEmpty else { throw invalid("featureNames", "empty; a network takes at least one feature") }
+        // A text model's embedding is sized by the vocabulary: one goes with the other.
+        if config.model.takesTokens, vocabulary == nil {
+            throw invalid("vocabulary", "missing; the config's model reads text (its first layer is an embedding), which needs its tokens")
+        }
+        if !config.model.takesTokens, vocabulary != nil {
+            throw invalid("vocabulary", "present, but the config's model does not read text (its first layer is not an embedding)")
+        }
         if let inputs = config.model.inputs, inputs != featureNames.count {
             throw invalid("config.model.inputs", "\(inputs) but featureNames names \(featureNames.count) features")
         }
@@ -50,7 +57,7 @@ extension CheckpointState {
         // buffers until they run, so a hostile size costs nothing here).
         let layers: [any Layer<Float>]
         do {
-            layers = try config.model.layers(Float.self, features: featureNames.count)
+            layers = try config.model.layers(Float.self, features: featureNames.count, vocabulary: vocabulary?.count)
         } catch {
             throw invalid("config.\(error.path)", "\(error.error); the config's model does not fit its own features")
         }
@@ -284,6 +291,7 @@ extension RunConfig {
             case .idx: [("trainImages", data.trainImages != nil), ("trainLabels", data.trainLabels != nil)]
             case .synthetic: [("name", data.name != nil)]
             case .sample: [("input", data.input != nil), ("target", data.target != nil)]
+            case .text: [("path", data.path != nil)]
             }
         for (key, given) in required { try check(given, "data.\(key)", "nothing", "a value for a \(data.kind.rawValue) dataset") }
         try check((data.testImages == nil) == (data.testLabels == nil), "data.testImages", "one of testImages and testLabels", "both or neither")

@@ -376,6 +376,35 @@ private struct ConfigChecker {
         }
         let seconds = config.output.checkpointSeconds
         try require(seconds.isFinite && seconds > 0, "a number greater than 0", at: "output.checkpointSeconds", found: "\(seconds)")
+        try validatePairing(config)
+    }
+
+    /// The choices of one section that another's decide: text data and a text model go together,
+    /// counting fits only a bigram model, samples are drawn only from a text model.
+    func validatePairing(_ config: RunConfig) throws(ConfigError) {
+        guard config.model.neuron == nil else { return }
+        let model = config.model
+        if config.data.kind == .text {
+            try require(
+                model.takesTokens, "an embedding as the first layer: text data is read as token indices", at: "model.layers[0].kind",
+                found: "'\(model.layers[0].kind.rawValue)'")
+        } else if model.takesTokens {
+            throw error(
+                at: "model.layers[0].kind",
+                "model.layers[0].kind: an embedding reads token indices, which only text data gives (data.kind is \(config.data.kind.rawValue))")
+        }
+        if config.training.fit == .counts {
+            try require(
+                model.layers.count == 1 && model.takesTokens && model.layers[0].features == nil,
+                "a bigram model for training.fit: counts: one embedding layer whose features are left out (the vocabulary's size, a table of logits)",
+                at: "model.layers",
+                found:
+                    "\(model.layers.count) layer\(model.layers.count == 1 ? "" : "s") (\(model.layers.map(\.kind.rawValue).joined(separator: ", ")))")
+        }
+        if let samples = config.output.samples {
+            try require(model.takesTokens || samples == 0, "0: only a text model samples lines", at: "output.samples", found: "\(samples)")
+            try require((0...100).contains(samples), "a whole number from 0 to 100", at: "output.samples", found: "\(samples)")
+        }
     }
 
     /// The sugar's own rules: `model.neuron` stands for one tanh unit on one sample, trained by
@@ -444,12 +473,31 @@ private struct ConfigChecker {
             try validateLayer(layer, at: "model.layers[\(i)]", isLast: i == model.layers.count - 1)
             model.layers[i].writeActivations()
         }
+        for (i, layer) in model.layers.enumerated().dropFirst() where layer.kind == .embedding {
+            throw error(
+                at: "model.layers[\(i)].kind",
+                "model.layers[\(i)].kind: an embedding reads token indices, so it can only be the first layer (found at \(i))")
+        }
+        if model.takesTokens, let last = model.layers.last, last.kind != .embedding, last.effectiveActivation != .identity {
+            let i = model.layers.count - 1
+            throw error(
+                at: "model.layers[\(i)].activation",
+                "model.layers[\(i)].activation: expected identity for a text model's output layer, which gives the scores (logits) whose softmax the loss takes at each position; found \(last.effectiveActivation.rawValue)\(last.activation == nil ? " (the default)" : "")"
+            )
+        }
         guard let loss = model.loss else {
             model.loss = model.effectiveLoss
             return
         }
         let last = model.layers.last!.effectiveActivation  // at least one layer: checked above
-        if last == .softmax {
+        if model.takesTokens || loss == .sequenceCrossEntropy {
+            try require(
+                model.takesTokens && loss == .sequenceCrossEntropy,
+                model.takesTokens
+                    ? "sequenceCrossEntropy for a text model (its first layer is an embedding)"
+                    : "\(alternatives(Loss.allCases.filter { $0 != .sequenceCrossEntropy })): sequenceCrossEntropy needs a text model, whose first layer is an embedding",
+                at: "model.loss", found: "'\(loss.rawValue)'")
+        } else if last == .softmax {
             try require(
                 loss == .softmaxCrossEntropy, "softmaxCrossEntropy after a softmax output layer",
                 at: "model.loss", found: "'\(loss.rawValue)'")
@@ -515,6 +563,16 @@ private struct ConfigChecker {
                     found: "'residual'")
                 try validateLayer(inner, at: "\(path).layers[\(j)]", isLast: false)
             }
+        case .embedding:
+            try range(layer.features, "features", from: 1)
+        case .positionEmbedding:
+            break
+        case .context:
+            try needs("size", layer.size, "size (how many positions it concatenates)")
+            try range(layer.size, "size", from: 1)
+        case .rnn, .gru:
+            try needs("units", layer.units, "units (the hidden state's size)")
+            try range(layer.units, "units", from: 1)
         case .batchNorm:
             if let momentum = layer.momentum {
                 try require(momentum >= 0 && momentum <= 1, "a number in [0, 1]", at: "\(path).momentum", found: "\(momentum)")
@@ -574,6 +632,15 @@ private struct ConfigChecker {
             guard let target = data.target else { throw missing("target", in: "data", because: needs) }
             try require(input.isFinite, "a finite number", at: "data.input", found: "\(input)")
             try require(target.isFinite, "a finite number", at: "data.target", found: "\(target)")
+        case .text:
+            guard data.path != nil else { throw missing("path", in: "data", because: "a text dataset needs path, a file of one sample per line") }
+            if let keep = data.keep {
+                do { _ = try CharacterClass(keep) } catch { throw self.error(at: "data.keep", "data.keep: \(error)") }
+            }
+            try range(data.blockSize, at: "data.blockSize", from: 2)
+            if let split = data.testSplit {
+                try require(split >= 0 && split < 1, "a number in [0, 1)", at: "data.testSplit", found: "\(split)")
+            }
         }
         if let split = data.validationSplit {
             try require(split >= 0 && split < 1, "a number in [0, 1)", at: "data.validationSplit", found: "\(split)")
@@ -620,8 +687,19 @@ private struct ConfigChecker {
         }
     }
 
+    /// Throws at `key` unless `value` (when given) is a whole number from `lower` to 2²⁴.
+    private func range(_ value: Int?, at key: String, from lower: Int) throws(ConfigError) {
+        guard let value else { return }
+        try require(value >= lower && value <= 1 << 24, "a whole number from \(lower) to \(1 << 24)", at: key, found: "\(value)")
+    }
+
     func validateTraining(_ training: TrainingConfig) throws(ConfigError) {
         try atLeastOne(training.epochs, at: "training.epochs")
+        if let smoothing = training.smoothing {
+            try require(
+                training.fit == .counts, "nothing: smoothing belongs to training.fit: counts", at: "training.smoothing", found: "\(smoothing)")
+            try require(smoothing.isFinite && smoothing > 0, "a finite number greater than 0", at: "training.smoothing", found: "\(smoothing)")
+        }
         if let iterations = training.iterations { try atLeastOne(iterations, at: "training.iterations") }
         try atLeastOne(training.batchSize, at: "training.batchSize")
         try require(

@@ -89,8 +89,14 @@ public struct ModelConfig: Sendable, Equatable, Codable {
     /// `loss`, or when the config leaves it out: softmax cross-entropy after a softmax output
     /// layer (the pair whose gradient is `y - t`), else half the squared error (always the neuron's).
     public var effectiveLoss: Loss {
-        loss ?? (layers.last?.effectiveActivation == .softmax ? .softmaxCrossEntropy : .halfSquaredError)
+        if let loss { return loss }
+        if takesTokens { return .sequenceCrossEntropy }
+        return layers.last?.effectiveActivation == .softmax ? .softmaxCrossEntropy : .halfSquaredError
     }
+
+    /// Whether the model reads token sequences (text): its first layer is an embedding. Its loss
+    /// is then the per-position cross-entropy over the vocabulary.
+    public var takesTokens: Bool { layers.first?.kind == .embedding }
 
     /// Whether the model reads samples as images: it has a convolution, a pool or a flatten.
     public var takesImages: Bool { layers.contains { $0.takesImages } }
@@ -116,6 +122,18 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         case batchNorm
         /// A residual block, `y = x + f(x)`: `layers`, the body `f`, which must give back its input's shape.
         case residual
+        /// Token indices to learned vectors, the first layer of a text model: `features` (default:
+        /// the vocabulary's size, which makes the embedding alone a bigram model's table of logits).
+        case embedding
+        /// A learned vector per position added to each position's vector.
+        case positionEmbedding
+        /// Each position's vector and the `size − 1` before it, concatenated (Bengio et al. 2003's
+        /// input): `size`.
+        case context
+        /// A recurrent layer of tanh units over the time axis: `units`.
+        case rnn
+        /// A gated recurrent unit layer over the time axis (PyTorch's `nn.GRU`): `units`.
+        case gru
 
         /// Whether a layer of this kind needs its input as an image.
         var takesImages: Bool { self == .conv2d || self == .maxPool2d || self == .avgPool2d || self == .flatten }
@@ -131,8 +149,10 @@ public struct LayerConfig: Sendable, Equatable, Codable {
 
     /// `dense` when absent.
     public var kind: Kind = .dense
-    /// Dense: outputs of the layer, at least 1.
+    /// Dense: outputs of the layer, at least 1; rnn, gru: the hidden state's size.
     public var units: Int?
+    /// Embedding: the size of each token's vector.
+    public var features: Int?
     /// Dense (default `tanh`; `softmax` only in the output layer), conv2d and batchNorm (default `identity`).
     public var activation: Activation?
     /// Conv2d: the number of filters (output channels).
@@ -180,6 +200,7 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         if kind != .dense { try container.encode(kind, forKey: .kind) }
         try container.encodeIfPresent(units, forKey: .units)
+        try container.encodeIfPresent(features, forKey: .features)
         try container.encodeIfPresent(activation, forKey: .activation)
         try container.encodeIfPresent(filters, forKey: .filters)
         try container.encodeIfPresent(kernel, forKey: .kernel)
@@ -198,7 +219,8 @@ public struct LayerConfig: Sendable, Equatable, Codable {
     public static func == (a: LayerConfig, b: LayerConfig) -> Bool {
         var (a, b) = (a, b)
         (a.activation, b.activation) = (a.effectiveActivation, b.effectiveActivation)
-        return a.kind == b.kind && a.units == b.units && a.activation == b.activation && a.filters == b.filters && a.kernel == b.kernel
+        return a.kind == b.kind && a.units == b.units && a.features == b.features && a.activation == b.activation && a.filters == b.filters
+            && a.kernel == b.kernel
             && a.stride == b.stride && a.padding == b.padding && a.pad == b.pad && a.size == b.size && a.global == b.global
             && a.rate == b.rate && a.momentum == b.momentum && a.epsilon == b.epsilon && a.layers == b.layers
     }
@@ -236,6 +258,8 @@ public struct DataConfig: Sendable, Equatable, Codable {
         case synthetic
         /// One input and target: the single neuron's.
         case sample
+        /// A UTF-8 file with one sample per line (words, names), for character models.
+        case text
     }
 
     /// The generated datasets.
@@ -288,6 +312,17 @@ public struct DataConfig: Sendable, Equatable, Codable {
     public var input: Double?
     /// The output the neuron should learn to give for `input` (Docs/Reference.md §3: 0.1).
     public var target: Double?
+    // text
+    /// Lowercase every line before anything else.
+    public var lowercase: Bool?
+    /// Keep only the lines whose every character is in this class, written as between a regular
+    /// expression's brackets: `a-z`, `a-z'`.
+    public var keep: String?
+    /// Positions per sequence: a line of n characters takes n + 1 (the boundary token first);
+    /// default: the longest line's.
+    public var blockSize: Int?
+    /// Share of the lines held out as the test part, evaluated after training; default 0.1.
+    public var testSplit: Double?
     // common
     /// Default: `scale` for idx, `none` for xor, else `standardize`.
     public var normalization: Normalization?
@@ -383,6 +418,20 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     public var precision: Precision = .float
     /// OpenBLAS threads, at least 1; default 2.
     public var blasThreads: Int = 2
+    /// How the parameters are found: by gradient descent (the default), or, for a bigram model
+    /// (one embedding over text), by counting, the maximum-likelihood table in closed form.
+    public var fit: Fit = .gradientDescent
+    /// Counting's add-`smoothing` to every pair's count (Laplace's rule at 1, the default), so
+    /// that a pair never seen in training has a probability above 0; greater than 0.
+    public var smoothing: Double?
+
+    /// How a run finds its parameters.
+    public enum Fit: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// Steps down the loss's gradient, `epochs` passes over the training rows.
+        case gradientDescent
+        /// The bigram table counted from the training lines, no steps.
+        case counts
+    }
 
     public init() {}
 }
@@ -398,6 +447,8 @@ public struct OutputConfig: Sendable, Equatable, Codable {
     /// after the last one (and always at the end and on a stop signal); > 0, default 30. Each
     /// checkpoint is flushed to disk, which costs more than a small epoch.
     public var checkpointSeconds: Double = 30
+    /// Text models: lines sampled at each epoch's end, shown by the progress views; default 5, 0 for none.
+    public var samples: Int?
 
     public init() {}
 }
@@ -454,7 +505,7 @@ extension LayerConfig: DefaultedConfigSection {
     init() { self.init(kind: .dense) }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case kind, units, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers
+        case kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers
     }
 
     /// A residual block's body layer: every key but `layers` (a body holds no residual block), so
@@ -468,6 +519,7 @@ extension LayerConfig: DefaultedConfigSection {
         switch key {
         case .kind: ConfigField(\.kind)
         case .units: ConfigField(\.units)
+        case .features: ConfigField(\.features)
         case .activation: ConfigField(\.activation)
         case .filters: ConfigField(\.filters)
         case .kernel: ConfigField(\.kernel)
@@ -496,6 +548,10 @@ extension LayerConfig.Kind {
         case .dropout: [.rate]
         case .batchNorm: [.momentum, .epsilon, .activation]
         case .residual: [.layers]
+        case .embedding: [.features]
+        case .positionEmbedding: []
+        case .context: [.size]
+        case .rnn, .gru: [.units]
         }
     }
 }
@@ -519,6 +575,7 @@ extension DataConfig: ConfigSection {
         case trainImages, trainLabels, testImages, testLabels  // idx
         case name, count  // synthetic
         case input, target  // sample
+        case lowercase, keep, blockSize, testSplit  // text
         case normalization, validationSplit, limit
     }
 
@@ -538,6 +595,10 @@ extension DataConfig: ConfigSection {
         case .count: ConfigField(\.count)
         case .input: ConfigField(\.input)
         case .target: ConfigField(\.target)
+        case .lowercase: ConfigField(\.lowercase)
+        case .keep: ConfigField(\.keep)
+        case .blockSize: ConfigField(\.blockSize)
+        case .testSplit: ConfigField(\.testSplit)
         case .normalization: ConfigField(\.normalization)
         case .validationSplit: ConfigField(\.validationSplit)
         case .limit: ConfigField(\.limit)
@@ -553,6 +614,7 @@ extension DataConfig.Kind {
         case .idx: [.trainImages, .trainLabels, .testImages, .testLabels, .normalization, .validationSplit, .limit]
         case .synthetic: [.name, .count, .normalization, .validationSplit, .limit]
         case .sample: [.input, .target]
+        case .text: [.path, .lowercase, .keep, .blockSize, .validationSplit, .testSplit, .limit]
         }
     }
 }
@@ -613,7 +675,7 @@ extension ScheduleConfig.Kind {
 }
 
 extension TrainingConfig: DefaultedConfigSection {
-    enum CodingKeys: String, CodingKey, CaseIterable { case epochs, iterations, batchSize, seed, precision, blasThreads }
+    enum CodingKeys: String, CodingKey, CaseIterable { case epochs, iterations, batchSize, seed, precision, blasThreads, fit, smoothing }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
         switch key {
@@ -623,18 +685,21 @@ extension TrainingConfig: DefaultedConfigSection {
         case .seed: ConfigField(\.seed)
         case .precision: ConfigField(\.precision)
         case .blasThreads: ConfigField(\.blasThreads)
+        case .fit: ConfigField(\.fit)
+        case .smoothing: ConfigField(\.smoothing)
         }
     }
 }
 
 extension OutputConfig: DefaultedConfigSection {
-    enum CodingKeys: String, CodingKey, CaseIterable { case directory, checkpointEvery, checkpointSeconds }
+    enum CodingKeys: String, CodingKey, CaseIterable { case directory, checkpointEvery, checkpointSeconds, samples }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
         switch key {
         case .directory: ConfigField(\.directory)
         case .checkpointEvery: ConfigField(\.checkpointEvery)
         case .checkpointSeconds: ConfigField(\.checkpointSeconds)
+        case .samples: ConfigField(\.samples)
         }
     }
 }

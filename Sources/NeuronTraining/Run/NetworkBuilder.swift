@@ -9,15 +9,18 @@ extension ModelConfig {
     /// when the model takes images, else `[features]`.
     public func sampleShape(features: Int) -> [Int] { takesImages ? (inputShape ?? [features]) : [features] }
 
-    /// The layers this model describes for `features` per sample, each built for the shape the
-    /// one before it gives (a neuron config's once ``RunConfig/desugared``).
+    /// The layers this model describes for `features` per sample (a text model: positions per
+    /// sequence, over a `vocabulary` of that many tokens), each built for the shape the one before
+    /// it gives (a neuron config's once ``RunConfig/desugared``).
     /// - Throws: ``LayerBuildError`` naming the layer whose settings do not fit the shape it receives.
-    public func layers<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int) throws(LayerBuildError) -> [any Layer<Scalar>] {
+    public func layers<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int, vocabulary: Int? = nil) throws(LayerBuildError)
+        -> [any Layer<Scalar>]
+    {
         var shape = sampleShape(features: features)
         var built: [any Layer<Scalar>] = []
         for (i, layer) in layers.enumerated() {
             do {
-                let next = try layer.layer(Scalar.self, input: shape)
+                let next = try layer.layer(Scalar.self, input: shape, vocabulary: vocabulary)
                 built.append(next)
                 shape = next.outputShape
             } catch {
@@ -30,8 +33,10 @@ extension ModelConfig {
     /// The network this model describes for `features` per sample: ``layers(_:features:)``, its
     /// ``effectiveLoss``, and weights drawn from `seed` (or the ``startingParameters``).
     /// - Throws: ``LayerBuildError`` for a layer that cannot be built as configured.
-    public func network<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int, seed: UInt64) throws(LayerBuildError) -> Network<Scalar> {
-        let layers: [any Layer<Scalar>] = try self.layers(features: features)
+    public func network<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int, vocabulary: Int? = nil, seed: UInt64)
+        throws(LayerBuildError) -> Network<Scalar>
+    {
+        let layers: [any Layer<Scalar>] = try self.layers(features: features, vocabulary: vocabulary)
         do {
             var network = try Network(layers, loss: effectiveLoss)
             network.initialize(seed: seed)
@@ -64,9 +69,18 @@ public struct LayerBuildError: Error, Equatable, CustomStringConvertible {
 }
 
 extension LayerConfig {
-    /// This layer for samples of shape `input`.
+    /// This layer for samples of shape `input` (tokens of a `vocabulary` for an embedding).
     /// - Throws: `NetworkError.invalidLayer(_:reason:)` for a setting that is missing or does not fit the shape.
-    func layer<Scalar: TensorScalar>(_: Scalar.Type, input shape: [Int]) throws(NetworkError) -> any Layer<Scalar> {
+    func layer<Scalar: TensorScalar>(_: Scalar.Type, input shape: [Int], vocabulary: Int? = nil) throws(NetworkError) -> any Layer<Scalar> {
+        /// The shape a sequence layer takes, `[time, features]`.
+        func sequence(_ name: String) throws(NetworkError) -> (time: Int, features: Int) {
+            guard shape.count == 2 else {
+                throw .invalidLayer(
+                    "a \(name) layer",
+                    reason: "takes sequences of vectors (time × features) but receives \(shape.map(String.init).joined(separator: "×"))")
+            }
+            return (shape[0], shape[1])
+        }
         func needs<T>(_ value: T?, _ key: String) throws(NetworkError) -> T {
             guard let value else { throw .invalidLayer("a \(kind.rawValue) layer", reason: "needs \(key)") }
             return value
@@ -74,12 +88,31 @@ extension LayerConfig {
         switch kind {
         case .dense:
             let units = try needs(units, "units")
+            // A sequence's vectors go through the same dense layer at every position.
+            if shape.count == 2 { return try Dense<Scalar>(shape[1], units, activation: effectiveActivation, time: shape[0]) }
             guard shape.count == 1 else {
                 throw .invalidLayer(
                     "Dense(\(units) units)",
                     reason: "takes vectors but receives \(shape.map(String.init).joined(separator: "×")) images; put a flatten layer before it")
             }
             return try Dense<Scalar>(shape[0], units, activation: effectiveActivation)
+        case .embedding:
+            guard shape.count == 1, let vocabulary else {
+                throw .invalidLayer("an embedding", reason: "takes token indices, one per position, which only text data gives")
+            }
+            return try Embedding<Scalar>(vocabulary: vocabulary, features: features ?? vocabulary, time: shape[0])
+        case .positionEmbedding:
+            let (time, features) = try sequence("positionEmbedding")
+            return try PositionEmbedding<Scalar>(time: time, features: features)
+        case .context:
+            let (time, features) = try sequence("context")
+            return try ContextWindow<Scalar>(time: time, features: features, size: try needs(size, "size"))
+        case .rnn:
+            let (time, features) = try sequence("rnn")
+            return try RNN<Scalar>(time: time, inputs: features, hidden: try needs(units, "units"))
+        case .gru:
+            let (time, features) = try sequence("gru")
+            return try GRU<Scalar>(time: time, inputs: features, hidden: try needs(units, "units"))
         case .conv2d:
             let kernel = try needs(kernel, "kernel"), stride = stride ?? 1
             let padding: Padding = pad.map { .explicit(rows: $0, columns: $0) } ?? (self.padding == .same ? .same : .valid)

@@ -8,7 +8,8 @@ public enum Prediction<Scalar: TensorScalar> {
     /// - Throws: ``CheckpointError`` for a missing tensor or a shape that does not fit.
     public static func network(_ checkpoint: LoadedCheckpoint) throws -> Network<Scalar> {
         // Seed 0: every weight is replaced by the saved one.
-        var network: Network<Scalar> = try checkpoint.state.config.desugared.model.network(features: checkpoint.state.featureNames.count, seed: 0)
+        var network: Network<Scalar> = try checkpoint.state.config.desugared.model.network(
+            features: checkpoint.state.featureNames.count, vocabulary: checkpoint.state.vocabulary?.count, seed: 0)
         try network.loadParameters(from: checkpoint)
         return network
     }
@@ -45,7 +46,7 @@ public enum Prediction<Scalar: TensorScalar> {
 
     /// `text` as one CSV field (RFC 4180): quoted, its quotes doubled, when it holds a comma, a
     /// quote or a line break, so that a class named `Iris setosa, Fisher` stays one column.
-    static func field(_ text: String) -> String {
+    public static func field(_ text: String) -> String {
         guard text.contains(where: { $0 == "," || $0 == "\"" || $0.isNewline }) else { return text }
         return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }

@@ -110,23 +110,26 @@ public enum RunBuilder {
             )
         }
         let last = config.model.layers.count - 1
-        if last >= 0, config.model.layers[last].kind == .dense, let units = config.model.layers[last].units, units != data.training.outputCount {
+        // A text model's output at each position is a score per token of the vocabulary.
+        let vocabulary = data.text?.corpus.vocabulary.count
+        let outputs = vocabulary ?? data.training.outputCount
+        let what = vocabulary == nil ? "targets per sample" : "tokens in its vocabulary (the characters seen and the boundary token)"
+        if last >= 0, config.model.layers[last].kind == .dense, let units = config.model.layers[last].units, units != outputs {
             throw origin.error(
                 at: "model.layers[\(last)].units",
-                "model.layers[\(last)].units: the last layer has \(units) units but the data has \(data.training.outputCount) targets per sample\(data.source)"
-            )
+                "model.layers[\(last)].units: the last layer has \(units) units but the data has \(outputs) \(what)\(data.source)")
         }
         // The layers first (small values, nothing sized yet): their shapes size the memory budget.
         let layers: [any Layer<Scalar>]
         do {
-            layers = try config.model.layers(Scalar.self, features: features)
+            layers = try config.model.layers(Scalar.self, features: features, vocabulary: vocabulary)
         } catch {
             throw origin.error(at: error.path, "\(error)")
         }
-        if let outputs = layers.last?.outputShape.reduce(1, *), outputs != data.training.outputCount {
+        if let given = layers.last?.outputShape.last.map({ vocabulary == nil ? layers.last!.outputShape.reduce(1, *) : $0 }), given != outputs {
             throw origin.error(
                 at: "model.layers[\(last)]",
-                "model.layers[\(last)]: the last layer gives \(outputs) outputs per sample but the data has \(data.training.outputCount) targets per sample\(data.source)"
+                "model.layers[\(last)]: the last layer gives \(given) outputs per \(vocabulary == nil ? "sample" : "position") but the data has \(outputs) \(what)\(data.source)"
             )
         }
         var budget = MemoryBudget()
@@ -148,9 +151,14 @@ public enum RunBuilder {
         }
         var network: Network<Scalar>
         do {
-            network = try config.model.network(features: features, seed: config.training.seed)
+            network = try config.model.network(features: features, vocabulary: vocabulary, seed: config.training.seed)
         } catch {
             throw origin.error(at: error.path, "\(error)")
+        }
+        if config.training.fit == .counts, resume == nil, let text = data.text {
+            // The loader allows counting only for a bigram model, one embedding of the vocabulary's size.
+            let table = BigramCounts(text.corpus, lines: text.training).logits(smoothing: config.training.smoothing ?? 1)
+            network.parameters = table.map { Scalar($0) }
         }
         if let resume {
             guard resume.state.precision == TrainingConfig.Precision(Scalar.self) else {
@@ -165,7 +173,8 @@ public enum RunBuilder {
 
         let batchSize = min(config.training.batchSize, data.training.count)
         let stepsPerEpoch = (data.training.count + batchSize - 1) / batchSize
-        let epochs = config.training.epochs
+        // A counted table takes no step: the run evaluates it.
+        let epochs = config.training.fit == .counts ? 0 : config.training.epochs
         guard !epochs.multipliedReportingOverflow(by: stepsPerEpoch).overflow else {
             throw origin.error(
                 at: "training.epochs",
@@ -185,7 +194,7 @@ public enum RunBuilder {
         // engine is built for its concrete type (`NetworkTrainingEngine<Scalar, SGD<Scalar>>`).
         func run<O: Optimizer>(_ fresh: O) throws -> Run where O.Scalar == Scalar {
             var optimizer = fresh
-            let engine: NetworkTrainingEngine<Scalar, O>
+            var engine: NetworkTrainingEngine<Scalar, O>
             // Nothing is drawn for given parameters on one sample (the neuron): no seed to claim.
             let seed = config.model.startingParameters != nil && data.training.count == 1 ? nil : config.training.seed
             if let resume {
@@ -197,15 +206,20 @@ public enum RunBuilder {
                 try optimizer.restore(state: state, step: resume.state.optimizerStep)
                 engine = try NetworkTrainingEngine(
                     network: network, optimizer: optimizer, dataset: data.training, validation: data.validation, test: data.test,
-                    epochs: config.training.epochs, seed: seed, position: position, records: resume.state.records)
+                    epochs: epochs, seed: seed, position: position, records: resume.state.records)
             } else {
                 engine = try NetworkTrainingEngine(
                     network: network, optimizer: optimizer, dataset: data.training, validation: data.validation, test: data.test,
-                    batchSize: batchSize, epochs: config.training.epochs, seed: seed)
+                    batchSize: batchSize, epochs: epochs, seed: seed)
+            }
+            if let text = data.text {
+                engine.lineSampler = LineSampler(
+                    vocabulary: text.corpus.vocabulary, trainingLines: Set(text.training.map { text.corpus.lines[$0] }),
+                    count: config.output.samples ?? 5, seed: config.training.seed)
             }
             return Run(engine: engine, config: saved, preprocessing: data.preprocessing)
         }
-        return try run(config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: config.training.epochs))
+        return try run(config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: max(1, epochs)))
     }
 
     /// `names` for a message: the first five, then how many in all.
@@ -267,7 +281,8 @@ public enum RunBuilder {
     ) throws -> (name: String, evaluation: Evaluation) {
         // Raw rows, none held out: the checkpoint's own preprocessing is applied below.
         var raw = data
-        (raw.normalization, raw.validationSplit) = (DataConfig.Normalization.none, 0)
+        // Text keeps its split: its test lines are the ones drawn from the run's seed.
+        if data.kind != .text { (raw.normalization, raw.validationSplit) = (DataConfig.Normalization.none, 0) }
         let rows = try RunData<Scalar>(raw, seed: saved.state.seed)
         var (name, dataset) = rows.test.map { ("test", $0) } ?? ("data", rows.training)
         guard dataset.featureCount == saved.state.featureNames.count else {

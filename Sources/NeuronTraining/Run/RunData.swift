@@ -15,6 +15,8 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     /// One sample's shape as an image, `[height, width, channels]`, when the files say it (IDX
     /// images: `[rows, columns, 1]`); nil for rows of features.
     public var imageShape: [Int]?
+    /// Text: the lines read, and which of them each part holds (indices into `text.lines`).
+    public var text: (corpus: TextCorpus, training: [Int], validation: [Int], test: [Int])?
 
     /// The generator that splits validation rows off the training rows of a run seeded `seed`
     /// (`seed + 1`, so that it is independent of the epoch order drawn from `seed`).
@@ -80,6 +82,15 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
                 featureNames: ["x"])
             defaultSplit = 0
             defaultNormalization = .none
+        case .text:
+            let (corpus, parts) = try Self.readText(config, generator: &splitGenerator, origin: origin)
+            source = " (data: \(config.path!))"
+            text = (corpus, parts.training, parts.validation, parts.test)
+            training = corpus.dataset(parts.training)
+            validation = parts.validation.isEmpty ? nil : corpus.dataset(parts.validation)
+            self.test = parts.test.isEmpty ? nil : corpus.dataset(parts.test)
+            preprocessing = .none
+            return
         }
         if let limit = config.limit, limit < all.count { all = all.subset(Array(0..<limit)) }
         let fraction = config.validationSplit ?? defaultSplit
@@ -121,5 +132,28 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
         try preprocessing.apply(to: &training.features)
         if validation != nil { try preprocessing.apply(to: &validation!.features) }
         if self.test != nil { try preprocessing.apply(to: &self.test!.features) }
+    }
+
+    /// The most bytes a text file may have: a tenth of the machine's memory (each character
+    /// becomes a feature and a target of `Scalar`'s size at every position of its block).
+    static var textByteLimit: Int { max(1 << 20, MemoryBudget.physicalMemory / 10) }
+
+    /// A text config's lines, read and split: the first `data.limit` kept lines, shuffled with
+    /// `generator`; the test part is taken first, then validation from the rest.
+    private static func readText(_ config: DataConfig, generator: inout SeededGenerator, origin: ConfigOrigin) throws -> (
+        TextCorpus, (training: [Int], validation: [Int], test: [Int])
+    ) {
+        let keep = try config.keep.map { (text: String) throws(DataError) -> CharacterClass in try CharacterClass(text) }
+        var corpus = try TextCorpus.load(
+            config.path!, lowercase: config.lowercase ?? false, keep: keep, blockSize: config.blockSize, maximumBytes: textByteLimit)
+        if let limit = config.limit, limit < corpus.lines.count { corpus = corpus.prefix(limit) }
+        do {
+            return (
+                corpus,
+                try corpus.split(validationFraction: config.validationSplit ?? 0.1, testFraction: config.testSplit ?? 0.1, generator: &generator)
+            )
+        } catch {
+            throw origin.error(at: config.testSplit != nil ? "data.testSplit" : "data.validationSplit", "\(error) (data: \(config.path!))")
+        }
     }
 }

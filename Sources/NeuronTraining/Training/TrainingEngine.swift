@@ -108,6 +108,8 @@ public struct ResumePoint<Scalar: TensorScalar>: Sendable {
     /// The PyTorch dimension order of each parameter tensor stored in another order than the
     /// engine's (``ParameterTensor/pytorchOrder``), by name.
     public var pytorchOrders: [String: [Int]] = [:]
+    /// A text model's tokens; nil for other data.
+    public var vocabulary: Vocabulary?
 
     public init(
         network: String, tensors: [(name: String, tensor: Tensor<Scalar>)], epoch: Int, step: Int, seed: UInt64,
@@ -141,6 +143,10 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public let test: Dataset<Scalar>?
     /// One record per completed epoch.
     public private(set) var records: [EpochRecord] = []
+    /// A text model's vocabulary and the lines it draws at each epoch's end; nil for other data.
+    public var lineSampler: LineSampler?
+    /// The lines drawn at the last recorded epoch's end (text models).
+    public private(set) var sampledLines: [SampledLine]?
 
     /// Training of `network` on `dataset` for `epochs` epochs of `batchSize`, shuffled from `seed`
     /// (nil: `network` as given on one sample, nothing to draw).
@@ -183,7 +189,8 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
 
     /// At least one epoch; no seed only for one sample, whose position a checkpoint need not save.
     private static func check(epochs: Int, seed: UInt64?, dataset: Dataset<Scalar>) throws(DataError) {
-        guard epochs >= 1 else { throw .invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 1") }
+        // 0 epochs: the network as given (a counted table) is only evaluated.
+        guard epochs >= 0 else { throw .invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 0") }
         guard seed != nil || dataset.count == 1 else {
             throw .invalidArgument(name: "seed", value: "none", expected: "a seed for \(dataset.count) samples (only one sample has a single order)")
         }
@@ -248,6 +255,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
             // Shapes were checked when training was set up; validation rows share the features.
             lastValidation = try? training.network.evaluate(validation)
         }
+        if let lineSampler { sampledLines = lineSampler.draw(from: training.network, epoch: training.epoch) }
         let progress = training.epochProgress
         records.append(
             EpochRecord(
@@ -262,6 +270,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         (snapshot.validationLoss, snapshot.validationAccuracy) = (lastValidation?.loss, lastValidation?.accuracy)
         snapshot.layers = training.network.layerStatistics()
         snapshot.neuron = neuronRow()
+        snapshot.sampledLines = sampledLines
         return snapshot
     }
 
@@ -294,6 +303,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
             seed: seed ?? 0, position: seed == nil ? nil : position, optimizerStep: optimizer.step, featureNames: training.dataset.featureNames,
             classNames: training.dataset.classNames, records: records)
         for t in network.parameterTensors + network.stateTensors { point.pytorchOrders[t.name] = t.pytorchOrder }
+        point.vocabulary = lineSampler?.vocabulary
         return point
     }
 

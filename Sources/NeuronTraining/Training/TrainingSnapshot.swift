@@ -45,6 +45,8 @@ public struct TrainingSnapshot: Sendable, Equatable {
     public var records: [EpochRecord]
     /// With several processes (`NeuronDistributed`), each one's mean seconds of computing per step, rank order.
     public var rankStepSeconds: [Double]?
+    /// A text model's lines drawn at the last recorded epoch's end.
+    public var sampledLines: [SampledLine]?
 
     /// The progress counters and records of `engine`; validation, layers and the neuron's row empty.
     public init(progressOf engine: some TrainingEngine) {

@@ -239,6 +239,7 @@ extension TrainingViewState {
         layers = snapshot.layers
         neuron = snapshot.neuron
         records = snapshot.records
+        sampledLines = snapshot.sampledLines
     }
 
     /// What a display shows of an engine's snapshot and the loop's record, in `phase`.

@@ -101,6 +101,8 @@ public struct TrainingViewState: Sendable, Equatable {
     public var neuron: NeuronRow?
     /// One record per completed epoch (what `metrics.csv` and `curves.svg` show).
     public var records: [EpochRecord] = []
+    /// A text model's lines drawn at the last recorded epoch's end, each marked when it is a training line.
+    public var sampledLines: [SampledLine]?
     /// The most recent ignored events (at most 8), newest last.
     public var ignoredEvents: [IgnoredEvent] = []
     /// Every ignored event counted.
@@ -174,7 +176,7 @@ extension TrainingViewState: Codable {
     private enum CodingKeys: String, CodingKey {
         case phase, divergedStep, divergedAt, failure, title, epoch, totalEpochs, step, totalSteps, loss, smoothedLoss
         case validationLoss, validationAccuracy, samplesPerSecond, secondsRemaining, rankStepSeconds, learningRate, seed
-        case ignoredEventCount
+        case ignoredEventCount, sampledLines
         // The lists, only in the full extent.
         case lossHistory, gradientCheck, layers, neuron, records, ignoredEvents
     }
@@ -199,6 +201,7 @@ extension TrainingViewState: Codable {
         rankStepSeconds = try c.decodeIfPresent([Double].self, forKey: .rankStepSeconds)
         (learningRate, seed) = (try c.decode(Double.self, forKey: .learningRate), try c.decodeIfPresent(UInt64.self, forKey: .seed))
         ignoredEventCount = try c.decode(Int.self, forKey: .ignoredEventCount)
+        sampledLines = try c.decodeIfPresent([SampledLine].self, forKey: .sampledLines)
         lossHistory = try c.decodeIfPresent(LossHistory.self, forKey: .lossHistory) ?? LossHistory()
         gradientCheck = try c.decodeIfPresent(GradientCheckReport.self, forKey: .gradientCheck)
         layers = try c.decodeIfPresent([LayerStatistics].self, forKey: .layers) ?? []
@@ -229,6 +232,7 @@ extension TrainingViewState: Codable {
         try c.encode(learningRate, forKey: .learningRate)
         try c.encodeIfPresent(seed, forKey: .seed)
         try c.encode(ignoredEventCount, forKey: .ignoredEventCount)
+        try c.encodeIfPresent(sampledLines, forKey: .sampledLines)
         guard encoder.userInfo[Self.extentKey] as? Extent != .progress else { return }
         try c.encode(lossHistory, forKey: .lossHistory)
         try c.encodeIfPresent(gradientCheck, forKey: .gradientCheck)
