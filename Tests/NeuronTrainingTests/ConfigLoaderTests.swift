@@ -152,18 +152,19 @@ struct ConfigLoaderTests {
     @Test("A saved config (a checkpoint's run state embeds one) decodes and encodes to the same text, every choice by its name")
     func savedConfigText() throws {
         let saved =
-            #"{"data":{"count":5,"featureColumns":["x"],"input":0.5,"kind":"csv","labelColumn":"y","limit":3,"name":"sine","#
-            + #""normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","testLabels":"d","testPath":"t.csv","#
-            + #""trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
+            #"{"data":{"blockSize":16,"count":5,"featureColumns":["x"],"input":0.5,"keep":"a-z","kind":"csv","labelColumn":"y","limit":3,"#
+            + #""lowercase":true,"name":"sine","normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","#
+            + #""testLabels":"d","testPath":"t.csv","testSplit":0.25,"trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
             + #""model":{"inputShape":[28,28,1],"inputs":3,"layers":[{"activation":"tanh","units":2},{"activation":"relu","epsilon":1e-05,"#
-            + #""filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"stride":2},"#
-            + #"{"kind":"residual","layers":[{"activation":"tanh","units":2},{"activation":"relu","epsilon":1e-05,"#
-            + #""filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"stride":2}]}],"#
+            + #""features":8,"filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
+            + #""stride":2},{"kind":"residual","layers":[{"activation":"tanh","units":2},{"activation":"relu","epsilon":1e-05,"#
+            + #""features":8,"filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
+            + #""stride":2}]}],"#
             + #""loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
             + #""optimizer":{"beta1":0.9,"beta2":0.999,"decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"momentum":0.5,"#
             + #""nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1},"weightDecay":0},"#
-            + #""output":{"checkpointEvery":1,"checkpointSeconds":30,"directory":"runs/x"},"#
-            + #""training":{"batchSize":32,"blasThreads":2,"epochs":10,"iterations":7,"precision":"float","seed":42}}"#
+            + #""output":{"checkpointEvery":1,"checkpointSeconds":30,"directory":"runs/x","samples":4},"#
+            + #""training":{"batchSize":32,"blasThreads":2,"epochs":10,"fit":"counts","iterations":7,"precision":"float","seed":42,"smoothing":0.5}}"#
         let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(saved.utf8))
         #expect(decoded == Self.everyKeySet())
         let encoder = JSONEncoder()
@@ -196,6 +197,7 @@ struct ConfigLoaderTests {
         var layer = LayerConfig(kind: .conv2d)
         (layer.activation, layer.filters, layer.kernel, layer.stride, layer.padding, layer.pad) = (.relu, 4, 3, 2, .same, 1)
         (layer.size, layer.global, layer.rate, layer.momentum, layer.epsilon) = (2, true, 0.5, 0.1, 1e-5)
+        layer.features = 8
         return layer
     }
 
@@ -208,13 +210,14 @@ struct ConfigLoaderTests {
         (data.trainImages, data.trainLabels, data.testImages, data.testLabels) = ("a", "b", "c", "d")
         (data.name, data.count, data.input, data.target) = (.sine, 5, 0.5, 0.25)
         (data.normalization, data.validationSplit, data.limit) = (DataConfig.Normalization.none, 0.5, 3)
+        (data.lowercase, data.keep, data.blockSize, data.testSplit) = (true, "a-z", 16, 0.25)
         var optimizer = OptimizerConfig()
         (optimizer.kind, optimizer.momentum, optimizer.nesterov, optimizer.decoupled) = (.adam, 0.5, true, true)
         (optimizer.schedule.kind, optimizer.schedule.every, optimizer.schedule.factor, optimizer.schedule.minimumFactor) = (.step, 2, 0.5, 0.1)
         var training = TrainingConfig()
-        training.iterations = 7
+        (training.iterations, training.fit, training.smoothing) = (7, .counts, 0.5)
         var output = OutputConfig()
-        (output.directory, output.checkpointEvery) = ("runs/x", 1)
+        (output.directory, output.checkpointEvery, output.samples) = ("runs/x", 1, 4)
         return RunConfig(
             model: ModelConfig(
                 inputs: 3, inputShape: [28, 28, 1], layers: [LayerConfig(units: 2), everyLayerKey, residual], loss: .halfSquaredError,
@@ -317,7 +320,7 @@ struct ConfigLoaderTests {
         #expect(failure(xorNetwork + "training:\n  batch: 3\n") == "run.yaml:9:3: unknown key 'batch' in training; did you mean 'batchSize'?")
         #expect(
             failure(xorNetwork + "output:\n  folder: runs\n")
-                == "run.yaml:9:3: unknown key 'folder' in output; expected one of directory, checkpointEvery, checkpointSeconds")
+                == "run.yaml:9:3: unknown key 'folder' in output; expected one of directory, checkpointEvery, checkpointSeconds, samples")
         #expect(
             failure(xorNetwork + "optimizer:\n  schedule: {kind: step, evry: 2}\n")
                 == "run.yaml:9:26: unknown key 'evry' in optimizer.schedule; did you mean 'every'?")
@@ -348,7 +351,7 @@ struct ConfigLoaderTests {
                 == "run.yaml:2:3: model: expected a mapping (keys inputs, inputShape, layers, loss, neuron); found a list")
         #expect(
             failure("model:\n  layers: {units: 4}\n")
-                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys kind, units, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers); found a mapping"
+                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers); found a mapping"
         )
         #expect(failure(xorNetwork + "training:\n  epochs: 1.5\n") == "run.yaml:9:11: training.epochs: expected a whole number; found 1.5")
         #expect(
@@ -389,7 +392,7 @@ struct ConfigLoaderTests {
         )
         #expect(
             failure("model:\n  layers: [{units: 3}]\n  loss: mse\ndata: {kind: synthetic, name: xor}\n")
-                == "run.yaml:3:9: model.loss: expected one of halfSquaredError, softmaxCrossEntropy; found 'mse'")
+                == "run.yaml:3:9: model.loss: expected one of halfSquaredError, softmaxCrossEntropy, sequenceCrossEntropy; found 'mse'")
         #expect(
             failure("model:\n  inputs: 0\n  layers: [{units: 3}]\ndata: {kind: synthetic, name: xor}\n")
                 == "run.yaml:2:11: model.inputs: expected a whole number 1 or more; found 0")
@@ -442,7 +445,7 @@ struct ConfigLoaderTests {
         let model = "model: {layers: [{units: 1}]}\n"
         #expect(
             failure(model + "data:\n  kind: parquet\n")
-                == "run.yaml:3:9: data.kind: expected one of csv, idx, synthetic, sample; found 'parquet'")
+                == "run.yaml:3:9: data.kind: expected one of csv, idx, synthetic, sample, text; found 'parquet'")
         #expect(
             failure(model + "data:\n  kind: synthetic\n  name: xor\n  validationSplit: 1\n")
                 == "run.yaml:5:20: data.validationSplit: expected a number in [0, 1); found 1")
@@ -478,7 +481,7 @@ struct ConfigLoaderTests {
                 == "run.yaml:2:36: data.count does not apply to the xor dataset (always its 4 rows); only sine takes a count")
         #expect(
             failure(model + "data: {kind: sample, input: 1, target: 1}\n")
-                == "run.yaml:2:14: data.kind: expected csv, idx or synthetic for a network (sample is the single neuron's one input and target); found 'sample'"
+                == "run.yaml:2:14: data.kind: expected csv, idx, synthetic or text for a network (sample is the single neuron's one input and target); found 'sample'"
         )
         #expect(
             failure("model: {neuron: {}}\ndata: {kind: synthetic, name: xor}\n")

@@ -43,7 +43,7 @@ struct ConfigSchemaTests {
         #expect(RunConfig.shape.expectation == "a mapping (keys model, data, optimizer, training, output)")
         #expect(
             [LayerConfig].shape.expectation
-                == "a list, each item a mapping (keys kind, units, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers)"
+                == "a list, each item a mapping (keys kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers)"
         )
         #expect([String]?.shape.expectation == "a list, each item a string")
         #expect(UInt64.shape.expectation == "a whole number from 0 to 18446744073709551615")
@@ -57,7 +57,7 @@ struct ConfigSchemaTests {
         }
         #expect(names(Activation.shape) == ["tanh", "sigmoid", "relu", "identity", "softmax"])
         #expect(names(Loss?.shape) == Loss.allCases.map(\.rawValue))
-        #expect(names(DataConfig.Kind.shape) == ["csv", "idx", "synthetic", "sample"])
+        #expect(names(DataConfig.Kind.shape) == ["csv", "idx", "synthetic", "sample", "text"])
         #expect(names(CSV.Task.shape) == ["classification", "regression"])
         #expect(names(DataConfig.SyntheticName.shape) == ["xor", "sine"])
         #expect(names(DataConfig.Normalization.shape) == ["standardize", "scale", "none"])
