@@ -391,3 +391,79 @@ def load_cnn_workload(path):
         raise PeerError(f"{path}: metadata loss {meta.get('loss')!r}: W7 trains with softmaxCrossEntropy")
     lr, check_steps = _step_metadata(meta, path)
     return {"x": x, "t": t, "params": params, "lr": lr, "check_steps": check_steps}
+
+
+# The character GRU of W8 and F3 (issue "Text and sequences"): our layer indices and names,
+# PyTorch's layouts (nn.Embedding, nn.GRU in gate order r, z, n, nn.Linear).
+#   0 embedding            layers.0.weight (vocabulary, features)
+#   1 gru                  layers.1.weight_ih_l0 (3·hidden, features)  layers.1.weight_hh_l0 (3·hidden, hidden)
+#                          layers.1.bias_ih_l0 (3·hidden)  layers.1.bias_hh_l0 (3·hidden)
+#                          layers.1.h0 (hidden): the learned initial state, nn.GRU's hx expanded over the batch
+#   2 dense per position   layers.2.weight (vocabulary, hidden)  layers.2.bias (vocabulary): the logits
+GRU_TENSORS = ("layers.0.weight", "layers.1.weight_ih_l0", "layers.1.weight_hh_l0", "layers.1.bias_ih_l0",
+               "layers.1.bias_hh_l0", "layers.1.h0", "layers.2.weight", "layers.2.bias")
+
+
+def check_gru_params(tensors, path):
+    """Checks the character GRU's tensors against each other; returns them as a dict of
+    C-contiguous float32 arrays, and (vocabulary, features, hidden)."""
+    import numpy as np
+    for name in GRU_TENSORS:
+        if name not in tensors:
+            raise PeerError(f"{path}: tensor {name!r} is missing (the GRU needs {', '.join(GRU_TENSORS)})")
+        if tensors[name].dtype != np.float32:
+            raise PeerError(f"{path}: {name} must be F32 (got {tensors[name].dtype})")
+    p = {name: np.ascontiguousarray(tensors[name]) for name in GRU_TENSORS}
+    if p["layers.0.weight"].ndim != 2 or p["layers.1.h0"].ndim != 1:
+        raise PeerError(f"{path}: layers.0.weight must be 2-D (vocabulary, features) and layers.1.h0 1-D (hidden)")
+    (vocabulary, features), hidden = p["layers.0.weight"].shape, p["layers.1.h0"].shape[0]
+    expect = {"layers.1.weight_ih_l0": (3 * hidden, features), "layers.1.weight_hh_l0": (3 * hidden, hidden),
+              "layers.1.bias_ih_l0": (3 * hidden,), "layers.1.bias_hh_l0": (3 * hidden,),
+              "layers.2.weight": (vocabulary, hidden), "layers.2.bias": (vocabulary,)}
+    for name, shape in expect.items():
+        if tuple(p[name].shape) != shape:
+            raise PeerError(f"{path}: {name} has shape {tuple(p[name].shape)}, expected {shape} (vocabulary "
+                            f"{vocabulary}, features {features}, hidden {hidden}; PyTorch layouts: nn.GRU's "
+                            "(3·hidden, in), dense (out, in))")
+    return p, (vocabulary, features, hidden)
+
+
+def token_rows(a, name, vocabulary, path, padding):
+    """A (batch, time) F32 tensor of token indices as int64, checked: whole numbers below
+    `vocabulary`, and, when `padding`, -1 allowed (any negative number is padding, read as -1)."""
+    import numpy as np
+    if a.dtype != np.float32 or a.ndim != 2:
+        raise PeerError(f"{path}: {name} must be a 2-D F32 tensor of token indices (got {a.dtype} {a.shape})")
+    if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)) or a.max() >= vocabulary or \
+            (a.min() < 0 and not padding):
+        raise PeerError(f"{path}: {name} must hold whole numbers in 0..<{vocabulary}"
+                        f"{' (negative: padding)' if padding else ''}")
+    return np.where(a < 0, -1, a).astype(np.int64)
+
+
+def load_gru_workload(path):
+    """Reads a W8 exchange file. Returns a dict with x (batch, time) int64 tokens, t (batch, time)
+    int64 targets (-1: padding, ignored by the loss), params (name -> array, PyTorch layouts),
+    sizes (vocabulary, features, hidden), lr, check_steps."""
+    from safetensors.numpy import load_file
+    if not os.path.isfile(path):
+        raise PeerError(f"no such file: {path}")
+    try:
+        tensors = load_file(path)
+        meta = read_metadata(path)
+    except Exception as e:
+        raise PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    for name in ("x", "t"):
+        if name not in tensors:
+            raise PeerError(f"{path}: tensor {name!r} is missing")
+    params, sizes = check_gru_params(tensors, path)
+    x = token_rows(tensors["x"], "x", sizes[0], path, padding=False)
+    t = token_rows(tensors["t"], "t", sizes[0], path, padding=True)
+    if t.shape != x.shape:
+        raise PeerError(f"{path}: t is {t.shape} but x is {x.shape}: one target per position")
+    if not (t >= 0).any():
+        raise PeerError(f"{path}: every target is padding: the loss would count nothing")
+    if meta.get("loss", "sequenceCrossEntropy") != "sequenceCrossEntropy":
+        raise PeerError(f"{path}: metadata loss {meta.get('loss')!r}: W8 trains with sequenceCrossEntropy")
+    lr, check_steps = _step_metadata(meta, path)
+    return {"x": x, "t": t, "params": params, "sizes": sizes, "lr": lr, "check_steps": check_steps}

@@ -34,8 +34,12 @@ CASES = {
     # the W7 CNN: (channels, height, width, c1, c2, hidden, classes), batch, -, loss, lr, checkSteps
     "W7cnn": ([1, 28, 28, 32, 64, 128, 10], 64, "", "softmaxCrossEntropy", "0.01", "3"),
     "smallCnn": ([3, 13, 11, 4, 5, 7, 3], 5, "", "softmaxCrossEntropy", "0.1", "4"),
+    # the W8 character GRU: (vocabulary, features, hidden, time), batch, -, loss, lr, checkSteps
+    "W8gru": ([27, 64, 64, 16], 32, "", "sequenceCrossEntropy", "0.1", "3"),
+    "smallGru": ([7, 5, 3, 4], 3, "", "sequenceCrossEntropy", "0.5", "4"),
 }
 CNN_CASES = ("W7cnn", "smallCnn")
+GRU_CASES = ("W8gru", "smallGru")
 
 
 def check_shared_batches(folder, check):
@@ -85,6 +89,33 @@ def write_cnn_case(path, name, seed):
     for key, shape in shapes.items():
         weight = shapes[key.replace("bias", "weight")]
         bound = 1 / np.sqrt(np.prod(weight[1:]))
+        tensors[key] = rng.uniform(-bound, bound, shape).astype(np.float32)
+    save_file(tensors, path, metadata={"loss": loss, "learningRate": lr, "checkSteps": check})
+    return int(check)
+
+
+def write_gru_case(path, name, seed):
+    """A W8 exchange file (README.md, "W8"): rows as TextCorpus makes them (features ⏎ c1 … cn then
+    0, targets c1 … cn ⏎ then -1 as padding, n drawn in 1…time-1), nn.Embedding's N(0, 1), nn.GRU's
+    and nn.Linear's U(±1/√hidden), and a non-zero h0 so that its gradient matters."""
+    import numpy as np
+    from safetensors.numpy import save_file
+    (vocabulary, features, hidden, time), batch, _, loss, lr, check = CASES[name]
+    rng = np.random.default_rng(seed)
+    x = np.zeros((batch, time), dtype=np.float32)
+    t = np.full((batch, time), -1, dtype=np.float32)
+    for row in range(batch):
+        n = int(rng.integers(1, time))
+        tokens = rng.integers(1, vocabulary, n)
+        x[row, 1:n + 1] = tokens
+        t[row, :n] = tokens
+        t[row, n] = 0
+    bound = 1 / np.sqrt(hidden)
+    shapes = {"layers.1.weight_ih_l0": (3 * hidden, features), "layers.1.weight_hh_l0": (3 * hidden, hidden),
+              "layers.1.bias_ih_l0": (3 * hidden,), "layers.1.bias_hh_l0": (3 * hidden,), "layers.1.h0": (hidden,),
+              "layers.2.weight": (vocabulary, hidden), "layers.2.bias": (vocabulary,)}
+    tensors = {"x": x, "t": t, "layers.0.weight": rng.standard_normal((vocabulary, features)).astype(np.float32)}
+    for key, shape in shapes.items():
         tensors[key] = rng.uniform(-bound, bound, shape).astype(np.float32)
     save_file(tensors, path, metadata={"loss": loss, "learningRate": lr, "checkSteps": check})
     return int(check)
@@ -176,7 +207,12 @@ def main():
                 return 2
             path = os.path.join(d, f"{name}.safetensors")
             cnn = name in CNN_CASES
-            if cnn:
+            if name in GRU_CASES:
+                n_check = write_gru_case(path, name, seed=1234 + k)
+                peers = [("torch", "torch_gru.py", ()), ("jax", "jax_gru.py", ())]
+                if args.compile:
+                    peers.append(("torch.compile", "torch_gru.py", ("--compile",)))
+            elif cnn:
                 n_check = write_cnn_case(path, name, seed=1234 + k)
                 peers = [("torch", "torch_cnn.py", ()), ("jax", "jax_cnn.py", ("--layout", "NHWC")),
                          ("jax", "jax_cnn.py", ("--layout", "NCHW"))]
@@ -186,7 +222,8 @@ def main():
                          ("jax", "jax_peer.py", ())]
                 if args.compile:
                     peers.append(("torch.compile", "torch_peer.py", ("--compile",)))
-            print(f"{name}: {CASES[name][0]} batch {CASES[name][1]} {CASES[name][2] or 'cnn'} {CASES[name][3]}")
+            kind = "gru" if name in GRU_CASES else "cnn"
+            print(f"{name}: {CASES[name][0]} batch {CASES[name][1]} {CASES[name][2] or kind} {CASES[name][3]}")
             results = []
             for peer, script, extra in peers:
                 if not have[peer.split(".")[0]]:
