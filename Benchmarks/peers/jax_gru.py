@@ -6,8 +6,8 @@ jax.value_and_grad, update) in one jax.jit with the parameters donated; float32.
     python3 Benchmarks/peers/jax_gru.py --file DIR/W8.safetensors --warmup N --steps M --threads 2
 
 The same network as torch_gru.py, from the same exchange file (README.md, "W8"): the embedding
-a gather, every position's input projection x·W_ihᵀ + b_ih in one product before the scan (as
-cuDNN and PyTorch do), the scan carrying h from h0, the head at every position, then the mean of
+a gather, every position's input projection x·W_ihᵀ + b_ih in one product before the scan, the
+scan carrying h from h0, the head at every position, then the mean of
 -log softmax(z)[target] over the positions whose target is not padding. Prints one JSON line:
 {"peer","version","threads","checkLosses","stepSeconds"}.
 """

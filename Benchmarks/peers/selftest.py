@@ -2,14 +2,17 @@
 """Self-test of the Python peers: writes exchange files itself (seeded random weights in Neuron's
 (inputs, outputs) layout; for the W7 CNN, PyTorch's layouts under our names), runs the peers on
 them as separate processes — numpy_peer.py, torch_peer.py, jax_peer.py for the MLPs; torch_cnn.py
-and jax_cnn.py (NHWC and NCHW) for the CNN — and checks that every peer's check losses agree with
-the first one's within 1e-5 relative (2e-5 for the CNN, whose sums run over 1,600-long products in
-orders that differ more) and that each reports --steps timings.
+and jax_cnn.py (NHWC and NCHW) for the CNN; torch_gru.py and jax_gru.py for the character GRU — and
+checks that every peer's check losses agree with the first one's within 1e-5 relative (2e-5 for the
+CNN, whose sums run over 1,600-long products in orders that differ more) and that each reports
+--steps timings; then F2's shared batches and F3's peer (torch_words_gru.py, two epochs of
+Data/words-small.txt, its own split and shared lines, a wrong vocabulary refused).
 
     $NEURON_PEERS_VENV/bin/python3 Benchmarks/peers/selftest.py [--steps 20] [--no-torch] [--no-jax] [--compile]
 
 Without torch or jax installed their runs are skipped (reported as such, never as passed).
---compile adds torch_peer.py --compile (torch.compile; slow to compile) to the MLP cases.
+--compile adds torch_peer.py --compile and torch_gru.py --compile (torch.compile; slow to compile)
+to the MLP and GRU cases.
 Ends with a line 'N passed, N failed'; exits non-zero if anything failed.
 """
 import argparse
@@ -121,6 +124,50 @@ def write_gru_case(path, name, seed):
     return int(check)
 
 
+def check_words(folder, args, check):
+    """F3's peer (torch_words_gru.py) for two epochs on Data/words-small.txt from W8-sized weights:
+    its own split, then Neuron-style shared lines; a vocabulary that is not its reading's is refused."""
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+    text = os.path.join(HERE, "..", "..", "Data", "words-small.txt")
+    init = os.path.join(folder, "F3.safetensors")
+    write_gru_case(init, "W8gru", seed=99)   # then without its batch, and with F3's recipe
+    tensors = {k: v for k, v in load_file(init).items() if k.startswith("layers.")}
+    save_file(tensors, init, metadata={"learningRate": "0.01", "optimizer": "adam", "batchSize": "32", "epochs": "2",
+                                       "keep": "a-z", "seed": "42"})
+
+    def run(extra):
+        cmd = [sys.executable, os.path.join(HERE, "torch_words_gru.py"), "--text", text, "--init", init,
+               "--target", "0", "--max-epochs", "2", "--threads", str(args.threads), *extra]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+
+    p = run([])
+    try:
+        r = json.loads(p.stdout.splitlines()[-1])
+        ok = (p.returncode == 0 and r["peer"] == "torch" and r["epochs"] == 2 and not r["reached"]
+              and len(r["testLosses"]) == 2 and r["testLosses"][1] < np.log(27))
+        check(ok, f"torch_words_gru.py, its own split: test losses {r['testLosses']} (below ln 27 = 3.30)")
+    except (IndexError, KeyError, ValueError):
+        check(False, f"torch_words_gru.py ran: {p.stderr.strip()}")
+    with open(text) as f:
+        count = sum(1 for line in f if line.strip())
+    lines = {"lineCount": count, "vocabulary": [""] + [chr(c) for c in range(ord("a"), ord("z") + 1)],
+             "blockSize": 18, "batchSize": 32, "rows": list(range(0, 800)), "testRows": list(range(900, count)),
+             "orders": [list(range(800)), list(reversed(range(800)))]}
+    for name, content, expected in [("good", lines, None),
+                                    ("vocabulary", dict(lines, vocabulary=lines["vocabulary"][:-1] + ["Z"]),
+                                     "is not this reading's")]:
+        path = os.path.join(folder, f"lines-{name}.json")
+        with open(path, "w") as f:
+            json.dump(content, f)
+        p = run(["--batches", path])
+        if expected is None:
+            check(p.returncode == 0, f"torch_words_gru.py on shared lines ({name}) ran: {p.stderr.strip()[-300:]}")
+        else:
+            check(p.returncode != 0 and expected in p.stderr, f"torch_words_gru.py refused shared lines ({name}): "
+                                                             f"{p.stderr.strip()[-200:]}")
+
+
 def write_case(path, name, seed):
     import numpy as np
     from safetensors.numpy import save_file
@@ -174,6 +221,7 @@ def main():
     ap.add_argument("--no-jax", action="store_true")
     ap.add_argument("--compile", action="store_true", help="also torch_peer.py --compile")
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ",".join(CASES))
+    ap.add_argument("--no-words", action="store_true", help="skip F3's peer on Data/words-small.txt")
     args = ap.parse_args()
 
     import importlib.util
@@ -258,6 +306,8 @@ def main():
                       f"{results[0][0]} and {label} check losses agree: worst relative difference "
                       f"{worst:.2e} (limit {limit:.0e})")
         check_shared_batches(d, check)
+        if have["torch"] and not args.no_words:
+            check_words(d, args, check)
     print(f"selftest: {passed + failed} checks, peer runs skipped (library missing): {skipped}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
