@@ -17,7 +17,8 @@ struct Benchmarks: AsyncParsableCommand {
 
     @Argument(
         help:
-            "Workloads to run: W1…W7, F1, F2, ceiling, observer, dashboard, neuron, scaling (default: all but scaling; --quick: also not F1 and F2).")
+            "Workloads to run: W1…W8, F1, F2, F3, ceiling, observer, dashboard, neuron, scaling (default: all but scaling; --quick: also not F1, F2 and F3)."
+    )
     var workloads: [String] = []
 
     @Flag(help: "A few seconds in all, for CI smoke runs.")
@@ -46,7 +47,7 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
-        let known = Set(Workload.all.map(\.id) + ["W7", "F1", "F2", "ceiling", "observer", "dashboard", "neuron", "scaling"])
+        let known = Set(Workload.all.map(\.id) + ["W7", "W8", "F1", "F2", "F3", "ceiling", "observer", "dashboard", "neuron", "scaling"])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
         }
@@ -65,7 +66,7 @@ struct Benchmarks: AsyncParsableCommand {
         #endif
         if mpi { return try dataParallel() }
         BLAS.threadCount = threads
-        func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && (id == "F1" || id == "F2")) && id != "scaling" : workloads.contains(id) }
+        func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && id.hasPrefix("F")) && id != "scaling" : workloads.contains(id) }
         var report = Report(
             date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, threads: threads,
             machine: Self.machine())
@@ -73,14 +74,16 @@ struct Benchmarks: AsyncParsableCommand {
         print("Machine: \(report.machine)")
         print("Timings: median [p10–p90] per training step (forward, backward, SGD update), float32.\n")
 
-        if selected("ceiling") || selected("scaling") || Workload.all.contains(where: { selected($0.id) }) {
+        if ["ceiling", "scaling", "W7", "W8"].contains(where: selected) || Workload.all.contains(where: { selected($0.id) }) {
             report.ceiling = try ceiling()
         }
         let chosen = Workload.all.filter { selected($0.id) }
         if !chosen.isEmpty { report.workloads = try await compare(chosen, ceiling: report.ceiling?.best) }
         if selected("W7") { report.convolution = try convolution(ceiling: report.ceiling?.best) }
+        if selected("W8") { report.recurrent = try recurrent(ceiling: report.ceiling?.best) }
         if selected("F1") { report.fashion = try fashion(.mlp) }
         if selected("F2") { report.fashionCNN = try fashion(.cnn) }
+        if selected("F3") { report.words = try words() }
         if selected("observer") { report.observer = try await observerCost() }
         if selected("dashboard") { report.dashboard = try await dashboardCost() }
         if selected("neuron") { try neuronStruct() }
@@ -497,7 +500,11 @@ struct Report: Encodable {
         var seconds: [Double]
         var timing: Timing?
         var ratio: Double?
+        /// The peer's losses before each of the check steps (W7, W8), compared with ours.
+        var checkLosses: [Double]?
     }
+    /// A layer's median forward and backward seconds within a step (W7, W8).
+    struct LayerTime: Encodable { var layer: String, forward: Double, backward: Double }
     struct WorkloadResult: Encodable {
         var id: String
         var title: String
@@ -541,6 +548,8 @@ struct Report: Encodable {
     var fashionCNN: Fashion?
     var observer: Observer?
     var convolution: Convolution?
+    var recurrent: Recurrent?
+    var words: Words?
     var dashboard: Benchmarks.DashboardCost?
 }
 
@@ -571,18 +580,27 @@ struct SharedBatches: Encodable {
     /// shuffle from the run's own generator and order. The labels are the run's, so that a replay
     /// gone wrong is caught by the peer; the orders are checked against the run's after each epoch.
     init(_ engine: any TrainingEngine, seed: UInt64, epochs: Int) throws {
-        guard let engine = engine as? NetworkTrainingEngine<Float, SGD<Float>>, let labels = engine.training.dataset.labels,
-            var position = engine.resumePoint().position, position.epoch == 0, position.batchIndex == 0
-        else { throw ValidationError("shared batches need a fresh Float SGD run of a classification network") }
+        guard let engine = engine as? NetworkTrainingEngine<Float, SGD<Float>>, let labels = engine.training.dataset.labels else {
+            throw ValidationError("shared batches need a fresh Float SGD run of a classification network")
+        }
         let held = engine.validation?.count ?? 0
         var split = RunData<Float>.splitGenerator(seed: seed)
         rows = try Dataset<Float>.splitRows(count: engine.training.dataset.count + held, validationCount: held, generator: &split).training
         self.labels = labels
-        batchSize = position.batches.batchSize
-        orders = []
+        (batchSize, orders) = try Self.orders(engine, epochs: epochs)
+    }
+
+    /// The batch size of a fresh run and the order over its training rows of each of its first
+    /// `epochs` epochs: each epoch's shuffle replayed from the run's own generator and order.
+    static func orders<E: TrainingEngine>(_ engine: E, epochs: Int) throws -> (batchSize: Int, orders: [[Int]]) {
+        guard var position = engine.resumePoint().position, position.epoch == 0, position.batchIndex == 0 else {
+            throw ValidationError("shared batches need a fresh run, at its first step")
+        }
+        var orders: [[Int]] = []
         for _ in 0..<epochs {
             position.batches.shuffle(using: &position.generator)
             orders.append(position.batches.order)
         }
+        return (position.batches.batchSize, orders)
     }
 }

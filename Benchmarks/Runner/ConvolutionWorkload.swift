@@ -167,43 +167,6 @@ struct ConvolutionWorkload {
             return (conv.description, nhwc, perSample, batched)
         }
     }
-
-    /// Median seconds of each layer's forward and backward pass within a step.
-    func layerTimes(repeats: Int) throws -> [(layer: String, forward: Double, backward: Double)] {
-        var (network, x, t) = try make()
-        try network.lossAndGradients(x, targets: t)  // sizes every buffer
-        var layers = network.layers
-        var gradients = network.gradients
-        let clock = ContinuousClock()
-        var result: [(String, Double, Double)] = []
-        var offset = 0
-        for i in layers.indices {
-            let count = layers[i].parameterCount
-            let input = i == 0 ? x : network.layers[i - 1].output
-            let dy = i == layers.count - 1 ? network.output : network.layers[i + 1].inputGradient
-            var forward: [Double] = [], backward: [Double] = []
-            var state: [Float] = []
-            for _ in 0..<repeats {
-                network.parameters.withUnsafeBufferPointer { p in
-                    let slice = UnsafeBufferPointer(rebasing: p[offset..<offset + count])
-                    state.withUnsafeMutableBufferPointer { s in
-                        forward.append(clock.measure { layers[i].forward(input, parameters: slice, state: s, mode: .training) }.seconds)
-                    }
-                    gradients.withUnsafeMutableBufferPointer { g in
-                        let gslice = UnsafeMutableBufferPointer(rebasing: g[offset..<offset + count])
-                        backward.append(
-                            clock.measure {
-                                layers[i].backward(
-                                    input: input, outputGradient: dy, parameters: slice, gradients: gslice, computeInputGradient: i > 0)
-                            }.seconds)
-                    }
-                }
-            }
-            offset += count
-            result.append((layers[i].description, Timing(forward).median, Timing(backward).median))
-        }
-        return result
-    }
 }
 
 extension Report {
@@ -222,7 +185,6 @@ extension Report {
         var peers: [String: PeerTiming] = [:]
         var layouts: [LayoutTime] = []
         struct LayoutTime: Encodable { var layer: String, nhwc: Double, nchwPerSample: Double, nchwBatched: Double }
-        struct LayerTime: Encodable { var layer: String, forward: Double, backward: Double }
     }
 }
 
@@ -239,76 +201,19 @@ extension Benchmarks {
         }
         let checkLosses = try w.engineLosses(steps: checkSteps)
         let specs = PeerSpec.convolution
-        var peerTimings: [String: Report.PeerTiming] = [:]
-        var runner: Peers?
-        var file = ""
-        if peers {
-            runner = try Peers(threads: threads)
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)")
-                .path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            file = try w.writeExchangeFile(to: directory, checkSteps: checkSteps)
-            for peer in specs {
-                do {
-                    let check = try runner!.run(peer.script, ["--file", file, "--warmup", "0", "--steps", "1"] + peer.arguments)
-                    // 2e-4: the convolutions sum in other orders than ours, in Float, over three steps.
-                    let ok = agree(check.checkLosses ?? [], checkLosses, tolerance: 2e-4)
-                    peerTimings[peer.name] = Report.PeerTiming(version: check.version, checked: ok, seconds: [])
-                    if !ok { print("  W7 \(peer.name): losses \(check.checkLosses ?? []) disagree with ours \(checkLosses); not timed") }
-                } catch {
-                    print("  W7 \(peer.name) failed its check: \(error)")
-                    peerTimings[peer.name] = Report.PeerTiming(version: "?", checked: false, seconds: [])
-                }
-            }
-        }
-        var seconds: [Double] = [], allocations = 0.0
-        let rounds = self.rounds ?? (quick ? 1 : (peers ? 3 : 1))
-        for _ in 1...rounds {
-            let timed = try w.time(blocks: quick ? 5 : 30)
-            seconds += timed.seconds
-            allocations = timed.allocationsPerStep
-            guard let runner else { continue }
-            for peer in specs where peerTimings[peer.name]!.checked {
-                let steps = quick ? 10 : 60
-                do {
-                    let result = try runner.run(peer.script, ["--file", file, "--warmup", "5", "--steps", "\(steps)"] + peer.arguments)
-                    peerTimings[peer.name]!.seconds += result.stepSeconds ?? []
-                } catch {
-                    print("  W7 \(peer.name) failed: \(error)")
-                    peerTimings[peer.name]!.checked = false
-                }
-            }
-        }
-        let timing = Timing(seconds)
+        // 2e-4: the convolutions sum in other orders than ours, in Float, over three steps.
+        var measured = try againstPeers(
+            w.id, specs: specs, checkLosses: checkLosses, tolerance: 2e-4, peerSteps: quick ? 10 : 60,
+            writeFile: { try w.writeExchangeFile(to: $0, checkSteps: checkSteps) }, time: { try w.time(blocks: quick ? 5 : 30) })
+        let timing = Timing(measured.seconds), allocations = measured.allocationsPerStep
         let gflops = w.flops / timing.median / 1e9
-        let layers = try w.layerTimes(repeats: quick ? 3 : 15).map {
-            Report.Convolution.LayerTime(layer: $0.layer, forward: $0.forward, backward: $0.backward)
-        }
+        let made = try w.make()
+        var network = made.network
+        let layers = try layerTimes(&network, x: made.x, targets: made.t, repeats: quick ? 3 : 15)
         print("W7: \(w.title), float32 (checked: loss \(String(format: "%.6f", engine)) = naive \(String(format: "%.6f", naive)) on 4 rows)")
-        var rows = [
-            ["", "median", "p10–p90", "GFLOP/s", "of ceiling", "allocs/step", "peer / Neuron"],
-            [
-                "Neuron", format(timing.median), "\(format(timing.p10))–\(format(timing.p90))", String(format: "%.1f", gflops),
-                ceiling.map { String(format: "%.1f%%", gflops / $0 * 100) } ?? "–", String(format: "%.2f", allocations), "",
-            ],
-        ]
-        for peer in specs {
-            guard var p = peerTimings[peer.name] else { continue }
-            guard p.checked, !p.seconds.isEmpty else {
-                rows.append(["\(peer.column) \(p.version)", "unchecked", "", "", "", "", ""])
-                continue
-            }
-            let t = Timing(p.seconds)
-            p.timing = t
-            p.ratio = t.median / timing.median
-            peerTimings[peer.name] = p
-            rows.append([
-                "\(peer.column) \(p.version)", format(t.median), "\(format(t.p10))–\(format(t.p90))",
-                String(format: "%.1f", w.flops / t.median / 1e9),
-                ceiling.map { String(format: "%.1f%%", w.flops / t.median / 1e9 / $0 * 100) } ?? "–", "", String(format: "%.2f×", p.ratio!),
-            ])
-        }
-        print(table(rows))
+        print(
+            stepTable(
+                timing: timing, allocations: allocations, flops: w.flops, ceiling: ceiling, specs: specs, peers: &measured.peers))
         print("  by layer (median forward / backward):")
         print(table(layers.map { [$0.layer, format($0.forward), format($0.backward)] }))
         let layouts = try w.layoutTimes(blocks: quick ? 3 : 15)
@@ -321,7 +226,7 @@ extension Benchmarks {
         return Report.Convolution(
             title: w.title, flops: w.flops, checkLoss: engine, naiveLoss: naive, timing: timing, gflops: gflops,
             ceilingPercent: ceiling.map { gflops / $0 * 100 }, allocationsPerStep: allocations, layers: layers,
-            checkLosses: checkLosses, peers: peerTimings,
+            checkLosses: checkLosses, peers: measured.peers,
             layouts: layouts.map { .init(layer: $0.layer, nhwc: $0.nhwc, nchwPerSample: $0.nchwPerSample, nchwBatched: $0.nchwBatched) })
     }
 }

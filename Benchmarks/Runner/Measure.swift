@@ -1,6 +1,7 @@
 // Timing: blocks of steps long enough that reading the clock costs nothing, after a warm-up;
 // results as median and 10th/90th percentiles of the per-step time.
 import Foundation
+import NeuronCore
 
 /// Median, 10th and 90th percentile of per-step seconds.
 struct Timing: Codable {
@@ -67,4 +68,42 @@ func table(_ rows: [[String]]) -> String {
             + row.enumerated().map { j, cell in j == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[j] - cell.count + 2) }
             .joined()
     }.joined(separator: "\n")
+}
+
+/// Median seconds of each layer's forward and backward pass within a step of `network` on `x`
+/// and `targets` (W7, W8): one step sizes every buffer, then each layer's passes are timed alone,
+/// `repeats` times, on the input and output gradient that step left (the last layer's output
+/// gradient is the network's output, of the same shape: the values do not change the work).
+func layerTimes(_ network: inout Network<Float>, x: Tensor<Float>, targets: Tensor<Float>, repeats: Int) throws -> [Report.LayerTime] {
+    try network.lossAndGradients(x, targets: targets)
+    var layers = network.layers
+    var gradients = network.gradients
+    let clock = ContinuousClock()
+    var result: [Report.LayerTime] = []
+    var offset = 0
+    for i in layers.indices {
+        let count = layers[i].parameterCount
+        let input = i == 0 ? x : network.layers[i - 1].output
+        let dy = i == layers.count - 1 ? network.output : network.layers[i + 1].inputGradient
+        var forward: [Double] = [], backward: [Double] = []
+        var state: [Float] = []
+        for _ in 0..<repeats {
+            network.parameters.withUnsafeBufferPointer { p in
+                let slice = UnsafeBufferPointer(rebasing: p[offset..<offset + count])
+                state.withUnsafeMutableBufferPointer { s in
+                    forward.append(clock.measure { layers[i].forward(input, parameters: slice, state: s, mode: .training) }.seconds)
+                }
+                gradients.withUnsafeMutableBufferPointer { g in
+                    let gslice = UnsafeMutableBufferPointer(rebasing: g[offset..<offset + count])
+                    backward.append(
+                        clock.measure {
+                            layers[i].backward(input: input, outputGradient: dy, parameters: slice, gradients: gslice, computeInputGradient: i > 0)
+                        }.seconds)
+                }
+            }
+        }
+        offset += count
+        result.append(Report.LayerTime(layer: layers[i].description, forward: Timing(forward).median, backward: Timing(backward).median))
+    }
+    return result
 }

@@ -9,11 +9,12 @@ struct PeerResult: Decodable {
     var threads: Int
     var checkLosses: [Double]?
     var stepSeconds: [Double]?
-    // F1
+    // F1, F2, F3
     var reached: Bool?
     var epochs: Int?
     var trainSeconds: Double?
     var testAccuracies: [Double]?
+    var testLosses: [Double]?
 }
 
 /// One peer row of the workload table: a script and its arguments.
@@ -38,6 +39,13 @@ struct PeerSpec: Sendable {
         PeerSpec(name: "torch", column: "PyTorch", script: "torch_cnn.py"),
         PeerSpec(name: "torch.compile", column: "torch.compile", script: "torch_cnn.py", arguments: ["--compile"]),
         PeerSpec(name: "jax", column: "JAX (jit)", script: "jax_cnn.py"),
+    ]
+
+    /// The W8 peers: the same character GRU in `nn.GRU` (eager and compiled) and `lax.scan` (jit).
+    static let recurrent: [PeerSpec] = [
+        PeerSpec(name: "torch", column: "PyTorch", script: "torch_gru.py"),
+        PeerSpec(name: "torch.compile", column: "torch.compile", script: "torch_gru.py", arguments: ["--compile"]),
+        PeerSpec(name: "jax", column: "JAX (jit)", script: "jax_gru.py"),
     ]
 }
 
@@ -90,5 +98,100 @@ struct Peers {
         } catch {
             throw PeerError(description: "\(script) printed no result: \(line.prefix(300))")
         }
+    }
+}
+
+extension Benchmarks {
+    /// What ``againstPeers(_:specs:checkLosses:tolerance:peerSteps:writeFile:time:)`` measured.
+    struct PeerRounds {
+        /// Our per-step seconds, every round's blocks.
+        var seconds: [Double] = []
+        /// Our heap allocations per step, from the last round.
+        var allocationsPerStep = 0.0
+        /// By the peer's name; a peer that failed or disagreed is there, unchecked and untimed.
+        var peers: [String: Report.PeerTiming] = [:]
+    }
+
+    /// One step workload against its peers (W7, W8): with `--peers`, the exchange file `writeFile`
+    /// writes into a fresh folder, each peer run once to check its losses of the first steps
+    /// against `checkLosses` (within `tolerance`, relative), a peer that fails or disagrees left
+    /// untimed; then ours (`time`) and each checked peer's `peerSteps` steps, in interleaved
+    /// rounds, so that a noisy phase of the machine hits everyone alike.
+    func againstPeers(
+        _ id: String, specs: [PeerSpec], checkLosses: [Double], tolerance: Double, peerSteps: Int,
+        writeFile: (_ directory: String) throws -> String, time: () throws -> (seconds: [Double], allocationsPerStep: Double)
+    ) throws -> PeerRounds {
+        var result = PeerRounds()
+        var runner: Peers?
+        var file = ""
+        if peers {
+            runner = try Peers(threads: threads)
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)")
+                .path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            file = try writeFile(directory)
+            for peer in specs {
+                do {
+                    let check = try runner!.run(peer.script, ["--file", file, "--warmup", "0", "--steps", "1"] + peer.arguments)
+                    let ok = agree(check.checkLosses ?? [], checkLosses, tolerance: tolerance)
+                    result.peers[peer.name] = Report.PeerTiming(version: check.version, checked: ok, seconds: [], checkLosses: check.checkLosses)
+                    if !ok { print("  \(id) \(peer.name): losses \(check.checkLosses ?? []) disagree with ours \(checkLosses); not timed") }
+                } catch {
+                    print("  \(id) \(peer.name) failed its check: \(error)")
+                    result.peers[peer.name] = Report.PeerTiming(version: "?", checked: false, seconds: [])
+                }
+            }
+        }
+        let rounds = self.rounds ?? (quick ? 1 : (peers ? 3 : 1))
+        for _ in 1...rounds {
+            let timed = try time()
+            result.seconds += timed.seconds
+            result.allocationsPerStep = timed.allocationsPerStep
+            guard let runner else { continue }
+            for peer in specs where result.peers[peer.name]!.checked {
+                do {
+                    let timed = try runner.run(
+                        peer.script, ["--file", file, "--warmup", "\(max(5, peerSteps / 10))", "--steps", "\(peerSteps)"] + peer.arguments)
+                    result.peers[peer.name]!.seconds += timed.stepSeconds ?? []
+                } catch {
+                    print("  \(id) \(peer.name) failed: \(error)")
+                    result.peers[peer.name]!.checked = false
+                }
+            }
+        }
+        return result
+    }
+
+    /// The table of a step workload against its peers (W7, W8): ours, then each peer's row with
+    /// its time over ours; fills in each timed peer's `timing` and `ratio`.
+    func stepTable(
+        timing: Timing, allocations: Double, flops: Double, ceiling: Double?, specs: [PeerSpec], peers: inout [String: Report.PeerTiming]
+    ) -> String {
+        func rate(_ seconds: Double) -> [String] {
+            let gflops = flops / seconds / 1e9
+            return [String(format: "%.1f", gflops), ceiling.map { String(format: "%.1f%%", gflops / $0 * 100) } ?? "–"]
+        }
+        var rows = [
+            ["", "median", "p10–p90", "GFLOP/s", "of ceiling", "allocs/step", "peer / Neuron"],
+            ["Neuron", format(timing.median), "\(format(timing.p10))–\(format(timing.p90))"] + rate(timing.median) + [
+                String(format: "%.2f", allocations), "",
+            ],
+        ]
+        for peer in specs {
+            guard var p = peers[peer.name] else { continue }
+            guard p.checked, !p.seconds.isEmpty else {
+                rows.append(["\(peer.column) \(p.version)", "unchecked", "", "", "", "", ""])
+                continue
+            }
+            let t = Timing(p.seconds)
+            p.timing = t
+            p.ratio = t.median / timing.median
+            peers[peer.name] = p
+            rows.append(
+                ["\(peer.column) \(p.version)", format(t.median), "\(format(t.p10))–\(format(t.p90))"] + rate(t.median) + [
+                    "", String(format: "%.2f×", p.ratio!),
+                ])
+        }
+        return table(rows)
     }
 }
