@@ -7,8 +7,10 @@ F.cross_entropy(ignore_index=-1), loss.backward(), torch.optim.SGD; float32.
 
 The network (our layer indices): 0 embedding, 1 GRU (gates r, z, n; `h0` learned, passed as hx
 expanded over the batch), 2 dense per position giving the logits; sizes from the exchange file's
-tensors (README.md, "W8"). --compile wraps the model in torch.compile (default settings: dynamo
-runs nn.GRU eagerly, compiling the embedding and the head around it). Prints one JSON line:
+tensors (README.md, "W8"). --compile wraps the model in torch.compile with
+torch._dynamo.config.allow_rnn on, so that dynamo traces through nn.GRU and inductor compiles its
+cell too (by default dynamo leaves nn.GRU to run eagerly between the compiled embedding and head:
+3.2 ms a step against 1.9 ms here). Prints one JSON line:
 {"peer","version","threads","checkLosses","stepSeconds"}.
 """
 import os
@@ -71,6 +73,7 @@ def main():
     def fresh():
         model = build_gru_model(torch, w["params"])
         if args.compile:
+            torch._dynamo.config.allow_rnn = True
             model = torch.compile(model)
         return model, torch.optim.SGD(model.parameters(), lr=w["lr"])
 

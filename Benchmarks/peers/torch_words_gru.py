@@ -3,7 +3,7 @@
 --target, training time only (evaluation excluded).
 
     python3 Benchmarks/peers/torch_words_gru.py --text /usr/share/dict/american-english \
-        --init DIR/F3.safetensors [--batches DIR/F3-batches.json] --target 2.0 --max-epochs 10 --threads 2 [--verbose]
+        --init DIR/F3.safetensors [--batches DIR/F3-lines.json] --target 1.99 --max-epochs 10 --threads 2 [--verbose]
 
 The lines are read as Neuron's TextCorpus reads them (README.md, "F3"): UTF-8, one word a line,
 empty lines skipped, lowercased when the recipe says so, kept when every character is in the
