@@ -172,6 +172,8 @@ extension Report {
         var flops: Double
         var checkLosses: [Double]
         var naiveLosses: [Double]
+        /// Our per-step seconds, block by block, round after round.
+        var seconds: [Double]
         var timing: Timing
         var gflops: Double
         var ceilingPercent: Double?
@@ -223,7 +225,7 @@ extension Benchmarks {
                 ]))
         print()
         return Report.Recurrent(
-            title: w.title, flops: w.flops, checkLosses: checkLosses, naiveLosses: naive, timing: timing, gflops: gflops,
+            title: w.title, flops: w.flops, checkLosses: checkLosses, naiveLosses: naive, seconds: measured.seconds, timing: timing, gflops: gflops,
             ceilingPercent: ceiling.map { gflops / $0 * 100 }, allocationsPerStep: measured.allocationsPerStep, layers: layers,
             lossHead: parts.lossHead, update: parts.update, peers: measured.peers)
     }
