@@ -270,7 +270,8 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         (snapshot.validationLoss, snapshot.validationAccuracy) = (lastValidation?.loss, lastValidation?.accuracy)
         snapshot.layers = training.network.layerStatistics()
         snapshot.neuron = neuronRow()
-        snapshot.sampledLines = sampledLines
+        // A counted table takes no step, so no epoch ends: its lines are drawn when it is shown.
+        snapshot.sampledLines = sampledLines ?? (totalEpochs == 0 ? lineSampler?.draw(from: training.network, epoch: 0) : nil)
         return snapshot
     }
 
