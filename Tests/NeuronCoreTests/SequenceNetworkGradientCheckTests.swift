@@ -9,6 +9,8 @@ enum SequenceLayerKind: String, CaseIterable {
     case positionEmbedding
     case contextWindow
     case dense
+    case rnn
+    case gru
 
     /// The name the layer's description starts with.
     var name: String {
@@ -16,6 +18,8 @@ enum SequenceLayerKind: String, CaseIterable {
         case .positionEmbedding: "PositionEmbedding"
         case .contextWindow: "ContextWindow"
         case .dense: "Dense"
+        case .rnn: "RNN"
+        case .gru: "GRU"
         }
     }
 
@@ -30,6 +34,10 @@ enum SequenceLayerKind: String, CaseIterable {
         case .dense:
             let activation: Activation = g.index(below: 3) == 0 ? .sigmoid : .tanh  // smooth: no kink for a difference to straddle
             return try Dense<Double>(features, 1 + g.index(below: 4), activation: activation, time: time)
+        case .rnn:
+            return try RNN<Double>(time: time, inputs: features, hidden: 1 + g.index(below: 4))
+        case .gru:
+            return try GRU<Double>(time: time, inputs: features, hidden: 1 + g.index(below: 4))
         }
     }
 }
@@ -174,10 +182,10 @@ struct SequenceNetworkGradientCheckTests {
         return t
     }
 
-    @Test("30 random sequence networks pass: every parameter, padding in the targets")
+    @Test("100 random sequence networks, every sequence layer in each, pass: every parameter, padding in the targets")
     func randomNetworksPass() throws {
         var kinds: Set<String> = []
-        for seed in UInt64(1)...30 {
+        for seed in UInt64(1)...100 {
             let (network, x, t) = try Self.randomCase(seed: seed)
             for layer in network.layers { kinds.insert(String(layer.description.prefix { $0 != "(" })) }
             let report = try GradientCheck().run(on: network, inputs: x, targets: t)

@@ -280,7 +280,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     /// squared error, trained on one sample.
     private func neuronRow() -> TrainingSnapshot.NeuronRow? {
         let network = training.network, dataset = training.dataset
-        guard network.layers.count == 1, let dense = network.layers[0] as? Dense<Scalar>, dense.inputs == 1, dense.outputs == 1,
+        guard network.layers.count == 1, let dense = network.layers[0] as? Dense<Scalar>, dense.inputs == 1, dense.outputs == 1, dense.time == nil,
             dense.activation == .tanh, network.loss == .halfSquaredError, dataset.count == 1
         else { return nil }
         let (input, target) = (Double(dataset.features.scalars[0]), Double(dataset.targets.scalars[0]))
