@@ -30,7 +30,7 @@ extension ModelConfig {
         return built
     }
 
-    /// The network this model describes for `features` per sample: ``layers(_:features:)``, its
+    /// The network this model describes for `features` per sample: ``layers(_:features:vocabulary:)``, its
     /// ``effectiveLoss``, and weights drawn from `seed` (or the ``startingParameters``).
     /// - Throws: ``LayerBuildError`` for a layer that cannot be built as configured.
     public func network<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int, vocabulary: Int? = nil, seed: UInt64)

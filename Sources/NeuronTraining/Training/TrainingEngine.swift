@@ -106,7 +106,7 @@ public struct ResumePoint<Scalar: TensorScalar>: Sendable {
     /// One record per completed epoch.
     public var records: [EpochRecord]
     /// The PyTorch dimension order of each parameter tensor stored in another order than the
-    /// engine's (``ParameterTensor/pytorchOrder``), by name.
+    /// engine's (`ParameterTensor.pytorchOrder`), by name.
     public var pytorchOrders: [String: [Int]] = [:]
     /// A text model's tokens; nil for other data.
     public var vocabulary: Vocabulary?
