@@ -418,9 +418,10 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     public var precision: Precision = .float
     /// OpenBLAS threads, at least 1; default 2.
     public var blasThreads: Int = 2
-    /// How the parameters are found: by gradient descent (the default), or, for a bigram model
-    /// (one embedding over text), by counting, the maximum-likelihood table in closed form.
-    public var fit: Fit = .gradientDescent
+    /// How the parameters are found: by gradient descent (nil, the default), or, for a bigram model
+    /// (one embedding over text), by counting, the maximum-likelihood table in closed form. Left
+    /// out of a saved config when not given, so that a run's checkpoint stays as it was.
+    public var fit: Fit?
     /// Counting's add-`smoothing` to every pair's count (Laplace's rule at 1, the default), so
     /// that a pair never seen in training has a probability above 0; greater than 0.
     public var smoothing: Double?
