@@ -33,7 +33,7 @@ extension UnitExplanation {
         loss = try n.lossAndGradients(x, targets: t)
 
         let rnn = n.layers[layer] as? RNN<Double>, dense = n.layers[layer] as? Dense<Double>
-        // Per position: x: (time, width_in)  y: (time, width)
+        // Per position: x: (time, inputs)  y: (time, width), width the units (a dense layer's outputs, an RNN's hidden)
         let (time, inputCount, width) = rnn.map { ($0.time, $0.inputs, $0.hidden) } ?? (dense!.time!, dense!.inputs, dense!.outputs)
         let last = n.layers.count - 1
         let p = position ?? Self.defaultPosition(targets: t, loss: n.loss, time: time)
