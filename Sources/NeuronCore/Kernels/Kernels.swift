@@ -1,8 +1,8 @@
 // The kernels: every loop over the elements of a training step that is not a BLAS product. Layers,
 // the network's loss head and the optimizers call them on whole buffers, once per step, and never
 // loop over elements themselves. `TensorScalar` holds only what differs per type (BLAS, the C
-// library's scalar functions, the vectorized tanh); everything else is one generic body here, a
-// file per concern:
+// library's scalar functions, the vectorized tanh and erf); everything else is one generic body
+// here, a file per concern:
 //
 //     Kernels.swift                element-wise and reductions (bias, column sums, gathers, norms)
 //     ActivationKernels.swift      activations forward and backward, softmax
