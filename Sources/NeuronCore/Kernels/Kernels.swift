@@ -10,7 +10,7 @@
 //     ImageKernels.swift           im2col and col2im, max and average pooling, per-image transposes
 //     RecurrentKernels.swift       the recurrent layers' passes through time (RNN, GRU)
 //     SequenceKernels.swift        embedding lookups and their scatter-adds, context windows, index checks
-//     NormalizationKernels.swift   dropout, batch normalization
+//     NormalizationKernels.swift   dropout, batch and layer normalization
 //     LossKernels.swift            the fused losses
 //     UpdateKernels.swift          the optimizers' updates
 //
