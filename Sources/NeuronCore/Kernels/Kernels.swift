@@ -5,7 +5,7 @@
 // here, a file per concern:
 //
 //     Kernels.swift                element-wise and reductions (bias, column sums, gathers, norms)
-//     ActivationKernels.swift      activations forward and backward, softmax
+//     ActivationKernels.swift      activations forward and backward, softmax, GELU
 //     DenseKernels.swift           the dense layer's forward and backward passes
 //     ImageKernels.swift           im2col and col2im, max and average pooling, per-image transposes
 //     RecurrentKernels.swift       the recurrent layers' passes through time (RNN, GRU)
