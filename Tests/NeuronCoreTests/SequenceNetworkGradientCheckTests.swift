@@ -11,6 +11,7 @@ enum SequenceLayerKind: String, CaseIterable {
     case dense
     case rnn
     case gru
+    case attention
 
     /// The name the layer's description starts with.
     var name: String {
@@ -20,6 +21,7 @@ enum SequenceLayerKind: String, CaseIterable {
         case .dense: "Dense"
         case .rnn: "RNN"
         case .gru: "GRU"
+        case .attention: "CausalSelfAttention"
         }
     }
 
@@ -38,6 +40,9 @@ enum SequenceLayerKind: String, CaseIterable {
             return try RNN<Double>(time: time, inputs: features, hidden: 1 + g.index(below: 4))
         case .gru:
             return try GRU<Double>(time: time, inputs: features, hidden: 1 + g.index(below: 4))
+        case .attention:
+            let divisors = (1...features).filter { features % $0 == 0 }
+            return try CausalSelfAttention<Double>(time: time, features: features, heads: divisors[g.index(below: divisors.count)])
         }
     }
 }

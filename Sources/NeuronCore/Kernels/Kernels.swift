@@ -9,6 +9,7 @@
 //     DenseKernels.swift           the dense layer's forward and backward passes
 //     ImageKernels.swift           im2col and col2im, max and average pooling, per-image transposes
 //     RecurrentKernels.swift       the recurrent layers' passes through time (RNN, GRU)
+//     AttentionKernels.swift       causal multi-head self-attention's passes
 //     SequenceKernels.swift        embedding lookups and their scatter-adds, context windows, index checks
 //     NormalizationKernels.swift   dropout, batch and layer normalization
 //     LossKernels.swift            the fused losses
