@@ -12,6 +12,8 @@ enum SequenceLayerKind: String, CaseIterable {
     case rnn
     case gru
     case attention
+    case layerNorm
+    case gelu
 
     /// The name the layer's description starts with.
     var name: String {
@@ -22,6 +24,8 @@ enum SequenceLayerKind: String, CaseIterable {
         case .rnn: "RNN"
         case .gru: "GRU"
         case .attention: "CausalSelfAttention"
+        case .layerNorm: "LayerNorm"
+        case .gelu: "GELU"
         }
     }
 
@@ -43,6 +47,10 @@ enum SequenceLayerKind: String, CaseIterable {
         case .attention:
             let divisors = (1...features).filter { features % $0 == 0 }
             return try CausalSelfAttention<Double>(time: time, features: features, heads: divisors[g.index(below: divisors.count)])
+        case .layerNorm:
+            return try LayerNorm<Double>(shape: shape)
+        case .gelu:
+            return try GELU<Double>(shape: shape, approximation: g.index(below: 2) == 0 ? .none : .tanh)
         }
     }
 }
