@@ -17,7 +17,7 @@ struct Benchmarks: AsyncParsableCommand {
 
     @Argument(
         help:
-            "Workloads to run: W1…W8, F1, F2, F3, ceiling, observer, dashboard, neuron, scaling (default: all but scaling; --quick: also not F1, F2 and F3)."
+            "Workloads to run: W1…W8, F1, F2, F3, ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1, F2 and F3)."
     )
     var workloads: [String] = []
 
@@ -47,7 +47,8 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
-        let known = Set(Workload.all.map(\.id) + ["W7", "W8", "F1", "F2", "F3", "ceiling", "observer", "dashboard", "neuron", "scaling"])
+        let known = Set(
+            Workload.all.map(\.id) + ["W7", "W8", "F1", "F2", "F3", "ceiling", "observer", "dashboard", "neuron", "attention", "scaling"])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
         }
@@ -87,6 +88,7 @@ struct Benchmarks: AsyncParsableCommand {
         if selected("observer") { report.observer = try await observerCost() }
         if selected("dashboard") { report.dashboard = try await dashboardCost() }
         if selected("neuron") { try neuronStruct() }
+        if selected("attention") { try attention() }
         if selected("scaling") {
             try Scaling.run(peers: peers ? try Peers(threads: threads) : nil, quick: quick, ceiling: report.ceiling?.best, csv: scalingCSV)
         }

@@ -122,15 +122,19 @@ public final class DashboardBinding {
         return stateJSON()
     }
 
-    /// Unit `unit` of layer `layer` explained on training sample `sample`; nil while a run owns the engine.
-    public func explain(layer: Int, unit: Int, sample: Int) async throws -> UnitExplanation? {
+    /// Unit `unit` of layer `layer` explained on training sample `sample`, at `position` for a layer
+    /// over a sequence (nil: its default); nil while a run owns the engine.
+    public func explain(layer: Int, unit: Int, sample: Int, position: Int? = nil) async throws -> UnitExplanation? {
         guard let engine = engine() else { return nil }
-        return try await Self.explain(engine, layer: layer, unit: unit, sample: sample)
+        return try await Self.explain(engine, layer: layer, unit: unit, sample: sample, position: position)
     }
 
     /// Off the main actor: a unit of a wide layer takes two forward passes per weight.
-    nonisolated private static func explain(_ engine: any InspectableEngine, layer: Int, unit: Int, sample: Int) async throws -> UnitExplanation {
-        try await Task.detached(priority: .userInitiated) { try engine.explainUnit(layer: layer, unit: unit, sample: sample) }.value
+    nonisolated private static func explain(
+        _ engine: any InspectableEngine, layer: Int, unit: Int, sample: Int, position: Int?
+    ) async throws -> UnitExplanation {
+        try await Task.detached(priority: .userInitiated) { try engine.explainUnit(layer: layer, unit: unit, sample: sample, position: position) }
+            .value
     }
 
     /// Layer `index`'s weights and shape, when the model holds the engine and the layer has weights.

@@ -6,18 +6,23 @@ import Foundation
 import NeuronCore
 import NeuronTraining
 
-/// A layer's shape as the page needs it: which units can be clicked, which weights are filters.
+/// A layer's shape as the page needs it: which units can be clicked, at which positions, which
+/// weights are filters.
 public struct LayerLayout: Sendable, Equatable, Codable {
     /// `Dense(784→256, tanh)`.
     public var title: String
-    /// Units of a dense layer (each can be explained); nil for other layers.
+    /// Units that can be explained: a dense layer's (over features or per position), an RNN's;
+    /// nil for other layers.
     public var units: Int?
+    /// The positions a unit is explained at, for a per-position dense layer or an RNN; nil for a
+    /// layer over features.
+    public var positions: Int?
     /// The weight tensor's shape (`[inputs, outputs]` for a dense layer; a rank-4 weight is drawn
-    /// as filters, `[kh, kw, in, out]`); nil for a layer without weights.
+    /// as filters, `[kh, kw, in, out]`); nil for a layer without one named `weight`.
     public var weightShape: [Int]?
 
-    public init(title: String, units: Int?, weightShape: [Int]?) {
-        (self.title, self.units, self.weightShape) = (title, units, weightShape)
+    public init(title: String, units: Int?, positions: Int? = nil, weightShape: [Int]?) {
+        (self.title, self.units, self.positions, self.weightShape) = (title, units, positions, weightShape)
     }
 }
 

@@ -163,12 +163,23 @@ public final class DashboardServer: Sendable {
     }
 
     private func explain(_ request: DashboardRequest) async -> DashboardResponse {
+        let usage = "expected ?layer=L&unit=U[&sample=I][&position=P], whole numbers"
         guard let layer = Self.integer("layer", in: request), let unit = Self.integer("unit", in: request) else {
-            return Self.text(400, "expected ?layer=L&unit=U[&sample=I]\n")
+            return Self.text(400, usage + "\n")
         }
-        let sample = Self.integer("sample", in: request) ?? 0
+        // An optional value that is there must be a number: `sample=x` is refused, not read as sample 0.
+        var optional: [String: Int] = [:]
+        for name in ["sample", "position"] where request.queryValue(name) != nil {
+            guard let value = Self.integer(name, in: request) else {
+                return Self.text(400, "\(name)=\(request.queryValue(name)!.prefix(40)) is not a whole number; \(usage)\n")
+            }
+            optional[name] = value
+        }
         do {
-            guard let explanation = try await binding.explain(layer: layer, unit: unit, sample: sample) else {
+            guard
+                let explanation = try await binding.explain(
+                    layer: layer, unit: unit, sample: optional["sample"] ?? 0, position: optional["position"])
+            else {
                 return Self.text(409, "a run owns the weights while it trains: pause it to explain a unit\n")
             }
             struct Answer: Encodable { var explanation: UnitExplanation, table: String }

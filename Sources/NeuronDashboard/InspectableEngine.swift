@@ -6,15 +6,18 @@ import NeuronTraining
 
 /// An engine whose network the dashboard can look into.
 public protocol InspectableEngine: TrainingEngine {
-    /// Each layer's title, units (dense layers) and weight shape.
+    /// Each layer's title, units and positions (the layers whose units can be explained) and weight shape.
     func layerLayouts() -> [LayerLayout]
     /// Layer `index`'s weight tensor as Doubles with its shape; nil when it has none.
     func layerWeights(_ index: Int) -> (shape: [Int], values: [Double])?
     /// The training samples a unit can be explained on.
     var explainableSampleCount: Int { get }
-    /// Unit `unit` of dense layer `layer` explained on training sample `sample` (Docs/Reference.md §1–2's table).
-    /// - Throws: `NetworkError` for a layer or unit out of range or not dense; `DataError` for a sample out of range.
-    func explainUnit(layer: Int, unit: Int, sample: Int) throws -> UnitExplanation
+    /// Unit `unit` of layer `layer` explained on training sample `sample` (Docs/Reference.md §1–2's
+    /// table), at `position` for a per-position dense layer or an RNN (nil: the last position the
+    /// sample's line reaches).
+    /// - Throws: `NetworkError` for a layer, unit or position out of range, or a layer whose units
+    ///   cannot be explained; `DataError` for a sample out of range.
+    func explainUnit(layer: Int, unit: Int, sample: Int, position: Int?) throws -> UnitExplanation
 }
 
 extension Network {
@@ -23,7 +26,8 @@ extension Network {
         layers.enumerated().map { i, layer in
             let weight = parameterTensors.first { $0.layer == i && $0.tensor == "weight" }
             return LayerLayout(
-                title: layer.description, units: (layer as? Dense<Scalar>).map(\.outputs), weightShape: weight?.shape)
+                title: layer.description, units: UnitExplanation.units(of: layer), positions: UnitExplanation.positions(of: layer),
+                weightShape: weight?.shape)
         }
     }
 
@@ -41,12 +45,13 @@ extension NetworkTrainingEngine: InspectableEngine {
 
     public var explainableSampleCount: Int { training.dataset.count }
 
-    public func explainUnit(layer: Int, unit: Int, sample: Int) throws -> UnitExplanation {
+    public func explainUnit(layer: Int, unit: Int, sample: Int, position: Int?) throws -> UnitExplanation {
         let dataset = training.dataset
         guard (0..<dataset.count).contains(sample) else {
             throw DataError.invalidArgument(name: "sample", value: "\(sample)", expected: "0 to \(dataset.count - 1) (the training rows)")
         }
         let row = dataset.subset([sample])
-        return try UnitExplanation(network: network, sample: row.features.scalars, target: row.targets.scalars, layer: layer, unit: unit)
+        return try UnitExplanation(
+            network: network, sample: row.features.scalars, target: row.targets.scalars, layer: layer, unit: unit, position: position)
     }
 }

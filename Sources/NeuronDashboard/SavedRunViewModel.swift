@@ -23,7 +23,10 @@ public final class SavedRunViewModel: TrainingViewModeling {
         engine = try RunBuilder.build(saved.state.config, resume: saved).engine
         let folder = (saved.file as NSString).deletingLastPathComponent
         let snapshot = engine.snapshot()
-        var state = TrainingViewState(phase: Self.phase(summaryAt: (folder as NSString).appendingPathComponent("summary.json")), engine: snapshot)
+        let ended = Self.summaryState((folder as NSString).appendingPathComponent("summary.json"))
+        var state = TrainingViewState(phase: ended?.phase ?? .stopped, engine: snapshot)
+        // A text run's last lines, as its end wrote them (a rebuilt engine has drawn none).
+        state.sampledLines = state.sampledLines ?? ended?.sampledLines
         let metricsPath = (folder as NSString).appendingPathComponent("metrics.csv")
         let metrics = try Self.records(metricsPath)
         state.records = metrics.count > snapshot.records.count ? metrics : snapshot.records
@@ -83,8 +86,11 @@ public final class SavedRunViewModel: TrainingViewModeling {
 
     /// How the run ended, from `summary.json` (an encoding of the run's final state); stopped
     /// (interrupted) when there is none.
-    static func phase(summaryAt path: String) -> TrainingViewState.Phase {
-        guard let data = FileManager.default.contents(atPath: path) else { return .stopped }
-        return (try? TrainingViewState.decoder().decode(TrainingViewState.self, from: data).phase) ?? .stopped
+    static func phase(summaryAt path: String) -> TrainingViewState.Phase { summaryState(path)?.phase ?? .stopped }
+
+    /// The run's final state as `summary.json` holds it; nil when there is none or it cannot be read.
+    static func summaryState(_ path: String) -> TrainingViewState? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? TrainingViewState.decoder().decode(TrainingViewState.self, from: data)
     }
 }

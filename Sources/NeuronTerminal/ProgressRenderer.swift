@@ -122,13 +122,19 @@ public struct ProgressRenderer: Sendable {
             lines.append("  validation accuracy  \(accuracy)")
         }
         if let name = summary.evaluatedOn, let loss = summary.evaluationLoss {
-            lines.append("  \(name) loss \(String(repeating: " ", count: max(0, 15 - name.count)))\(loss)")
+            let unit = summary.lossUnit.map { "  (\($0))" } ?? ""
+            lines.append("  \(name) loss \(String(repeating: " ", count: max(0, 15 - name.count)))\(loss)\(unit)")
             if let accuracy = summary.evaluationAccuracy {
                 lines.append("  \(name) accuracy \(String(repeating: " ", count: max(0, 11 - name.count)))\(accuracy)")
             }
         }
         if let output = summary.trainedOutput, let w = summary.trainedWeight, let b = summary.trainedBias {
             lines.append("  trained output       \(output)  (w \(w), b \(b))")
+        }
+        if let sampled = state.sampledLines, !sampled.isEmpty {
+            let new = sampled.filter { !$0.inTraining }.count
+            lines.append("  samples              \(new) of \(sampled.count) new (* a training line)")
+            lines += sampled.map { "    \($0.inTraining ? "*" : " ") \($0.text)" }
         }
         lines.append("  run directory        \(directory)  (checkpoint.safetensors, metrics.csv, curves.svg, summary.json)")
         if state.phase == .stopped, let checkpoint = summary.checkpoint {

@@ -17,6 +17,14 @@ struct Explain: ParsableCommand {
             weights its column of the layer's weights, and its output gradient flows back from the network's \
             loss; faux gradients by forward difference (or --central) through the network's forward pass, \
             with the network's own backward pass beside them.
+
+            A unit of a per-position dense layer or of an RNN (a text run's) is explained at one position \
+            P of the sample (--position P; by default the last position the sample's line reaches, where \
+            its last character is read and its end is to be predicted): its inputs are the layer's input at \
+            P (an RNN's also the state before, h_{P-1}), its gradients ∂L/∂(quantity at P) with L the \
+            loss over the whole sample, a weight's row position P's share of its gradient beside the \
+            network's sum over positions, and its faux gradients nudge the quantity at P alone. A GRU, an \
+            embedding, a position embedding or a context window has no one-neuron unit and is refused.
             """
     )
 
@@ -66,7 +74,7 @@ struct Explain: ParsableCommand {
     @Option(help: "Explain a unit of this run's trained network (its run directory or checkpoint file).")
     var checkpoint: String?
 
-    @Option(parsing: .unconditional, help: "With --checkpoint: the dense layer, counted from 0.")
+    @Option(parsing: .unconditional, help: "With --checkpoint: the layer (dense, or a text run's RNN), counted from 0.")
     var layer: Int?
 
     @Option(parsing: .unconditional, help: "With --checkpoint: the unit of the layer, counted from 0.")
@@ -77,19 +85,29 @@ struct Explain: ParsableCommand {
         help: "With --checkpoint: the training sample, counted from 0 (as the run's training rows are read, before shuffling).")
     var sample: Int = 0
 
+    @Option(
+        parsing: .unconditional,
+        help: """
+            With --checkpoint, for a per-position dense layer or an RNN: the position, counted from 0 \
+            (default: the last position the sample's line reaches, its last character).
+            """)
+    var position: Int?
+
     func validate() throws {
         guard tiny > 0 else { throw ValidationError("--tiny must be greater than 0, got \(tiny)") }
         if checkpoint != nil {
             guard let layer, let unit else { throw ValidationError("--checkpoint needs --layer L and --unit U") }
-            for (name, value) in [("--layer", layer), ("--unit", unit), ("--sample", sample)] where value < 0 {
-                throw ValidationError("\(name) \(value): layers, units and samples are counted from 0")
+            for (name, value) in [("--layer", layer), ("--unit", unit), ("--sample", sample), ("--position", position ?? 0)] where value < 0 {
+                throw ValidationError("\(name) \(value): layers, units, samples and positions are counted from 0")
             }
             guard iterations == nil, learningRate == nil else {
                 throw ValidationError("--iterations and --learning-rate train the single neuron; a checkpoint's network is explained as trained")
             }
             return
         }
-        guard layer == nil, unit == nil, sample == 0 else { throw ValidationError("--layer, --unit and --sample need --checkpoint") }
+        guard layer == nil, unit == nil, sample == 0, position == nil else {
+            throw ValidationError("--layer, --unit, --sample and --position need --checkpoint")
+        }
         guard inputs.count == weights.count else {
             throw ValidationError(
                 "--input has \(inputs.count) value\(inputs.count == 1 ? "" : "s") but --weight has \(weights.count); give one weight per input")
@@ -106,14 +124,15 @@ struct Explain: ParsableCommand {
 
     func run() throws {
         if let checkpoint, let layer, let unit {
-            let explanation = try Self.explainUnit(
-                checkpoint: checkpoint, layer: layer, unit: unit, sample: sample,
+            let (explanation, line) = try Self.explainUnit(
+                checkpoint: checkpoint, layer: layer, unit: unit, sample: sample, position: position,
                 difference: FiniteDifference(central ? .central : .forward, tiny: tiny))
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                 print(String(decoding: try encoder.encode(explanation), as: UTF8.self))
             } else {
+                if let line { print(line + "\n") }
                 print(explanation.table)
             }
             return
@@ -142,24 +161,37 @@ struct Explain: ParsableCommand {
 }
 
 extension Explain {
-    /// Unit `unit` of layer `layer` of the checkpoint's network on training sample `sample`.
+    /// Unit `unit` of layer `layer` of the checkpoint's network on training sample `sample`, at
+    /// `position` for a layer over a sequence (nil: its default); for a text run, a line saying what
+    /// the network reads and is to predict there.
     /// - Throws: ``CheckpointError``, ``RunError``, ``NetworkError`` or ``DataError`` naming what does not fit.
-    static func explainUnit(checkpoint path: String, layer: Int, unit: Int, sample: Int, difference: FiniteDifference<Double>) throws
-        -> UnitExplanation
-    {
+    static func explainUnit(
+        checkpoint path: String, layer: Int, unit: Int, sample: Int, position: Int? = nil, difference: FiniteDifference<Double>
+    ) throws -> (explanation: UnitExplanation, line: String?) {
         let saved = try Checkpoint.read(path)
         switch saved.state.precision {
-        case .float: return try explainUnit(Float.self, saved, layer: layer, unit: unit, sample: sample, difference: difference)
-        case .double: return try explainUnit(Double.self, saved, layer: layer, unit: unit, sample: sample, difference: difference)
+        case .float:
+            return try explainUnit(Float.self, saved, layer: layer, unit: unit, sample: sample, position: position, difference: difference)
+        case .double:
+            return try explainUnit(Double.self, saved, layer: layer, unit: unit, sample: sample, position: position, difference: difference)
         }
     }
 
     private static func explainUnit<Scalar: TensorScalar>(
-        _: Scalar.Type, _ saved: LoadedCheckpoint, layer: Int, unit: Int, sample: Int, difference: FiniteDifference<Double>
-    ) throws -> UnitExplanation {
+        _: Scalar.Type, _ saved: LoadedCheckpoint, layer: Int, unit: Int, sample: Int, position: Int?, difference: FiniteDifference<Double>
+    ) throws -> (explanation: UnitExplanation, line: String?) {
         let network: Network<Scalar> = try Prediction<Scalar>.network(saved)
-        // A layer or unit that is not there is refused before the dataset is read.
+        // A layer, unit or position that is not there is refused before the dataset is read.
         try UnitExplanation.check(layer: layer, unit: unit, of: network)
+        if let position {
+            let name = "layer \(layer) \(network.layers[layer])"
+            guard let time = UnitExplanation.positions(of: network.layers[layer]) else {
+                throw RunError.invalid(
+                    "--position \(position): \(name) is a layer over features, with no positions; --position is for a per-position dense layer or an RNN"
+                )
+            }
+            guard (0..<time).contains(position) else { throw RunError.invalid("--position \(position): \(name) has positions 0 to \(time - 1)") }
+        }
         // The training rows as the run read them: the same split and the same fitted statistics.
         let data = try RunData<Scalar>(saved.state.config.data, seed: saved.state.seed)
         guard data.preprocessing == saved.state.preprocessing else {
@@ -169,8 +201,17 @@ extension Explain {
             throw RunError.invalid("--sample \(sample): the run has training samples 0 to \(data.training.count - 1)")
         }
         let row = data.training.subset([sample])
-        return try UnitExplanation(
-            network: network, sample: row.features.scalars, target: row.targets.scalars, layer: layer, unit: unit, difference: difference)
+        let explanation = try UnitExplanation(
+            network: network, sample: row.features.scalars, target: row.targets.scalars, layer: layer, unit: unit, position: position,
+            difference: difference)
+        guard let text = data.text, let at = explanation.position else { return (explanation, nil) }
+        // What the position means in the line: the character read there and the one to predict.
+        let vocabulary = text.corpus.vocabulary
+        let read = vocabulary.name(of: Int(row.features[at])), next = Int(row.targets[at])
+        var line = "Training sample \(sample), \"\(text.corpus.lines[text.training[sample]])\": at position \(at) the network reads '\(read)' and "
+        line += next < 0 ? "has nothing to predict (padding past the line's end)." : "is to predict '\(vocabulary.name(of: next))'."
+        if explanation.isOutput, network.loss == .sequenceCrossEntropy { line += " Unit \(unit) is the score of '\(vocabulary.name(of: unit))'." }
+        return (explanation, line)
     }
 }
 

@@ -19,6 +19,11 @@ struct Predict: ParsableCommand {
 
     func run() throws {
         let saved = try Checkpoint.read(checkpoint)
+        if saved.state.vocabulary != nil {
+            throw RunError.invalid(
+                "\(saved.file): \(saved.state.network) is a text model, which reads lines, not rows of features; draw lines from it with neuron sample \(checkpoint)"
+            )
+        }
         switch saved.state.precision {
         case .double: print(try Prediction<Double>.csv(saved, input: input), terminator: "")
         case .float: print(try Prediction<Float>.csv(saved, input: input), terminator: "")

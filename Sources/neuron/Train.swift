@@ -159,7 +159,7 @@ extension DistributedEngine: InspectableEngine {
     public func layerLayouts() -> [LayerLayout] { base.layerLayouts() }
     public func layerWeights(_ index: Int) -> (shape: [Int], values: [Double])? { base.layerWeights(index) }
     public var explainableSampleCount: Int { base.explainableSampleCount }
-    public func explainUnit(layer: Int, unit: Int, sample: Int) throws -> UnitExplanation {
-        try base.explainUnit(layer: layer, unit: unit, sample: sample)
+    public func explainUnit(layer: Int, unit: Int, sample: Int, position: Int?) throws -> UnitExplanation {
+        try base.explainUnit(layer: layer, unit: unit, sample: sample, position: position)
     }
 }

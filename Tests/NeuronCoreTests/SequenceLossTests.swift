@@ -167,10 +167,31 @@ struct SequenceLossTests {
         for _ in 0..<30 { training.finishEpoch() }
         let last = training.finishEpoch()
         #expect(last < first / 10, "epoch loss \(first) → \(last)")
+        // Evaluation over the same rows: the mean over every counted position, as a step's.
+        let evaluation = try training.network.evaluate(dataset)
+        #expect(evaluation.loss < Double(first) / 10 && evaluation.accuracy == nil && evaluation.count == 32)
         #expect(throws: NetworkError.self) {
             try MiniBatchTraining(
                 network: try Self.network(Float.self), optimizer: try Adam<Float>(learningRate: 0.05),
                 dataset: try Dataset(features: features, targets: Tensor(zeros: [32, 20])), batchSize: 8, seed: 1)
+        }
+        // Tokens out of range anywhere in the dataset: refused when training is set up, not when a step meets them.
+        var bad = features
+        bad[31, 3] = 5
+        #expect(throws: NetworkError.self) {
+            try MiniBatchTraining(
+                network: try Self.network(Float.self), optimizer: try Adam<Float>(learningRate: 0.05),
+                dataset: try Dataset(features: bad, targets: targets), batchSize: 8, seed: 1)
+        }
+        // A labelled dataset's one-hot rows are not class indices per position.
+        let labelled = try Dataset<Float>.classification(
+            features: features, labels: Array(repeating: 1, count: 32), classNames: ["a", "b", "c", "d"])
+        #expect(
+            throws: NetworkError.lossMismatch(
+                "sequenceCrossEntropy takes a class index per position as its targets, not a labelled dataset's one-hot rows")
+        ) {
+            try MiniBatchTraining(
+                network: try Self.network(Float.self), optimizer: try Adam<Float>(learningRate: 0.05), dataset: labelled, batchSize: 8, seed: 1)
         }
     }
 

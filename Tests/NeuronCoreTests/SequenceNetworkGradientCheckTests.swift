@@ -9,6 +9,11 @@ enum SequenceLayerKind: String, CaseIterable {
     case positionEmbedding
     case contextWindow
     case dense
+    case rnn
+    case gru
+    case attention
+    case layerNorm
+    case gelu
 
     /// The name the layer's description starts with.
     var name: String {
@@ -16,6 +21,11 @@ enum SequenceLayerKind: String, CaseIterable {
         case .positionEmbedding: "PositionEmbedding"
         case .contextWindow: "ContextWindow"
         case .dense: "Dense"
+        case .rnn: "RNN"
+        case .gru: "GRU"
+        case .attention: "CausalSelfAttention"
+        case .layerNorm: "LayerNorm"
+        case .gelu: "GELU"
         }
     }
 
@@ -30,6 +40,17 @@ enum SequenceLayerKind: String, CaseIterable {
         case .dense:
             let activation: Activation = g.index(below: 3) == 0 ? .sigmoid : .tanh  // smooth: no kink for a difference to straddle
             return try Dense<Double>(features, 1 + g.index(below: 4), activation: activation, time: time)
+        case .rnn:
+            return try RNN<Double>(time: time, inputs: features, hidden: 1 + g.index(below: 4))
+        case .gru:
+            return try GRU<Double>(time: time, inputs: features, hidden: 1 + g.index(below: 4))
+        case .attention:
+            let divisors = (1...features).filter { features % $0 == 0 }
+            return try CausalSelfAttention<Double>(time: time, features: features, heads: divisors[g.index(below: divisors.count)])
+        case .layerNorm:
+            return try LayerNorm<Double>(shape: shape)
+        case .gelu:
+            return try GELU<Double>(shape: shape, approximation: g.index(below: 2) == 0 ? .none : .tanh)
         }
     }
 }
@@ -174,10 +195,10 @@ struct SequenceNetworkGradientCheckTests {
         return t
     }
 
-    @Test("30 random sequence networks pass: every parameter, padding in the targets")
+    @Test("100 random sequence networks, every sequence layer in each, pass: every parameter, padding in the targets")
     func randomNetworksPass() throws {
         var kinds: Set<String> = []
-        for seed in UInt64(1)...30 {
+        for seed in UInt64(1)...100 {
             let (network, x, t) = try Self.randomCase(seed: seed)
             for layer in network.layers { kinds.insert(String(layer.description.prefix { $0 != "(" })) }
             let report = try GradientCheck().run(on: network, inputs: x, targets: t)

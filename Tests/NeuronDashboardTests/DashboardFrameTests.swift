@@ -28,6 +28,16 @@ struct DashboardFrameTests {
         #expect(json.contains(#""ignoredEvents":[{"event":"start","phase":"running"},{"count":5,"event":"step","phase":"running"}]"#))
     }
 
+    @Test("A text model's sampled lines travel in the frame, each marked when it is a training line")
+    func sampledLines() throws {
+        var state = TrainingViewState()
+        state.sampledLines = [SampledLine(text: "quib", inTraining: false), SampledLine(text: "the", inTraining: true)]
+        let json = String(
+            decoding: DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false, acceptedEvents: []).json(),
+            as: UTF8.self)
+        #expect(json.contains(#""sampledLines":[{"inTraining":false,"text":"quib"},{"inTraining":true,"text":"the"}]"#), "\(json)")
+    }
+
     @Test("The gradient check travels with shapes and positions as the checkpoint stores the tensors: (outputs, inputs)")
     func gradientCheckInFileLayout() throws {
         // Dense(3→2): the engine holds its weight as (3, 2), the checkpoint as (2, 3).

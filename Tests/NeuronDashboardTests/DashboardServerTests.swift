@@ -203,12 +203,68 @@ struct DashboardServerTests {
             let expected = try UnitExplanation(network: model.engine!.network, sample: [1, 1], target: [0], layer: 0, unit: 2)
             #expect(explained.body.contains(#""net":\#(expected.net)"#))
             #expect(try await fetch(server, "/api/explain?layer=0&unit=2&sample=4").status == 400)  // XOR has rows 0 to 3
+            let overFeatures = try await fetch(server, "/api/explain?layer=0&unit=2&position=0")
+            #expect(overFeatures.status == 400 && overFeatures.body.contains("a layer over features has no positions"))
+            let notANumber = try await fetch(server, "/api/explain?layer=0&unit=2&sample=x")
+            #expect(notANumber.status == 400 && notANumber.body.contains("sample=x is not a whole number"))
             let weights = try await fetch(server, "/api/weights?layer=1")
             #expect(weights.status == 200 && weights.body.contains(#""shape":[3,1]"#))
 
             // Ignored events show up in the state the page reads.
             #expect(try await fetch(server, method: "POST", "/api/event", headers: json, body: #"{"event":"pause"}"#).status == 200)
             #expect(model.viewState.ignoredEventCount == 1)
+        }
+    }
+
+    @Test("A text model's RNN and per-position dense units explained at a position; bad positions and samples are 400")
+    func textModel() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-dashboard-text-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("words.txt").path
+        try "cab\nabba\nbac\nc\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let corpus = try TextCorpus.load(path, maximumBytes: 1 << 10)  // 4 tokens (⏎abc), 5 positions
+        var network = try Network<Double>(
+            [
+                try Embedding<Double>(vocabulary: 4, features: 3, time: 5), try RNN<Double>(time: 5, inputs: 3, hidden: 4),
+                try Dense<Double>(4, 4, activation: .identity, time: 5),
+            ], loss: .sequenceCrossEntropy)
+        network.initialize(seed: 3)
+        let dataset: Dataset<Double> = corpus.dataset()
+        let engine = try NetworkTrainingEngine(
+            network: network, optimizer: try SGD(learningRate: 0.1), dataset: dataset, batchSize: 2, epochs: 5, seed: 3)
+        let model = TrainingViewModel(engine: engine)
+        let held: @MainActor () -> (any TrainingEngine)? = { model.engine }
+        try await serving(model, engine: held) { server in
+            let state = try JSONSerialization.jsonObject(with: Data(try await fetch(server, "/api/state").body.utf8)) as? [String: Any]
+            let layouts = try #require(state?["layouts"] as? [[String: Any]])
+            #expect(layouts[0]["units"] == nil && layouts[0]["positions"] == nil)
+            #expect(layouts[1]["units"] as? Int == 4 && layouts[1]["positions"] as? Int == 5)
+            #expect(layouts[2]["units"] as? Int == 4 && layouts[2]["positions"] as? Int == 5)
+
+            let row = dataset.subset([1])  // abba: ⏎abba in, abba⏎ to predict
+            for (layer, position) in [(1, 2), (2, 0)] {
+                let explained = try await fetch(server, "/api/explain?layer=\(layer)&unit=3&sample=1&position=\(position)")
+                #expect(explained.status == 200, "\(explained.body)")
+                let expected = try UnitExplanation(
+                    network: model.engine!.network, sample: row.features.scalars, target: row.targets.scalars, layer: layer, unit: 3,
+                    position: position)
+                #expect(explained.body.contains(#""position":\#(position)"#) && explained.body.contains(#""net":\#(expected.net)"#))
+                #expect(explained.body.contains("network at \(position)"))
+            }
+            // No position: the line's last (abba: position 4, where its last 'a' is read).
+            let byDefault = try await fetch(server, "/api/explain?layer=1&unit=0&sample=1")
+            #expect(byDefault.status == 200 && byDefault.body.contains(#""position":4"#))
+            for (query, reason) in [
+                ("layer=1&unit=0&position=5", "position 5 is out of range; it has positions 0 to 4"),
+                ("layer=1&unit=0&position=-1", "position -1 is out of range"),
+                ("layer=1&unit=0&position=2.5", "position=2.5 is not a whole number"),
+                ("layer=1&unit=0&sample=4", "0 to 3 (the training rows)"),
+                ("layer=0&unit=0", "it has no units"),
+            ] {
+                let refused = try await fetch(server, "/api/explain?" + query)
+                #expect(refused.status == 400 && refused.body.contains(reason), "\(query): \(refused.status) \(refused.body)")
+            }
         }
     }
 

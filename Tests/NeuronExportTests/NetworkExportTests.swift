@@ -302,6 +302,19 @@ struct NetworkExportTests {
         #expect(message == "layer 1, Doubling(2), cannot be exported to ONNX: no ONNX form is defined for this kind of layer")
     }
 
+    @Test("LayerNorm and GELU have no ONNX form here yet: refused by their index and description, whatever follows")
+    func transformerLayersRefused() throws {
+        let reason = "no ONNX form is defined for this kind of layer"
+        let norm = try Network<Float>(
+            [try Dense<Float>(3, 4, activation: .identity), try LayerNorm<Float>(shape: [4]), try GELU<Float>(shape: [4]), try Dense<Float>(4, 2)],
+            loss: .halfSquaredError)
+        #expect(throws: ONNXExportError.unsupportedLayer(index: 1, layer: "LayerNorm(4)", reason: reason)) { try norm.onnxModel() }
+        let gelu = try Network<Float>(
+            [try Dense<Float>(3, 4, activation: .identity), try GELU<Float>(shape: [4], approximation: .tanh), try Dense<Float>(4, 2)],
+            loss: .halfSquaredError)
+        #expect(throws: ONNXExportError.unsupportedLayer(index: 1, layer: "GELU(4, tanh)", reason: reason)) { try gelu.onnxModel() }
+    }
+
     @Test("Options out of range and names that do not fit are refused before anything is built")
     func badOptions() throws {
         let network = try Network<Float>(features: 3, layers: [(2, .softmax)], loss: .softmaxCrossEntropy, seed: 1)

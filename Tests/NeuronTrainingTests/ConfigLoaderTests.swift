@@ -155,9 +155,9 @@ struct ConfigLoaderTests {
             #"{"data":{"blockSize":16,"count":5,"featureColumns":["x"],"input":0.5,"keep":"a-z","kind":"csv","labelColumn":"y","limit":3,"#
             + #""lowercase":true,"name":"sine","normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","#
             + #""testLabels":"d","testPath":"t.csv","testSplit":0.25,"trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
-            + #""model":{"inputShape":[28,28,1],"inputs":3,"layers":[{"activation":"tanh","units":2},{"activation":"relu","epsilon":1e-05,"#
+            + #""model":{"inputShape":[28,28,1],"inputs":3,"layers":[{"activation":"tanh","units":2},{"activation":"relu","approximation":"tanh","epsilon":1e-05,"#
             + #""features":8,"filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
-            + #""stride":2},{"kind":"residual","layers":[{"activation":"tanh","units":2},{"activation":"relu","epsilon":1e-05,"#
+            + #""stride":2},{"kind":"residual","layers":[{"activation":"tanh","units":2},{"activation":"relu","approximation":"tanh","epsilon":1e-05,"#
             + #""features":8,"filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
             + #""stride":2}]}],"#
             + #""loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
@@ -197,7 +197,7 @@ struct ConfigLoaderTests {
         var layer = LayerConfig(kind: .conv2d)
         (layer.activation, layer.filters, layer.kernel, layer.stride, layer.padding, layer.pad) = (.relu, 4, 3, 2, .same, 1)
         (layer.size, layer.global, layer.rate, layer.momentum, layer.epsilon) = (2, true, 0.5, 0.1, 1e-5)
-        layer.features = 8
+        (layer.features, layer.approximation) = (8, .tanh)
         return layer
     }
 
@@ -351,7 +351,7 @@ struct ConfigLoaderTests {
                 == "run.yaml:2:3: model: expected a mapping (keys inputs, inputShape, layers, loss, neuron); found a list")
         #expect(
             failure("model:\n  layers: {units: 4}\n")
-                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers); found a mapping"
+                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers); found a mapping"
         )
         #expect(failure(xorNetwork + "training:\n  epochs: 1.5\n") == "run.yaml:9:11: training.epochs: expected a whole number; found 1.5")
         #expect(
@@ -550,6 +550,10 @@ struct ConfigLoaderTests {
             (xorNetwork + "optimizer: {kind: bogus}\n", "optimizer.kind", OptimizerConfig.Kind.allCases.map(\.rawValue)),
             (xorNetwork + "optimizer: {schedule: {kind: bogus}}\n", "optimizer.schedule.kind", ScheduleConfig.Kind.allCases.map(\.rawValue)),
             (xorNetwork + "training: {precision: bogus}\n", "training.precision", TrainingConfig.Precision.allCases.map(\.rawValue)),
+            (
+                "model:\n  layers: [{kind: gelu, approximation: bogus}, {units: 1}]\ndata: {kind: synthetic, name: xor}\n",
+                "model.layers[0].approximation", GELUApproximation.allCases.map(\.rawValue)
+            ),
         ]
         for (config, path, names) in choices {
             let message = failure(config)
@@ -564,6 +568,10 @@ struct ConfigLoaderTests {
         }
         for kind in OptimizerConfig.Kind.allCases {
             #expect(failure(xorNetwork + "optimizer: {kind: \(kind.rawValue)}\n") == "no error")
+        }
+        for approximation in GELUApproximation.allCases {
+            let gelu = "model:\n  layers: [{kind: gelu, approximation: \(approximation.rawValue)}, {units: 1}]\ndata: {kind: synthetic, name: xor}\n"
+            #expect(failure(gelu) == "no error")
         }
     }
 
@@ -812,5 +820,42 @@ struct BatchNormEpsilonTests {
         #expect(failure(model(epsilon: "1e-13")).hasSuffix("; found 1e-13"))
         #expect(failure(model(epsilon: "1e-12")) == "no error")
         #expect(Float(1e-50) == 0 && Float(LayerConfig.smallestEpsilon) > 0)
+    }
+}
+
+@Suite("Layer norm and GELU in configs")
+struct LayerNormGELUConfigTests {
+    private func model(_ layer: String) -> String {
+        """
+        model:
+          layers:
+            - {units: 4, activation: identity}
+            - \(layer)
+            - {units: 1}
+        data: {kind: synthetic, name: xor}
+        """
+    }
+
+    @Test("layerNorm takes epsilon, with batchNorm's floor; gelu takes approximation; neither takes another key")
+    func keys() {
+        for layer in ["{kind: layerNorm}", "{kind: layerNorm, epsilon: 1e-6}", "{kind: gelu}", "{kind: gelu, approximation: tanh}"] {
+            #expect(failure(model(layer)) == "no error", "\(layer)")
+        }
+        #expect(
+            failure(model("{kind: layerNorm, epsilon: 1e-13}")).hasSuffix(
+                "model.layers[1].epsilon: expected a finite number of at least 1e-12 (epsilon keeps 1/√(variance + epsilon) finite for a sample or position whose features are all equal; Float holds nothing below 1.4e-45); found 1e-13"
+            ))
+        #expect(failure(model("{kind: layerNorm, epsilon: 1e-12}")) == "no error")
+        #expect(
+            failure(model("{kind: gelu, epsilon: 1e-5}")).hasSuffix("model.layers[1].epsilon does not apply to a gelu layer; it takes approximation"))
+        #expect(
+            failure(model("{kind: layerNorm, approximation: tanh}")).hasSuffix(
+                "model.layers[1].approximation does not apply to a layerNorm layer; it takes epsilon"))
+        #expect(
+            failure(model("{kind: layerNorm, activation: relu}")).hasSuffix(
+                "model.layers[1].activation does not apply to a layerNorm layer; it takes epsilon"))
+        #expect(
+            failure(model("{kind: gelu, approximation: exact}")).hasSuffix("model.layers[1].approximation: expected one of none, tanh; found 'exact'")
+        )
     }
 }

@@ -43,7 +43,7 @@ struct ConfigSchemaTests {
         #expect(RunConfig.shape.expectation == "a mapping (keys model, data, optimizer, training, output)")
         #expect(
             [LayerConfig].shape.expectation
-                == "a list, each item a mapping (keys kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers)"
+                == "a list, each item a mapping (keys kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers)"
         )
         #expect([String]?.shape.expectation == "a list, each item a string")
         #expect(UInt64.shape.expectation == "a whole number from 0 to 18446744073709551615")
@@ -64,6 +64,7 @@ struct ConfigSchemaTests {
         #expect(names(OptimizerConfig.Kind.shape) == ["sgd", "adam"])
         #expect(names(ScheduleConfig.Kind.shape) == ["constant", "step", "cosine"])
         #expect(names(TrainingConfig.Precision.shape) == ["float", "double"])
+        #expect(names(GELUApproximation.shape) == ["none", "tanh"])
     }
 
     @Test("Each kind's keys, as Docs/Config.md's tables list them")
@@ -75,6 +76,8 @@ struct ConfigSchemaTests {
         #expect(DataConfig.Kind.sample.keys.map(\.stringValue) == ["input", "target"])
         #expect(OptimizerConfig.Kind.sgd.keys.map(\.stringValue) == ["learningRate", "momentum", "nesterov", "weightDecay", "schedule"])
         #expect(ScheduleConfig.Kind.cosine.keys.map(\.stringValue) == ["minimumFactor"])
+        #expect(LayerConfig.Kind.layerNorm.keys.map(\.stringValue) == ["epsilon"])
+        #expect(LayerConfig.Kind.gelu.keys.map(\.stringValue) == ["approximation"])
         // No kind takes `kind` again.
         #expect(DataConfig.Kind.allCases.allSatisfy { !$0.keys.contains(.kind) })
         #expect(OptimizerConfig.Kind.allCases.allSatisfy { !$0.keys.contains(.kind) })

@@ -20,6 +20,37 @@ struct NetworkBuilderTests {
         #expect(try given.network(Float.self, features: 4, seed: 1).loss == .halfSquaredError)
     }
 
+    @Test("layerNorm and gelu build over vectors and over a text model's sequences, with their defaults; not over images")
+    func layerNormAndGELU() throws {
+        var norm = LayerConfig(kind: .layerNorm), gelu = LayerConfig(kind: .gelu)
+        let vectors = ModelConfig(layers: [LayerConfig(units: 6, activation: .identity), norm, gelu, LayerConfig(units: 2)])
+        let network: Network<Float> = try vectors.network(features: 3, seed: 1)
+        #expect(network.description == "Network[Dense(3→6, identity), LayerNorm(6), GELU(6), Dense(6→2, tanh)]")
+        #expect(
+            (network.layers[1] as? LayerNorm<Float>)?.epsilon == 1e-5 && (network.layers[2] as? GELU<Float>)?.approximation == GELUApproximation.none)
+        #expect(
+            network.parameterTensors[2].name == "layers.1.weight" && network.parameter(network.parameterTensors[2]).scalars == [1, 1, 1, 1, 1, 1])
+
+        (norm.epsilon, gelu.approximation) = (1e-6, .tanh)
+        var embedding = LayerConfig(kind: .embedding)
+        embedding.features = 3
+        let text = ModelConfig(layers: [embedding, norm, gelu, LayerConfig(units: 5, activation: .identity)])
+        let sequences: Network<Double> = try text.network(features: 4, vocabulary: 5, seed: 1)
+        #expect(
+            sequences.description
+                == "Network[Embedding(5→3), LayerNorm(4×3), GELU(4×3, tanh), Dense(3→5, identity, per position)]")
+        #expect((sequences.layers[1] as? LayerNorm<Double>)?.epsilon == 1e-6)
+
+        let images = ModelConfig(inputShape: [2, 2, 1], layers: [LayerConfig(kind: .layerNorm), LayerConfig(kind: .flatten), LayerConfig(units: 1)])
+        do {
+            _ = try images.network(Float.self, features: 4, seed: 1)
+            Issue.record("a layerNorm over images was built")
+        } catch {
+            #expect(
+                error.path == "model.layers[0]" && "\(error)".contains("LayerNorm(2×2×1): takes (features) vectors or (time, features) sequences"))
+        }
+    }
+
     @Test("The single neuron desugars to one tanh unit with half the squared error, at its weight and bias, in Double")
     func neuron() throws {
         let neuron = try neuronConfig(iterations: 7)

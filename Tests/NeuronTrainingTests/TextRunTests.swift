@@ -112,6 +112,40 @@ struct TextRunTests {
         #expect(first.allSatisfy { $0.first == 3 && $0.count <= 17 && $0.allSatisfy { (1..<27).contains($0) } })
     }
 
+    @Test("A text run resumed from its checkpoint goes on to the weights of a run never interrupted; other tokens are refused")
+    func resume() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let model = "{layers: [{kind: embedding, features: 6}, {kind: rnn, units: 8}, {units: 27, activation: identity}]}"
+        let config = try words(model, training: "{epochs: 2, batchSize: 64, seed: 5}")
+        func trained(_ engine: any TrainingEngine, steps: Int) throws -> NetworkTrainingEngine<Float, Adam<Float>> {
+            var engine = try #require(engine as? NetworkTrainingEngine<Float, Adam<Float>>)
+            for _ in 0..<steps { _ = engine.step() }
+            return engine
+        }
+        let straight = try RunBuilder.build(config)
+        let whole = try trained(straight.engine, steps: straight.engine.totalSteps)
+        let half = try trained(try RunBuilder.build(config).engine, steps: straight.engine.totalSteps / 2 + 1)
+        try Checkpoint(half, config: config, preprocessing: .none).write(to: directory.path)
+        let saved = try Checkpoint.read(directory.path)
+        let resumed = try RunBuilder.build(config, resume: saved)
+        let rest = try trained(resumed.engine, steps: resumed.engine.totalSteps - resumed.engine.stepsTaken)
+        #expect(rest.network.parameters == whole.network.parameters)
+        #expect(rest.sampledLines == whole.sampledLines)
+
+        // The same config over a file of other characters is another vocabulary: refused, not misread.
+        try String(repeating: "abc\nxyz\n", count: 10).write(toFile: directory.file("other.txt"), atomically: true, encoding: .utf8)
+        var other = config
+        other.data.path = directory.file("other.txt")
+        other.data.blockSize = saved.state.featureNames.count  // the same positions: only the tokens differ
+        do {
+            _ = try RunBuilder.build(other, resume: saved)
+            Issue.record("a checkpoint of a-z resumed on a file of abcxyz")
+        } catch {
+            #expect(error is RunError && "\(error)".contains("tokens"), "\(error)")
+        }
+    }
+
     @Test(
         "A text run's config errors name the key and say what was expected",
         arguments: [

@@ -1,7 +1,8 @@
 // Activations applied in place to a layer's pre-activation, and differentiated from the saved
 // output alone (tanh: 1 - y², sigmoid: y·(1 - y), relu: y > 0), so backward never recomputes
 // them. Under them, in `Naive`, each activation and its derivative written from the
-// pre-activation instead, an oracle that shares nothing with them.
+// pre-activation instead, an oracle that shares nothing with them. The GELU layer's passes follow
+// the activations' (its naive definition is beside the layer, in Layers/GELU.swift).
 
 extension Kernels {
     /// `y = f(z)` in place, element by element; softmax is not element-wise and is left to the
@@ -108,6 +109,71 @@ extension Kernels {
         } else {
             let e = T.libmExp(z)
             return e / (1 + e)
+        }
+    }
+}
+
+// GELU, `y = x·Φ(x)`: each pass is a few flat loops over the whole buffer, so that Float's stay
+// vectorized: erf and tanh go through the type's buffer functions (``TensorScalar/erf(inPlace:)``,
+// ``TensorScalar/tanh(inPlace:)``) between them, and no loop calls into the C library but the
+// exact form's backward, whose exp(-x²/2) is glibc's.
+extension Kernels {
+    /// GELU forward, `y = x ⊙ gate`, keeping the gate for backward: the exact form's
+    /// `gate = Φ(x) = (1 + erf(x/√2)) / 2`, or the tanh form's `gate = (1 + tanh(u)) / 2` with
+    /// `u = √(2/π)·(x + 0.044715·x³)` (PyTorch's `approximate='tanh'`).
+    ///
+    ///     // x, gate, y: (n)
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func geluForward<T: TensorScalar>(
+        _ x: UnsafeBufferPointer<T>, approximation: GELUApproximation, gate: UnsafeMutableBufferPointer<T>,
+        into y: UnsafeMutableBufferPointer<T>
+    ) {
+        // x, gate, y: (n); gate first holds erf's or tanh's argument, then the function in place
+        switch approximation {
+        case .none:
+            let inverseSquareRoot2 = T(0.70710678118654752440)  // 1/√2
+            for i in x.indices { gate[i] = x[i] * inverseSquareRoot2 }
+            T.erf(inPlace: gate)
+        case .tanh:
+            let c = T(0.79788456080286535588), a = T(0.044715)  // √(2/π), and the cubic's coefficient
+            for i in x.indices {
+                let v = x[i]
+                gate[i] = c * (v + a * v * v * v)
+            }
+            T.tanh(inPlace: gate)
+        }
+        for i in x.indices {
+            gate[i] = T(0.5) * (1 + gate[i])
+            y[i] = x[i] * gate[i]
+        }
+    }
+
+    /// GELU backward from the saved gate: `dx = dy ⊙ (gate + x·gate′)`; exact, `gate′ = φ(x) =
+    /// e^(-x²/2)/√(2π)`; tanh form, `gate′ = ½(1 - tanh²u)·u′ = 2·gate·(1 - gate)·√(2/π)·(1 +
+    /// 3·0.044715·x²)` (the tanh read back from the gate, `1 - tanh²u = 4·gate·(1 - gate)`).
+    ///
+    ///     // x, gate, dy, dx: (n); dx may alias dy
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func geluBackward<T: TensorScalar>(
+        _ x: UnsafeBufferPointer<T>, gate: UnsafeBufferPointer<T>, outputGradient dy: UnsafeBufferPointer<T>,
+        approximation: GELUApproximation, into dx: UnsafeMutableBufferPointer<T>
+    ) {
+        // x, gate, dy, dx: (n)
+        switch approximation {
+        case .none:
+            let inverseSquareRoot2Pi = T(0.39894228040143267794)  // 1/√(2π)
+            for i in x.indices {
+                let v = x[i]
+                dx[i] = dy[i] * (gate[i] + v * inverseSquareRoot2Pi * T.libmExp(-T(0.5) * v * v))
+            }
+        case .tanh:
+            let c = T(0.79788456080286535588), a3 = T(3 * 0.044715)
+            for i in x.indices {
+                let v = x[i], s = gate[i]
+                dx[i] = dy[i] * (s + v * 2 * s * (1 - s) * c * (1 + a3 * v * v))
+            }
         }
     }
 }

@@ -1,16 +1,17 @@
 // The kernels: every loop over the elements of a training step that is not a BLAS product. Layers,
 // the network's loss head and the optimizers call them on whole buffers, once per step, and never
 // loop over elements themselves. `TensorScalar` holds only what differs per type (BLAS, the C
-// library's scalar functions, the vectorized tanh); everything else is one generic body here, a
-// file per concern:
+// library's scalar functions, the vectorized tanh and erf); everything else is one generic body
+// here, a file per concern:
 //
 //     Kernels.swift                element-wise and reductions (bias, column sums, gathers, norms)
-//     ActivationKernels.swift      activations forward and backward, softmax
+//     ActivationKernels.swift      activations forward and backward, softmax, GELU
 //     DenseKernels.swift           the dense layer's forward and backward passes
 //     ImageKernels.swift           im2col and col2im, max and average pooling, per-image transposes
 //     RecurrentKernels.swift       the recurrent layers' passes through time (RNN, GRU)
+//     AttentionKernels.swift       causal multi-head self-attention's passes
 //     SequenceKernels.swift        embedding lookups and their scatter-adds, context windows, index checks
-//     NormalizationKernels.swift   dropout, batch normalization
+//     NormalizationKernels.swift   dropout, batch and layer normalization
 //     LossKernels.swift            the fused losses
 //     UpdateKernels.swift          the optimizers' updates
 //

@@ -1,6 +1,8 @@
-// Dropout (inverted, its mask drawn from a counter-based stream) and batch normalization in
-// training and evaluation, with their backward passes. The naive definition of batch
-// normalization is beside its layer (`Naive.batchNormTraining` in Layers/BatchNorm.swift).
+// Dropout (inverted, its mask drawn from a counter-based stream), batch normalization in
+// training and evaluation, and layer normalization, with their backward passes. The naive
+// definitions of the two normalizations are beside their layers (`Naive.batchNormTraining` in
+// Layers/BatchNorm.swift, `Naive.layerNormForward` and `Naive.layerNormBackward` in
+// Layers/LayerNorm.swift).
 
 extension Kernels {
     /// Inverted dropout: draws the mask from `key` (element `i` is kept, as `1 / (1 - rate)`,
@@ -134,6 +136,84 @@ extension Kernels {
             for j in 0..<c {
                 dxr[j] = gs[j] * ss[j] / rows * (rows * dyr[j] - sd[j] - hr[j] * sdh[j])
             }
+        }
+    }
+}
+
+// Layer normalization normalizes each row over its own features, where batch normalization
+// normalizes each column over the rows: a row's statistics are sums along it, kept in a scalar
+// each, while the per-feature loops (the affine step, the parameter gradients) run along the row
+// through pointers and vectorize.
+extension Kernels {
+    /// Layer normalization: each row's mean and biased variance over its features,
+    /// `x̂ = (x - mean)·s` with `s = 1/√(var + ε)`, `y = weight ⊙ x̂ + bias`; the mean and `s` of
+    /// each row kept for backward (PyTorch's `nn.LayerNorm` over the last dimension).
+    ///
+    ///     // x, y: (rows, features)  weight, bias: (features)  mean, inverseDeviation: (rows)
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func layerNormForward<T: TensorScalar>(
+        _ x: UnsafeBufferPointer<T>, weight: UnsafeBufferPointer<T>, bias: UnsafeBufferPointer<T>, epsilon: Double,
+        mean: UnsafeMutableBufferPointer<T>, inverseDeviation s: UnsafeMutableBufferPointer<T>, into y: UnsafeMutableBufferPointer<T>
+    ) {
+        // x, y: (rows, features), a row at a time: its mean, then Σ (x - mean)² (two passes, as
+        // PyTorch's: no cancellation between Σ x² and mean²), then the affine step
+        let f = weight.count, e = T(epsilon)
+        guard f > 0, let xs = x.baseAddress, let ys = y.baseAddress, let ws = weight.baseAddress, let bs = bias.baseAddress else { return }
+        for r in 0..<x.count / f {
+            let xr = xs + r * f, yr = ys + r * f
+            var sum: T = 0
+            for j in 0..<f { sum += xr[j] }
+            let m = sum / T(f)
+            var squares: T = 0
+            for j in 0..<f {
+                let d = xr[j] - m
+                squares += d * d
+            }
+            let inverse = 1 / (squares / T(f) + e).squareRoot()
+            for j in 0..<f { yr[j] = (xr[j] - m) * inverse * ws[j] + bs[j] }
+            mean[r] = m
+            s[r] = inverse
+        }
+    }
+
+    /// The backward pass of ``layerNormForward(_:weight:bias:epsilon:mean:inverseDeviation:into:)``,
+    /// `x̂` recomputed from `x` and the kept mean and `s`: `dweight += Σ dy ⊙ x̂` and
+    /// `dbias += Σ dy` over the rows, and, when asked, through each row's mean and variance,
+    /// `dx = s·(g - mean(g) - x̂·mean(g ⊙ x̂))` with `g = dy ⊙ weight`.
+    ///
+    ///     // x, dy, dx: (rows, features)  weight, weightGradient, biasGradient: (features)  mean, inverseDeviation: (rows)
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func layerNormBackward<T: TensorScalar>(
+        _ x: UnsafeBufferPointer<T>, outputGradient dy: UnsafeBufferPointer<T>, weight: UnsafeBufferPointer<T>,
+        mean: UnsafeBufferPointer<T>, inverseDeviation s: UnsafeBufferPointer<T>,
+        weightGradient: UnsafeMutableBufferPointer<T>, biasGradient: UnsafeMutableBufferPointer<T>,
+        into dx: UnsafeMutableBufferPointer<T>?
+    ) {
+        // x, dy, dx: (rows, features), a row at a time
+        let f = weight.count
+        guard f > 0, let xs = x.baseAddress, let dys = dy.baseAddress, let ws = weight.baseAddress,
+            let dws = weightGradient.baseAddress, let dbs = biasGradient.baseAddress
+        else { return }
+        let dxs = dx?.baseAddress
+        for r in 0..<x.count / f {
+            let xr = xs + r * f, dyr = dys + r * f, m = mean[r], inverse = s[r]
+            // dweight += dy ⊙ x̂, dbias += dy: along the row, vectorized
+            for j in 0..<f {
+                dws[j] += dyr[j] * ((xr[j] - m) * inverse)
+                dbs[j] += dyr[j]
+            }
+            guard let dxs else { continue }
+            // Σ g and Σ g ⊙ x̂ along the row: the gradient through the mean, and through the variance
+            var sumG: T = 0, sumGX: T = 0
+            for j in 0..<f {
+                let g = dyr[j] * ws[j]
+                sumG += g
+                sumGX += g * ((xr[j] - m) * inverse)
+            }
+            let meanG = sumG / T(f), meanGX = sumGX / T(f), dxr = dxs + r * f
+            for j in 0..<f { dxr[j] = inverse * (dyr[j] * ws[j] - meanG - (xr[j] - m) * inverse * meanGX) }
         }
     }
 }

@@ -110,8 +110,9 @@ extension Network {
     /// Each layer's ``LayerStatistics``.
     public func layerStatistics() -> [LayerStatistics] {
         layers.enumerated().map { i, layer in
-            // A layer's weights: its own, or, in a container, every weight inside it (`body.0.weight`, …).
-            let weights = parameterTensors.filter { $0.layer == i && ($0.tensor == "weight" || $0.tensor.hasSuffix(".weight")) }
+            // A layer's weights: its own (a recurrent layer's `weight_ih_l0` and `weight_hh_l0`), or, in a
+            // container, every weight inside it (`body.0.weight`, …).
+            let weights = parameterTensors.filter { $0.layer == i && $0.tensor.split(separator: ".").last!.hasPrefix("weight") }
             func norm(_ one: (ParameterTensor) -> Double) -> Double {
                 weights.count == 1 ? one(weights[0]) : weights.reduce(0.0) { $0 + one($1) * one($1) }.squareRoot()
             }

@@ -36,6 +36,7 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     /// Training of `network` on `dataset` in batches of `batchSize`, shuffled by a generator seeded with `seed`.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the dataset's features or targets do not
     ///   fit the network, ``NetworkError/invalidValue(_:)`` for a token or class index out of range,
+    ///   ``NetworkError/lossMismatch(_:)`` for a labelled dataset with the sequence loss,
     ///   ``DataError`` for a batch size below 1 or an empty dataset.
     public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, batchSize: Int, seed: UInt64) throws {
         // Targets per sample are the outputs, except for the sequence loss's one class index per position.
@@ -49,9 +50,7 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         self.dataset = dataset
         batches = try MiniBatches(count: dataset.count, batchSize: batchSize)
         generator = SeededGenerator(seed: seed)
-        // Token and class indices, once for every row: a step takes its batch on trust.
-        try network.checkInput(dataset.features)
-        try network.checkTargets(dataset.targets, batch: dataset.count)
+        try network.checkDataset(dataset)  // once for every row: a step takes its batch on trust
     }
 
     /// Training resumed from a saved ``position`` (network and optimizer as saved with it).
@@ -273,9 +272,12 @@ public struct Evaluation: Sendable, Equatable, Codable {
 extension Network {
     /// Evaluates on every sample of `dataset`, in order, `batchSize` at a time (forward only).
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the dataset does not fit the network,
+    ///   ``NetworkError/invalidValue(_:)`` for a token or class index out of range,
+    ///   ``NetworkError/lossMismatch(_:)`` for a labelled dataset with the sequence loss,
     ///   ``DataError`` for a batch size below 1 or an empty dataset.
     public mutating func evaluate(_ dataset: Dataset<Scalar>, batchSize: Int = 256) throws -> Evaluation {
         let batches = try MiniBatches(count: dataset.count, batchSize: batchSize)
+        try checkDataset(dataset)
         var x = Tensor<Scalar>(zeros: [0, 0]), t = Tensor<Scalar>(zeros: [0, 0]), labels: [Int] = []
         var confusion = dataset.labels.map { _ in ConfusionMatrix(classCount: dataset.outputCount) }
         var total = 0.0

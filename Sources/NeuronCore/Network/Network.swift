@@ -407,6 +407,18 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         }
     }
 
+    /// A whole dataset, as ``checkInput(_:)`` and ``checkTargets(_:batch:)`` check a batch, before
+    /// the steps that take its batches on trust. Labels come with one-hot targets, and the sequence
+    /// loss's targets are class indices: a labelled dataset does not fit it (its confusion matrix
+    /// would count samples, not positions).
+    func checkDataset(_ dataset: Dataset<Scalar>) throws(NetworkError) {
+        if loss == .sequenceCrossEntropy, dataset.labels != nil {
+            throw .lossMismatch("sequenceCrossEntropy takes a class index per position as its targets, not a labelled dataset's one-hot rows")
+        }
+        try checkInput(dataset.features)
+        try checkTargets(dataset.targets, batch: dataset.count)
+    }
+
     /// The targets' shape, and, for the sequence loss, every class index (a negative one is padding).
     func checkTargets(_ t: Tensor<Scalar>, batch: Int) throws(NetworkError) {
         guard t.isMatrix(rows: batch, columns: targetCount) else {

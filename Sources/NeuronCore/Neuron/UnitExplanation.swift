@@ -1,11 +1,14 @@
 // The neuron's table (Docs/Reference.md §1–2) for any unit of a dense layer in a network: the unit
 // is a neuron whose inputs are the layer's inputs for one sample, whose weights are its column of
 // the layer's weight matrix, and whose output gradient flows back from the network's loss. Computed
-// in Double whatever the network's precision, so that the faux gradients mean what they say.
+// in Double whatever the network's precision, so that the faux gradients mean what they say. A unit
+// of a layer over a sequence is the same neuron at one position (`SequenceUnitExplanation.swift`).
 
 /// One unit of a dense layer explained on one sample: forward quantities, local gradients, the
 /// global gradients from the loss by the chain rule, faux gradients by finite differences, and
-/// the network's own backward pass beside them.
+/// the network's own backward pass beside them. A unit of a per-position dense layer or of an RNN
+/// is explained at one position of the sample (``position``); see
+/// ``init(network:sample:target:layer:unit:position:difference:)``.
 ///
 /// The faux gradients nudge one quantity and recompute everything downstream through the
 /// network's own forward pass: a weight or the bias is nudged in the parameters; the net like the
@@ -27,19 +30,31 @@ public struct UnitExplanation: Sendable, Equatable {
         public var inputs: [Double]
     }
 
+    /// The network's own backward pass at one position: its ∂L/∂net there (a dense layer's `dz`, an
+    /// RNN's `da`) and that times each weight's operand there, the share of each parameter's
+    /// gradient this position adds (the gradient buffer sums the shares of every position).
+    public struct PositionShare: Sendable, Equatable {
+        /// ∂L/∂net at the position.
+        public var net: Double
+        /// Each weight's share: its operand at the position times ``net``.
+        public var weights: [Double]
+        /// Each bias term's share: ``net``.
+        public var bias: Double
+    }
+
     /// The layer's index in the network, and the unit's in the layer.
     public var layer: Int, unit: Int
     /// `Dense(784→256, tanh)`.
     public var layerTitle: String
-    /// The layer's activation.
+    /// The layer's activation (an RNN's tanh).
     public var activation: Activation
     /// Whether the unit is one of the network's outputs.
     public var isOutput: Bool
-    /// xⱼ: the layer's inputs for the sample.
+    /// xⱼ: the layer's inputs for the sample (at the position; an RNN's `x_P` then `h_{P-1}`).
     public var inputs: [Double]
-    /// wⱼ: the unit's column of the layer's weights.
+    /// wⱼ: the unit's column of the layer's weights (an RNN's row of `weight_ih_l0` then of `weight_hh_l0`).
     public var weights: [Double]
-    /// b.
+    /// b (an RNN's `b_ih + b_hh`).
     public var bias: Double
     /// The unit's target, for an output unit.
     public var target: Double?
@@ -51,49 +66,135 @@ public struct UnitExplanation: Sendable, Equatable {
     public var loss: Double
     /// ∂output/∂net from the activation's definition at `net` (softmax: the diagonal term `p(1 - p)`).
     public var localNet: Double
+    /// The position explained, for a layer over a sequence (a per-position dense layer, an RNN);
+    /// nil for a layer over features.
+    public var position: Int?
+    /// The rows' names, one per weight and input: `w[j]` and `x[j]`; an RNN's `w_ih[j]` then
+    /// `w_hh[k]`, and `x[j]` then `h[k]` (the state before the position, `h_{P-1}[k]`).
+    public var weightNames: [String], inputNames: [String]
+    /// The bias's terms and their names: `[b]` named `bias`; an RNN's `[b_ih, b_hh]`, whose sum is ``bias``.
+    public var biases: [Double], biasNames: [String]
+    /// The network's gradient buffer's entry for each bias term (``backpropagatedBias`` is the first's).
+    public var backpropagatedBiases: [Double]
+    /// Under ``Loss/sequenceCrossEntropy``, an output unit's class index to predict at the position
+    /// (the unit's ``target`` is 1 when it is this unit, else 0); negative for padding, which the
+    /// loss does not count (no target, and every gradient there is 0).
+    public var targetClass: Int?
+    /// An RNN's share of ∂L/∂output that comes through the next step, `Σⱼ W_hh[j, U]·∂L/∂net_{P+1}[j]`
+    /// (0 at the last position); the rest comes from the next layer (or the loss) at the position.
+    public var outputGradientFromNextStep: Double?
+    /// At a position: the network's own backward pass there (the share of its gradient buffer this position adds).
+    public var backpropagatedAtPosition: PositionShare?
     /// By the chain rule: ∂L/∂output from the next layer (or the loss), times the local gradients.
     public var gradients: Gradients
     /// By finite differences through the network's forward pass.
     public var faux: Gradients
-    /// The network's own backward pass: its gradient buffer's entries for this unit's weights and bias.
+    /// The network's own backward pass: its gradient buffer's entries for this unit's weights and
+    /// bias (over a sequence, the sum over every position: see ``backpropagatedAtPosition``).
     public var backpropagatedWeights: [Double], backpropagatedBias: Double
     /// The rule behind ``faux``.
     public var difference: FiniteDifference<Double>
 
-    /// Checks that `network` has a dense layer `layer` with a unit `unit`, before any data is read.
-    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` naming the layers or units there are.
-    public static func check<Scalar: TensorScalar>(layer: Int, unit: Int, of network: Network<Scalar>) throws(NetworkError) {
+    /// Checks that `network` has a layer `layer` whose unit `unit` can be explained (a dense layer,
+    /// over features or per position, or an RNN), and that `position`, when given, is one of the
+    /// layer's positions, before any data is read.
+    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` naming the layers, units or positions
+    ///   there are, or why the layer's units cannot be explained (a GRU's, an embedding's, a
+    ///   position embedding's, a context window's).
+    public static func check<Scalar: TensorScalar>(
+        layer: Int, unit: Int, position: Int? = nil, of network: Network<Scalar>
+    ) throws(NetworkError) {
         guard network.layers.indices.contains(layer) else {
             throw .invalidLayer("layer \(layer)", reason: "\(network) has layers 0 to \(network.layers.count - 1)")
         }
-        guard let dense = network.layers[layer] as? Dense<Scalar> else {
-            throw .invalidLayer("layer \(layer) \(network.layers[layer])", reason: "only a dense layer's units can be explained")
+        let candidate = network.layers[layer]
+        let name = "layer \(layer) \(candidate)"
+        guard let units = units(of: candidate) else {
+            switch candidate {
+            case is GRU<Scalar>:
+                throw .invalidLayer(
+                    name,
+                    reason:
+                        "a GRU unit is three neurons at each position (reset r, update z, candidate n, each with its own net) joined by h = (1 - z)·n + z·h₋₁, not one neuron's net and output: the neuron's table does not fit it; check its gradients with neuron gradcheck CONFIG --checkpoint RUN"
+                )
+            case is any TokenInput<Scalar>, is PositionEmbedding<Scalar>, is ContextWindow<Scalar>:
+                throw .invalidLayer(
+                    name,
+                    reason:
+                        "it has no units: it looks up, adds or lays side by side vectors, with no weighted sum and no activation; explain a unit of a dense or RNN layer after it"
+                )
+            default:
+                throw .invalidLayer(name, reason: "only the units of a dense layer (over features or per position) or of an RNN can be explained")
+            }
         }
-        guard dense.time == nil else {
-            throw .invalidLayer(
-                "layer \(layer) \(dense)",
-                reason: "a per-position layer's unit has a value at every position; only a dense layer over features can be explained")
+        guard (0..<units).contains(unit) else {
+            throw .invalidLayer(name, reason: "unit \(unit) is out of range; it has units 0 to \(units - 1)")
         }
-        guard (0..<dense.outputs).contains(unit) else {
-            throw .invalidLayer("layer \(layer) \(dense)", reason: "unit \(unit) is out of range; it has units 0 to \(dense.outputs - 1)")
+        if let position {
+            guard let time = positions(of: candidate) else {
+                throw .invalidLayer(
+                    name, reason: "position \(position): a layer over features has no positions (only a per-position dense layer or an RNN has)")
+            }
+            guard (0..<time).contains(position) else {
+                throw .invalidLayer(name, reason: "position \(position) is out of range; it has positions 0 to \(time - 1)")
+            }
         }
     }
 
-    /// Explains unit `unit` of dense layer `layer` of `network` on one sample.
+    /// The units of `layer` that can be explained: a dense layer's outputs (over features or per
+    /// position), an RNN's hidden units; nil for any other layer.
+    public static func units<Scalar: TensorScalar>(of layer: any Layer<Scalar>) -> Int? {
+        switch layer {
+        case let dense as Dense<Scalar>: dense.outputs
+        case let rnn as RNN<Scalar>: rnn.hidden
+        default: nil
+        }
+    }
+
+    /// The positions a unit of `layer` is explained at: a per-position dense layer's or an RNN's
+    /// time; nil for a layer over features (and for a layer whose units cannot be explained).
+    public static func positions<Scalar: TensorScalar>(of layer: any Layer<Scalar>) -> Int? {
+        switch layer {
+        case let dense as Dense<Scalar>: dense.time
+        case let rnn as RNN<Scalar>: rnn.time
+        default: nil
+        }
+    }
+
+    /// Explains unit `unit` of layer `layer` of `network` on one sample, at one of its positions for
+    /// a layer over a sequence.
+    ///
+    /// At a position P (a per-position dense layer, an RNN) the unit is the neuron that computes its
+    /// value there: its inputs are the layer's input at P (for an RNN, `x_P` then the state before,
+    /// `h_{P-1}`, `h0` at P = 0), its net and output those at P, and every global gradient is
+    /// ∂L/∂(quantity at P), L the network's loss on the sample over all its positions. A weight's or
+    /// bias's row is position P's share of its gradient, `operand_P · ∂L/∂net_P`: the network's
+    /// gradient buffer sums the shares of every position, and both are shown. The faux gradients
+    /// nudge the quantity at P alone through the network's forward pass.
     /// - Parameters:
     ///   - network: the network the unit belongs to.
-    ///   - sample: one sample's features, as the network takes them (preprocessed).
-    ///   - target: the sample's target row (one-hot for classification).
-    ///   - layer: the dense layer, counted from 0.
+    ///   - sample: one sample's features, as the network takes them (preprocessed; token indices for a text network).
+    ///   - target: the sample's target row (one-hot for classification; a class index per position for
+    ///     ``Loss/sequenceCrossEntropy``).
+    ///   - layer: the layer, counted from 0: dense (over features or per position) or RNN.
     ///   - unit: the unit of that layer, counted from 0.
+    ///   - position: for a layer over a sequence, the position, counted from 0; nil for its default,
+    ///     the last position whose target the loss counts (under the sequence loss: where the line's
+    ///     last character is read and its end is to be predicted), or the last position when none is
+    ///     counted or the loss is not the sequence loss. It must be nil for a layer over features.
     ///   - difference: the finite-difference rule of the faux gradients.
-    /// - Throws: ``NetworkError`` when the layer is not dense, the unit or layer is out of range, or
-    ///   the sample or target does not fit the network.
+    /// - Throws: ``NetworkError`` when the layer's units cannot be explained, the unit, layer or
+    ///   position is out of range, or the sample or target does not fit the network.
     public init<Scalar: TensorScalar>(
-        network: Network<Scalar>, sample: [Scalar], target: [Scalar], layer: Int, unit: Int,
+        network: Network<Scalar>, sample: [Scalar], target: [Scalar], layer: Int, unit: Int, position: Int? = nil,
         difference: FiniteDifference<Double> = .reference
     ) throws(NetworkError) {
-        try Self.check(layer: layer, unit: unit, of: network)
+        try Self.check(layer: layer, unit: unit, position: position, of: network)
+        if Self.positions(of: network.layers[layer]) != nil {
+            self = try Self(
+                sequence: network, sample: sample, target: target, layer: layer, unit: unit, position: position, difference: difference)
+            return
+        }
         // Evaluation mode throughout: the pass a trained model is used in (evaluate, predict).
         var n = try network.converted(to: Double.self).evaluationEquivalent()
         let dense = n.layers[layer] as! Dense<Double>  // checked above; the equivalent keeps each dense layer in place
@@ -128,6 +229,10 @@ public struct UnitExplanation: Sendable, Equatable {
         localNet = softmax ? output * (1 - output) : Naive.activationDerivative(dense.activation, net)
         (backpropagatedWeights, backpropagatedBias) = (weightIndices.map { n.gradients[$0] }, n.gradients[biasIndex])
         self.difference = difference
+        (self.position, targetClass, outputGradientFromNextStep, backpropagatedAtPosition) = (nil, nil, nil, nil)
+        weightNames = weights.indices.map { "w[\($0)]" }
+        inputNames = inputs.indices.map { "x[\($0)]" }
+        (biases, biasNames, backpropagatedBiases) = ([bias], ["bias"], [backpropagatedBias])
 
         // Chain rule: ∂L/∂output comes from the next layer's input gradient (its backward pass) or the loss.
         let outputGradient: Double?
@@ -179,14 +284,15 @@ public struct UnitExplanation: Sendable, Equatable {
     public var mode: LayerMode { .evaluation }
 
     /// Each chain-rule gradient beside its faux one, in the table's order: output (when both
-    /// exist), net, bias, each weight, each input.
+    /// exist), net, each bias term (`bias`; an RNN's `b_ih`, `b_hh`), each weight, each input,
+    /// named as ``weightNames`` and ``inputNames`` name them.
     public var comparisons: [(quantity: String, comparison: GradientComparison<Double>)] {
         var rows: [(String, GradientComparison<Double>)] = []
         if let analytic = gradients.output, let fake = faux.output { rows.append(("output", .init(analytic: analytic, faux: fake))) }
         rows.append(("net", .init(analytic: gradients.net, faux: faux.net)))
-        rows.append(("bias", .init(analytic: gradients.bias, faux: faux.bias)))
-        for j in weights.indices { rows.append(("w[\(j)]", .init(analytic: gradients.weights[j], faux: faux.weights[j]))) }
-        for j in inputs.indices { rows.append(("x[\(j)]", .init(analytic: gradients.inputs[j], faux: faux.inputs[j]))) }
+        for name in biasNames { rows.append((name, .init(analytic: gradients.bias, faux: faux.bias))) }
+        for j in weights.indices { rows.append((weightNames[j], .init(analytic: gradients.weights[j], faux: faux.weights[j]))) }
+        for j in inputs.indices { rows.append((inputNames[j], .init(analytic: gradients.inputs[j], faux: faux.inputs[j]))) }
         return rows
     }
 }
@@ -198,23 +304,35 @@ extension UnitExplanation: Encodable {
         case layer, unit, title, activation, isOutput, inputs, weights, bias, target, net, output, loss
         case local, gradients, faux, backpropagated, absoluteError, relativeError, difference
         case input, weight, method, tiny, mode
+        case position, names, biases, targetClass, outputFromNextStep, atPosition
     }
 
     /// Keys as `neuron explain --json` (always arrays for weights and inputs): `layer`, `unit`,
-    /// `title`, `activation`, `isOutput`, `inputs`, `weights`, `bias`, `target`, `net`, `output`,
-    /// `loss`, `mode` (`evaluation`), `local` (`net`, `bias`, `weight`, `input`), `gradients` and `faux` (`output`, `net`,
-    /// `bias`, `weight`, `input`), `backpropagated` (`weight`, `bias`), `difference`.
+    /// `title`, `activation`, `isOutput`, `inputs`, `weights`, `bias`, `biases` (each bias term),
+    /// `names` (`weight`, `input`, `bias`: the rows' names), `target`, `net`, `output`, `loss`,
+    /// `mode` (`evaluation`), `local` (`net`, `bias`, `weight`, `input`), `gradients` and `faux`
+    /// (`output`, `net`, `bias`, `weight`, `input`; `gradients.outputFromNextStep` for an RNN),
+    /// `backpropagated` (`weight`, `bias`, `biases`: the gradient buffer, over a sequence summed
+    /// over positions; `atPosition` with `net`, `weight`, `bias`: the position's share),
+    /// `difference`; at a position, `position` and, under the sequence loss for an output unit, `targetClass`.
     public func encode(to encoder: Encoder) throws {
         var root = encoder.container(keyedBy: Key.self)
         try root.encode(layer, forKey: .layer)
         try root.encode(unit, forKey: .unit)
         try root.encode(layerTitle, forKey: .title)
+        try root.encodeIfPresent(position, forKey: .position)
         try root.encode(activation, forKey: .activation)
         try root.encode(isOutput, forKey: .isOutput)
         try root.encode(inputs, forKey: .inputs)
         try root.encode(weights, forKey: .weights)
         try root.encode(bias, forKey: .bias)
+        try root.encode(biases, forKey: .biases)
+        var names = root.nestedContainer(keyedBy: Key.self, forKey: .names)
+        try names.encode(weightNames, forKey: .weight)
+        try names.encode(inputNames, forKey: .input)
+        try names.encode(biasNames, forKey: .bias)
         try root.encodeIfPresent(target, forKey: .target)
+        try root.encodeIfPresent(targetClass, forKey: .targetClass)
         try root.encode(net, forKey: .net)
         try root.encode(output, forKey: .output)
         try root.encode(loss, forKey: .loss)
@@ -231,10 +349,18 @@ extension UnitExplanation: Encodable {
             try container.encode(g.bias, forKey: .bias)
             try container.encode(g.weights, forKey: .weight)
             try container.encode(g.inputs, forKey: .input)
+            if key == .gradients { try container.encodeIfPresent(outputGradientFromNextStep, forKey: .outputFromNextStep) }
         }
         var network = root.nestedContainer(keyedBy: Key.self, forKey: .backpropagated)
         try network.encode(backpropagatedWeights, forKey: .weight)
         try network.encode(backpropagatedBias, forKey: .bias)
+        try network.encode(backpropagatedBiases, forKey: .biases)
+        if let share = backpropagatedAtPosition {
+            var atPosition = network.nestedContainer(keyedBy: Key.self, forKey: .atPosition)
+            try atPosition.encode(share.net, forKey: .net)
+            try atPosition.encode(share.weights, forKey: .weight)
+            try atPosition.encode(share.bias, forKey: .bias)
+        }
         var differenceContainer = root.nestedContainer(keyedBy: Key.self, forKey: .difference)
         try differenceContainer.encode(difference.method, forKey: .method)
         try differenceContainer.encode(difference.tiny, forKey: .tiny)
@@ -244,7 +370,9 @@ extension UnitExplanation: Encodable {
 // MARK: - Text table
 
 extension UnitExplanation {
-    /// The table a learner would draw, as plain text with aligned columns: one row per weight and input.
+    /// The table a learner would draw, as plain text with aligned columns: one row per weight and
+    /// input. At a position it says what the position's numbers are, and the network's backward
+    /// pass has two columns: the position's share and the gradient buffer's sum over positions.
     public var table: String {
         let f = activation
         let formula =
@@ -255,16 +383,36 @@ extension UnitExplanation {
             case .identity: "1"
             case .softmax: "p·(1 - p) (diagonal term)"
             }
-        var lines = ["Unit \(unit) of layer \(layer) \(layerTitle)\(isOutput ? " (an output unit)" : "")"]
+        let recurrent = biases.count == 2
+        var lines = [
+            "Unit \(unit) of layer \(layer) \(layerTitle)\(position.map { " at position \($0)" } ?? "")\(isOutput ? " (an output unit)" : "")"
+        ]
         lines.append("In evaluation mode, as evaluate and predict run it: dropout keeps every input, batch norm uses its running statistics.")
+        if let position {
+            lines.append(
+                "At position \(position): the inputs are the layer's input there\(recurrent ? " and the state before it, h[k] = h_\(position - 1)[k] (h0 at position 0)" : ""), net and output the unit's there."
+            )
+            lines.append(
+                "∂loss/∂quantity is ∂L/∂(the quantity at position \(position)), L the network's loss on the sample over all its positions; a weight's or bias's row is position \(position)'s share, operand·∂L/∂net, of its gradient."
+            )
+            lines.append(
+                "Faux gradients nudge the quantity at position \(position) alone and run the network's forward pass on from there\(recurrent ? " (an output nudge reaches the next layer and the next step)" : "")."
+            )
+            if targetClass.map({ $0 < 0 }) == true {
+                lines.append("Position \(position) is padding: the loss does not count it, so every gradient of the unit's output there is 0.")
+            }
+        }
         lines.append("")
         lines.append("Forward")
+        let sum = recurrent ? "Σ w_ih[j]·x[j] + b_ih + Σ w_hh[k]·h[k] + b_hh" : "Σ xⱼ·wⱼ + b"
         var forward = [
-            ["net", "Σ xⱼ·wⱼ + b", "\(net)"],
+            ["net", sum, "\(net)"],
             ["output", f == .softmax ? "softmax(net)ᵤ" : "\(f)(net)", "\(output)"],
         ]
-        if let target { forward.append(["target", "", "\(target)"]) }
-        forward.append(["loss", "the network's, on this sample", "\(loss)"])
+        if let target {
+            forward.append(["target", targetClass.map { "1 if the class at this position (\($0)) is this unit, else 0" } ?? "", "\(target)"])
+        }
+        forward.append(["loss", position == nil ? "the network's, on this sample" : "the network's, on this sample (all positions)", "\(loss)"])
         lines += paddedRows(forward)
         lines.append("")
         lines.append("Local gradients")
@@ -274,26 +422,38 @@ extension UnitExplanation {
             ["weights", "∂net/∂wⱼ = xⱼ", "(the x column below)"],
             ["inputs", "∂net/∂xⱼ = wⱼ", "(the w column below)"],
         ])
+        if let fromNextStep = outputGradientFromNextStep, let total = gradients.output {
+            lines.append("")
+            lines.append(
+                "∂L/∂output = \(total): what the next layer at this position sends back, plus \(fromNextStep) through the next step (Σⱼ W_hh[j,\(unit)]·∂L/∂net[j] at position \(position.map { "\($0 + 1)" } ?? "P+1"))"
+            )
+        }
         lines.append("")
         lines.append("Global gradients (chain rule from the loss), faux gradients (\(difference)), the network's backward pass")
-        var table = [["quantity", "value", "∂loss/∂quantity", "faux", "abs error", "rel error", "network"]]
+        let share = backpropagatedAtPosition
+        var header = ["quantity", "value", "∂loss/∂quantity", "faux", "abs error", "rel error"]
+        header += share == nil ? ["network"] : ["network at \(position!)", "network Σ positions"]
+        var table = [header]
         let byName = Dictionary(comparisons.map { ($0.quantity, $0.comparison) }, uniquingKeysWith: { a, _ in a })
-        func row(_ name: String, value: Double, network: Double?) {
+        func row(_ name: String, value: Double, atPosition: Double?, network: Double?) {
             if let c = byName[name] {
-                table.append([
-                    name, "\(value)", "\(c.analytic)", "\(c.faux)", "\(c.absoluteError)", "\(c.relativeError)", network.map { "\($0)" } ?? "",
-                ])
+                let columns = share == nil ? [network] : [atPosition, network]
+                table.append(
+                    [name, "\(value)", "\(c.analytic)", "\(c.faux)", "\(c.absoluteError)", "\(c.relativeError)"]
+                        + columns.map { $0.map { "\($0)" } ?? "" })
             }
         }
         if gradients.output == nil || faux.output == nil {
-            table.append(["output", "\(output)", gradients.output.map { "\($0)" } ?? "-", faux.output.map { "\($0)" } ?? "-", "", "", ""])
+            table.append(
+                ["output", "\(output)", gradients.output.map { "\($0)" } ?? "-", faux.output.map { "\($0)" } ?? "-", "", ""]
+                    + Array(repeating: "", count: header.count - 6))
         } else {
-            row("output", value: output, network: nil)
+            row("output", value: output, atPosition: nil, network: nil)
         }
-        row("net", value: net, network: nil)
-        row("bias", value: bias, network: backpropagatedBias)
-        for j in weights.indices { row("w[\(j)]", value: weights[j], network: backpropagatedWeights[j]) }
-        for j in inputs.indices { row("x[\(j)]", value: inputs[j], network: nil) }
+        row("net", value: net, atPosition: share?.net, network: nil)
+        for k in biases.indices { row(biasNames[k], value: biases[k], atPosition: share?.bias, network: backpropagatedBiases[k]) }
+        for j in weights.indices { row(weightNames[j], value: weights[j], atPosition: share?.weights[j], network: backpropagatedWeights[j]) }
+        for j in inputs.indices { row(inputNames[j], value: inputs[j], atPosition: nil, network: nil) }
         lines += paddedRows(table)
         return lines.joined(separator: "\n")
     }

@@ -26,6 +26,8 @@ extension Float {
     public static func libmExp(_ x: Float) -> Float { expf(x) }
     @inlinable @inline(__always)
     public static func libmLog(_ x: Float) -> Float { logf(x) }
+    @inlinable @inline(__always)
+    public static func libmErf(_ x: Float) -> Float { erff(x) }
 
     public static func blasGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
@@ -55,6 +57,8 @@ extension Double {
     public static func libmExp(_ x: Double) -> Double { Glibc.exp(x) }
     @inlinable @inline(__always)
     public static func libmLog(_ x: Double) -> Double { Glibc.log(x) }
+    @inlinable @inline(__always)
+    public static func libmErf(_ x: Double) -> Double { Glibc.erf(x) }
 
     public static func blasGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,

@@ -1,9 +1,9 @@
 // What differs between Float and Double, and nothing else: the BLAS routines (s or d), the C
-// library's scalar functions, and tanh over a buffer (a vectorized approximation for Float, the C
-// library's for Double). Every other loop is one generic body in the `Kernels` namespace
+// library's scalar functions, and tanh and erf over a buffer (vectorized approximations for Float,
+// the C library's for Double). Every other loop is one generic body in the `Kernels` namespace
 // (`Kernels/`), specialized there by one rule; a new layer adds kernels there, not requirements here.
 //
-// The scalar functions are spelled `libmTanh`, `libmExp`, `libmLog`: they say where the numbers come
+// The scalar functions are spelled `libmTanh`, `libmExp`, `libmLog`, `libmErf`: they say where the numbers come
 // from (the reference numbers of Docs/Reference.md §1–3 depend on glibc's), and they leave `tanh`,
 // `exp` and `log` on Float and Double to the standard library's and swift-numerics' `RealModule`.
 
@@ -34,12 +34,20 @@ where RawSignificand: FixedWidthInteger {
     static func libmExp(_ x: Self) -> Self
     /// The C library's natural logarithm (`log` / `logf`).
     static func libmLog(_ x: Self) -> Self
+    /// The C library's error function (`erf` / `erff`), GELU's: `erf(x) = 2/√π ∫₀ˣ e^(-t²) dt`.
+    static func libmErf(_ x: Self) -> Self
 
     // MARK: tanh over a buffer (Tensor/VectorTanh.swift)
 
     /// tanh of every element in place, as fast as the type allows: Double calls the C library's
     /// tanh (the reference numbers depend on it); Float uses a vectorizable rational approximation.
     static func tanh(inPlace values: UnsafeMutableBufferPointer<Self>)
+
+    // MARK: erf over a buffer (Tensor/VectorErf.swift)
+
+    /// erf of every element in place, as fast as the type allows: Double calls the C library's
+    /// erf; Float uses a vectorizable rational approximation (GELU's forward pass).
+    static func erf(inPlace values: UnsafeMutableBufferPointer<Self>)
 }
 
 extension Float: TensorScalar {}

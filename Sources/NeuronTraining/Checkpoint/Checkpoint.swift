@@ -50,7 +50,7 @@ public struct Checkpoint: Sendable {
     }
 
     /// The tensor as the file stores it, in PyTorch's layout: its dimensions reordered as
-    /// `order` says (``Layer/pytorchOrder(of:)``: a dense weight transposed to `nn.Linear`'s
+    /// `order` says (`Layer.pytorchOrder(of:)`: a dense weight transposed to `nn.Linear`'s
     /// (outputs, inputs), a convolution's weight permuted to `nn.Conv2d`'s (filters, channels, kh,
     /// kw)); as is when `order` is nil.
     public static func fileLayout<Scalar: TensorScalar>(_ tensor: Tensor<Scalar>, order: [Int]?) -> Tensor<Scalar> {
@@ -152,7 +152,7 @@ public struct LoadedCheckpoint: Sendable {
     }
 
     /// The parameter `name` in the engine's layout, `shape`, stored in PyTorch's dimension
-    /// `order` (``Layer/pytorchOrder(of:)``) and permuted back.
+    /// `order` (`Layer.pytorchOrder(of:)`) and permuted back.
     /// - Throws: ``CheckpointError`` when it is missing, of another dtype or of another shape.
     public func parameter<Scalar: TensorScalar>(_ name: String, as: Scalar.Type, shape: [Int], order: [Int]?) throws(CheckpointError)
         -> [Scalar]

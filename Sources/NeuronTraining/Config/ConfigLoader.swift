@@ -577,12 +577,11 @@ private struct ConfigChecker {
             if let momentum = layer.momentum {
                 try require(momentum >= 0 && momentum <= 1, "a number in [0, 1]", at: "\(path).momentum", found: "\(momentum)")
             }
-            if let epsilon = layer.epsilon {
-                try require(
-                    epsilon >= LayerConfig.smallestEpsilon && epsilon.isFinite,
-                    "a finite number of at least \(LayerConfig.smallestEpsilon) (epsilon keeps 1/√(variance + epsilon) finite for a channel whose batch variance is 0; Float holds nothing below 1.4e-45)",
-                    at: "\(path).epsilon", found: "\(epsilon)")
-            }
+            try epsilonFloor(layer.epsilon, at: path, for: "a channel whose batch variance is 0")
+        case .layerNorm:
+            try epsilonFloor(layer.epsilon, at: path, for: "a sample or position whose features are all equal")
+        case .gelu:
+            break  // approximation: its names are checked as it is read
         }
         if layer.activation == .softmax {
             let others = alternatives(Activation.allCases.filter { $0 != .softmax })
@@ -592,6 +591,16 @@ private struct ConfigChecker {
             try require(
                 isLast, "\(others) before the last layer (softmax belongs only in the output layer)", at: "\(path).activation", found: "'softmax'")
         }
+    }
+
+    /// Throws at `path.epsilon` unless `epsilon` (when given) is finite and at least
+    /// ``LayerConfig/smallestEpsilon``: batchNorm's and layerNorm's floor, for `what`.
+    private func epsilonFloor(_ epsilon: Double?, at path: String, for what: String) throws(ConfigError) {
+        guard let epsilon else { return }
+        try require(
+            epsilon >= LayerConfig.smallestEpsilon && epsilon.isFinite,
+            "a finite number of at least \(LayerConfig.smallestEpsilon) (epsilon keeps 1/√(variance + epsilon) finite for \(what); Float holds nothing below 1.4e-45)",
+            at: "\(path).epsilon", found: "\(epsilon)")
     }
 
     func validateData(_ data: DataConfig) throws(ConfigError) {

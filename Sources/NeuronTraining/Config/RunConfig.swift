@@ -134,6 +134,11 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         case rnn
         /// A gated recurrent unit layer over the time axis (PyTorch's `nn.GRU`): `units`.
         case gru
+        /// Layer normalization over the last dimension, each sample's or each position's features
+        /// on their own (PyTorch's `nn.LayerNorm`): `epsilon`.
+        case layerNorm
+        /// The Gaussian error linear unit, element by element (PyTorch's `nn.GELU`): `approximation`.
+        case gelu
 
         /// Whether a layer of this kind needs its input as an image.
         var takesImages: Bool { self == .conv2d || self == .maxPool2d || self == .avgPool2d || self == .flatten }
@@ -173,13 +178,15 @@ public struct LayerConfig: Sendable, Equatable, Codable {
     public var rate: Double?
     /// BatchNorm: how far running statistics move per batch (default 0.1, PyTorch's).
     public var momentum: Double?
-    /// BatchNorm: added to the variance (default 1e-5, PyTorch's), at least ``smallestEpsilon``.
+    /// BatchNorm, layerNorm: added to the variance (default 1e-5, PyTorch's), at least ``smallestEpsilon``.
     public var epsilon: Double?
+    /// GELU: `none` (the default, the exact `x·Φ(x)`) or `tanh` (the tanh form), PyTorch's `approximate`.
+    public var approximation: GELUApproximation?
     /// Residual: the body's layers, input side first (one level: a body holds no residual block).
     public var layers: [LayerConfig]?
-    /// BatchNorm's smallest `epsilon`: a channel whose batch variance is 0 (a dead relu channel, a
-    /// constant pixel) is scaled by 1/√epsilon, at most 10⁶ here; far below it, Float rounds epsilon
-    /// to 0 (1e-50) and the scale is infinite, the run diverging at its first step.
+    /// BatchNorm's and layerNorm's smallest `epsilon`: a channel (a row) whose variance is 0 (a dead
+    /// relu channel, a constant pixel) is scaled by 1/√epsilon, at most 10⁶ here; far below it, Float
+    /// rounds epsilon to 0 (1e-50) and the scale is infinite, the run diverging at its first step.
     public static let smallestEpsilon = 1e-12
 
     public init(kind: Kind) { self.kind = kind }
@@ -212,6 +219,7 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         try container.encodeIfPresent(rate, forKey: .rate)
         try container.encodeIfPresent(momentum, forKey: .momentum)
         try container.encodeIfPresent(epsilon, forKey: .epsilon)
+        try container.encodeIfPresent(approximation, forKey: .approximation)
         try container.encodeIfPresent(layers, forKey: .layers)
     }
 
@@ -222,7 +230,8 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         return a.kind == b.kind && a.units == b.units && a.features == b.features && a.activation == b.activation && a.filters == b.filters
             && a.kernel == b.kernel
             && a.stride == b.stride && a.padding == b.padding && a.pad == b.pad && a.size == b.size && a.global == b.global
-            && a.rate == b.rate && a.momentum == b.momentum && a.epsilon == b.epsilon && a.layers == b.layers
+            && a.rate == b.rate && a.momentum == b.momentum && a.epsilon == b.epsilon && a.approximation == b.approximation
+            && a.layers == b.layers
     }
 
     /// Writes out the activation of this layer and of the layers of its body, default or not, as
@@ -418,9 +427,10 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     public var precision: Precision = .float
     /// OpenBLAS threads, at least 1; default 2.
     public var blasThreads: Int = 2
-    /// How the parameters are found: by gradient descent (the default), or, for a bigram model
-    /// (one embedding over text), by counting, the maximum-likelihood table in closed form.
-    public var fit: Fit = .gradientDescent
+    /// How the parameters are found: by gradient descent (nil, the default), or, for a bigram model
+    /// (one embedding over text), by counting, the maximum-likelihood table in closed form. Left
+    /// out of a saved config when not given, so that a run's checkpoint stays as it was.
+    public var fit: Fit?
     /// Counting's add-`smoothing` to every pair's count (Laplace's rule at 1, the default), so
     /// that a pair never seen in training has a probability above 0; greater than 0.
     public var smoothing: Double?
@@ -455,6 +465,7 @@ public struct OutputConfig: Sendable, Equatable, Codable {
 
 // The choices NeuronCore defines, named in configs by their raw values.
 extension Activation: ConfigChoice {}
+extension GELUApproximation: ConfigChoice {}
 extension Loss: ConfigChoice {}
 extension CSV.Task: ConfigChoice {}
 
@@ -505,7 +516,7 @@ extension LayerConfig: DefaultedConfigSection {
     init() { self.init(kind: .dense) }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, layers
+        case kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers
     }
 
     /// A residual block's body layer: every key but `layers` (a body holds no residual block), so
@@ -531,6 +542,7 @@ extension LayerConfig: DefaultedConfigSection {
         case .rate: ConfigField(\.rate)
         case .momentum: ConfigField(\.momentum)
         case .epsilon: ConfigField(\.epsilon)
+        case .approximation: ConfigField(\.approximation)
         case .layers: ConfigField(\.layers, shape: .list(bodyLayerShape))
         }
     }
@@ -552,6 +564,8 @@ extension LayerConfig.Kind {
         case .positionEmbedding: []
         case .context: [.size]
         case .rnn, .gru: [.units]
+        case .layerNorm: [.epsilon]
+        case .gelu: [.approximation]
         }
     }
 }

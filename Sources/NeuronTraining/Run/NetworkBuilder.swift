@@ -30,7 +30,7 @@ extension ModelConfig {
         return built
     }
 
-    /// The network this model describes for `features` per sample: ``layers(_:features:)``, its
+    /// The network this model describes for `features` per sample: ``layers(_:features:vocabulary:)``, its
     /// ``effectiveLoss``, and weights drawn from `seed` (or the ``startingParameters``).
     /// - Throws: ``LayerBuildError`` for a layer that cannot be built as configured.
     public func network<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int, vocabulary: Int? = nil, seed: UInt64)
@@ -133,6 +133,11 @@ extension LayerConfig {
             return try Dropout<Scalar>(input: shape, rate: try needs(rate, "rate"))
         case .batchNorm:
             return try BatchNorm<Scalar>(input: shape, momentum: momentum ?? 0.1, epsilon: epsilon ?? 1e-5, activation: effectiveActivation)
+        case .layerNorm:
+            // Vectors or sequences, over their last dimension; LayerNorm names any other shape.
+            return try LayerNorm<Scalar>(shape: shape, epsilon: epsilon ?? 1e-5)
+        case .gelu:
+            return try GELU<Scalar>(shape: shape, approximation: approximation ?? GELUApproximation.none)
         case .residual:
             var body: [any Layer<Scalar>] = [], inner = shape
             for layer in try needs(layers, "layers") {

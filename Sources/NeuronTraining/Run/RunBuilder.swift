@@ -109,6 +109,11 @@ public enum RunBuilder {
                     "the data's features (\(Self.names(data.training.featureNames))) are not the checkpoint's (\(Self.names(resume.state.featureNames)))\(data.source)"
             )
         }
+        if let resume, resume.state.vocabulary != data.text?.corpus.vocabulary {
+            let saved = resume.state.vocabulary.map { "\($0)" } ?? "none", read = data.text.map { "\($0.corpus.vocabulary)" } ?? "none"
+            throw RunError.checkpointMismatch(
+                path: resume.path, reason: "the data's tokens, \(read), are not the checkpoint's, \(saved)\(data.source) (did the file change?)")
+        }
         let last = config.model.layers.count - 1
         // A text model's output at each position is a score per token of the vocabulary.
         let vocabulary = data.text?.corpus.vocabulary.count

@@ -19,6 +19,10 @@ public struct RunSummary: Sendable, Equatable, Codable {
     /// `test` or `validation`: the rows of the final evaluation.
     public var evaluatedOn: String?
     public var evaluationLoss: Double?
+    /// What a loss is the mean of, when it is not a sample's: a text model's is ``perCharacter``.
+    public var lossUnit: String?
+    /// A text model's loss: nats per predicted token, each line's characters and its closing boundary.
+    public static let perCharacter = "nats per character, a line's end counted as one"
     public var evaluationAccuracy: Double?
     /// The neuron's trained parameters and output (single-neuron runs).
     public var trainedWeight: Double?

@@ -117,6 +117,7 @@ public final class TrainingSession {
         (shown.samplesPerSecond, shown.secondsRemaining) = (seconds > 0 ? Double(ended.stepsTaken * ended.samplesPerStep) / seconds : nil, nil)
         var summary = RunSummary(precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: seconds)
         summary.trainingLoss = ended.records.last?.trainingLoss
+        if checkpoint.state.vocabulary != nil { summary.lossUnit = RunSummary.perCharacter }
         if let row = final.neuron {
             (summary.trainedWeight, summary.trainedBias, summary.trainedOutput) = (row.weight, row.bias, row.output)
         }

@@ -106,7 +106,7 @@ public struct ResumePoint<Scalar: TensorScalar>: Sendable {
     /// One record per completed epoch.
     public var records: [EpochRecord]
     /// The PyTorch dimension order of each parameter tensor stored in another order than the
-    /// engine's (``ParameterTensor/pytorchOrder``), by name.
+    /// engine's (`ParameterTensor.pytorchOrder`), by name.
     public var pytorchOrders: [String: [Int]] = [:]
     /// A text model's tokens; nil for other data.
     public var vocabulary: Vocabulary?
@@ -270,7 +270,8 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         (snapshot.validationLoss, snapshot.validationAccuracy) = (lastValidation?.loss, lastValidation?.accuracy)
         snapshot.layers = training.network.layerStatistics()
         snapshot.neuron = neuronRow()
-        snapshot.sampledLines = sampledLines
+        // A counted table takes no step, so no epoch ends: its lines are drawn when it is shown.
+        snapshot.sampledLines = sampledLines ?? (totalEpochs == 0 ? lineSampler?.draw(from: training.network, epoch: 0) : nil)
         return snapshot
     }
 
@@ -279,7 +280,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     /// squared error, trained on one sample.
     private func neuronRow() -> TrainingSnapshot.NeuronRow? {
         let network = training.network, dataset = training.dataset
-        guard network.layers.count == 1, let dense = network.layers[0] as? Dense<Scalar>, dense.inputs == 1, dense.outputs == 1,
+        guard network.layers.count == 1, let dense = network.layers[0] as? Dense<Scalar>, dense.inputs == 1, dense.outputs == 1, dense.time == nil,
             dense.activation == .tanh, network.loss == .halfSquaredError, dataset.count == 1
         else { return nil }
         let (input, target) = (Double(dataset.features.scalars[0]), Double(dataset.targets.scalars[0]))
