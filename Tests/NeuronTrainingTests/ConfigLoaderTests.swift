@@ -156,9 +156,9 @@ struct ConfigLoaderTests {
             + #""lowercase":true,"name":"sine","normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","#
             + #""testLabels":"d","testPath":"t.csv","testSplit":0.25,"trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
             + #""model":{"inputShape":[28,28,1],"inputs":3,"layers":[{"activation":"tanh","units":2},{"activation":"relu","approximation":"tanh","epsilon":1e-05,"#
-            + #""features":8,"filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
+            + #""features":8,"filters":4,"global":true,"heads":2,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
             + #""stride":2},{"kind":"residual","layers":[{"activation":"tanh","units":2},{"activation":"relu","approximation":"tanh","epsilon":1e-05,"#
-            + #""features":8,"filters":4,"global":true,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
+            + #""features":8,"filters":4,"global":true,"heads":2,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
             + #""stride":2}]}],"#
             + #""loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
             + #""optimizer":{"beta1":0.9,"beta2":0.999,"decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"momentum":0.5,"#
@@ -197,7 +197,7 @@ struct ConfigLoaderTests {
         var layer = LayerConfig(kind: .conv2d)
         (layer.activation, layer.filters, layer.kernel, layer.stride, layer.padding, layer.pad) = (.relu, 4, 3, 2, .same, 1)
         (layer.size, layer.global, layer.rate, layer.momentum, layer.epsilon) = (2, true, 0.5, 0.1, 1e-5)
-        (layer.features, layer.approximation) = (8, .tanh)
+        (layer.features, layer.heads, layer.approximation) = (8, 2, .tanh)
         return layer
     }
 
@@ -351,7 +351,7 @@ struct ConfigLoaderTests {
                 == "run.yaml:2:3: model: expected a mapping (keys inputs, inputShape, layers, loss, neuron); found a list")
         #expect(
             failure("model:\n  layers: {units: 4}\n")
-                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers); found a mapping"
+                == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys kind, units, features, heads, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers); found a mapping"
         )
         #expect(failure(xorNetwork + "training:\n  epochs: 1.5\n") == "run.yaml:9:11: training.epochs: expected a whole number; found 1.5")
         #expect(

@@ -43,7 +43,7 @@ struct ConfigSchemaTests {
         #expect(RunConfig.shape.expectation == "a mapping (keys model, data, optimizer, training, output)")
         #expect(
             [LayerConfig].shape.expectation
-                == "a list, each item a mapping (keys kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers)"
+                == "a list, each item a mapping (keys kind, units, features, heads, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers)"
         )
         #expect([String]?.shape.expectation == "a list, each item a string")
         #expect(UInt64.shape.expectation == "a whole number from 0 to 18446744073709551615")

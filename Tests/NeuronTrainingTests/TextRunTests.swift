@@ -58,6 +58,10 @@ struct TextRunTests {
             trained: text.training.map { text.corpus.lines[$0] }, evaluated: text.test.map { text.corpus.lines[$0] }, alpha: 1,
             symbols: text.corpus.vocabulary.count)
         #expect(abs(evaluation.loss - expected) < 1e-12, "network \(evaluation.loss), counted \(expected)")
+        // In batches of 7 lines too: the whole is the mean over every counted position, not of the batches' means.
+        var network = engine.network
+        let batched = try network.evaluate(try #require(data.test), batchSize: 7).loss
+        #expect(abs(batched - expected) < 1e-12, "in batches of 7: \(batched), counted \(expected)")
         // A sanity bound: better than guessing among 27 tokens (log 27 = 3.30), worse than a perfect model.
         #expect(expected > 1.5 && expected < Foundation.log(27.0))
     }

@@ -280,17 +280,22 @@ extension Network {
         try checkDataset(dataset)
         var x = Tensor<Scalar>(zeros: [0, 0]), t = Tensor<Scalar>(zeros: [0, 0]), labels: [Int] = []
         var confusion = dataset.labels.map { _ in ConfusionMatrix(classCount: dataset.outputCount) }
-        var total = 0.0
+        // Each batch's mean weighted by what it is a mean over: its rows, or for the sequence loss
+        // its counted positions, so that the whole is the mean over every row (every counted position).
+        var total = 0.0, weight = 0.0
         var nonFiniteRow: Int?
         for b in 0..<batches.batchesPerEpoch {
             batches.fill(batch: b, from: dataset, features: &x, targets: &t, labels: &labels)
-            total += Double(try loss(x, targets: t)) * Double(x.rows)
+            let counted = loss == .sequenceCrossEntropy ? Double(t.scalars.lazy.filter { $0 >= 0 }.count) : Double(x.rows)
+            let mean = Double(try self.loss(x, targets: t))
+            if counted > 0 { total += mean * counted }
+            weight += counted
             if confusion != nil { confusion!.add(predictions: output, labels: labels) }
             if nonFiniteRow == nil, let i = output.scalars.firstIndex(where: { !$0.isFinite }) {
                 nonFiniteRow = batches.range(ofBatch: b).lowerBound + i / outputCount  // a fresh order is the dataset's
             }
         }
-        var evaluation = Evaluation(loss: total / Double(dataset.count), accuracy: confusion?.accuracy, confusion: confusion, count: dataset.count)
+        var evaluation = Evaluation(loss: weight > 0 ? total / weight : 0, accuracy: confusion?.accuracy, confusion: confusion, count: dataset.count)
         evaluation.nonFiniteRow = nonFiniteRow
         return evaluation
     }

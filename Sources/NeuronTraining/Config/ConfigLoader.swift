@@ -582,6 +582,9 @@ private struct ConfigChecker {
             try epsilonFloor(layer.epsilon, at: path, for: "a sample or position whose features are all equal")
         case .gelu:
             break  // approximation: its names are checked as it is read
+        case .attention:
+            try needs("heads", layer.heads, "heads")
+            try range(layer.heads, "heads", from: 1)
         }
         if layer.activation == .softmax {
             let others = alternatives(Activation.allCases.filter { $0 != .softmax })

@@ -139,6 +139,8 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         case layerNorm
         /// The Gaussian error linear unit, element by element (PyTorch's `nn.GELU`): `approximation`.
         case gelu
+        /// Causal multi-head self-attention over the time axis (a GPT's, nanoGPT's parameters): `heads`.
+        case attention
 
         /// Whether a layer of this kind needs its input as an image.
         var takesImages: Bool { self == .conv2d || self == .maxPool2d || self == .avgPool2d || self == .flatten }
@@ -158,6 +160,8 @@ public struct LayerConfig: Sendable, Equatable, Codable {
     public var units: Int?
     /// Embedding: the size of each token's vector.
     public var features: Int?
+    /// Attention: the heads, each over `features / heads` of the features (which they must divide).
+    public var heads: Int?
     /// Dense (default `tanh`; `softmax` only in the output layer), conv2d and batchNorm (default `identity`).
     public var activation: Activation?
     /// Conv2d: the number of filters (output channels).
@@ -208,6 +212,7 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         if kind != .dense { try container.encode(kind, forKey: .kind) }
         try container.encodeIfPresent(units, forKey: .units)
         try container.encodeIfPresent(features, forKey: .features)
+        try container.encodeIfPresent(heads, forKey: .heads)
         try container.encodeIfPresent(activation, forKey: .activation)
         try container.encodeIfPresent(filters, forKey: .filters)
         try container.encodeIfPresent(kernel, forKey: .kernel)
@@ -227,7 +232,7 @@ public struct LayerConfig: Sendable, Equatable, Codable {
     public static func == (a: LayerConfig, b: LayerConfig) -> Bool {
         var (a, b) = (a, b)
         (a.activation, b.activation) = (a.effectiveActivation, b.effectiveActivation)
-        return a.kind == b.kind && a.units == b.units && a.features == b.features && a.activation == b.activation && a.filters == b.filters
+        return a.kind == b.kind && a.units == b.units && a.features == b.features && a.heads == b.heads && a.activation == b.activation && a.filters == b.filters
             && a.kernel == b.kernel
             && a.stride == b.stride && a.padding == b.padding && a.pad == b.pad && a.size == b.size && a.global == b.global
             && a.rate == b.rate && a.momentum == b.momentum && a.epsilon == b.epsilon && a.approximation == b.approximation
@@ -516,7 +521,7 @@ extension LayerConfig: DefaultedConfigSection {
     init() { self.init(kind: .dense) }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case kind, units, features, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers
+        case kind, units, features, heads, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers
     }
 
     /// A residual block's body layer: every key but `layers` (a body holds no residual block), so
@@ -531,6 +536,7 @@ extension LayerConfig: DefaultedConfigSection {
         case .kind: ConfigField(\.kind)
         case .units: ConfigField(\.units)
         case .features: ConfigField(\.features)
+        case .heads: ConfigField(\.heads)
         case .activation: ConfigField(\.activation)
         case .filters: ConfigField(\.filters)
         case .kernel: ConfigField(\.kernel)
@@ -566,6 +572,7 @@ extension LayerConfig.Kind {
         case .rnn, .gru: [.units]
         case .layerNorm: [.epsilon]
         case .gelu: [.approximation]
+        case .attention: [.heads]
         }
     }
 }

@@ -138,6 +138,9 @@ extension LayerConfig {
             return try LayerNorm<Scalar>(shape: shape, epsilon: epsilon ?? 1e-5)
         case .gelu:
             return try GELU<Scalar>(shape: shape, approximation: approximation ?? GELUApproximation.none)
+        case .attention:
+            let (time, features) = try sequence("attention")
+            return try CausalSelfAttention<Scalar>(time: time, features: features, heads: try needs(heads, "heads"))
         case .residual:
             var body: [any Layer<Scalar>] = [], inner = shape
             for layer in try needs(layers, "layers") {
