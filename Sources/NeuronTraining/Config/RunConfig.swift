@@ -232,7 +232,8 @@ public struct LayerConfig: Sendable, Equatable, Codable {
     public static func == (a: LayerConfig, b: LayerConfig) -> Bool {
         var (a, b) = (a, b)
         (a.activation, b.activation) = (a.effectiveActivation, b.effectiveActivation)
-        return a.kind == b.kind && a.units == b.units && a.features == b.features && a.heads == b.heads && a.activation == b.activation && a.filters == b.filters
+        return a.kind == b.kind && a.units == b.units && a.features == b.features && a.heads == b.heads && a.activation == b.activation
+            && a.filters == b.filters
             && a.kernel == b.kernel
             && a.stride == b.stride && a.padding == b.padding && a.pad == b.pad && a.size == b.size && a.global == b.global
             && a.rate == b.rate && a.momentum == b.momentum && a.epsilon == b.epsilon && a.approximation == b.approximation
@@ -521,7 +522,8 @@ extension LayerConfig: DefaultedConfigSection {
     init() { self.init(kind: .dense) }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case kind, units, features, heads, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers
+        case kind, units, features, heads, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation,
+            layers
     }
 
     /// A residual block's body layer: every key but `layers` (a body holds no residual block), so
