@@ -108,8 +108,10 @@ struct TrainingSessionTests {
     func diskFull() async throws {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
-        // Long enough for three checkpoints (one per batch of epoch ends the writer takes).
-        let config = try xorConfig(epochs: 200_000, extra: "output: {checkpointEvery: 1}")
+        // Long enough for three checkpoints (one per batch of epoch ends the writer takes), even when
+        // the full suite's other tests hold both cores and the writer waits its turn for seconds: the
+        // failure stops the run, so the length costs nothing once the third checkpoint comes.
+        let config = try xorConfig(epochs: 5_000_000, extra: "output: {checkpointEvery: 1}")
         // The third checkpoint finds the disk full, before any of its bytes are written.
         let checkpoints = Mutex(0)
         var outputs = RunOutputs(directory: directory.path)
