@@ -68,7 +68,9 @@ struct MessagesTests {
     @Test("explain --layer -1 is read as a number and refused as one; a missing layer is refused before the data is read")
     func explainLayer() throws {
         let negative = try runNeuron(["explain", "--checkpoint", "nowhere", "--layer", "-1", "--unit", "0"])
-        #expect(negative.status == 2 && negative.stderr == "neuron: --layer -1: layers, units, samples and positions are counted from 0\n", "\(negative.stderr)")
+        #expect(
+            negative.status == 2 && negative.stderr == "neuron: --layer -1: layers, units, samples and positions are counted from 0\n",
+            "\(negative.stderr)")
         let unit = try runNeuron(["explain", "--checkpoint", "nowhere", "--layer", "0", "--unit", "-2"])
         #expect(unit.status == 2 && unit.stderr.contains("--unit -2: layers, units, samples and positions are counted from 0"), "\(unit.stderr)")
 
