@@ -103,36 +103,9 @@ extension Kernels {
                 }
             }
         }
-        x.withUnsafeBufferPointer { px in
-            previousState.withUnsafeBufferPointer { ph in
-                da.withUnsafeBufferPointer { pda in
-                    // dW_ih += daᵀ·x  (beta 1: backward adds into the gradient buffer)
-                    T.blasGemm(
-                        transposeA: true, transposeB: false, m: hidden, n: inputs, k: positions,
-                        alpha: 1, a: pda.baseAddress!, lda: hidden, b: px.baseAddress!, ldb: inputs,
-                        beta: 1, c: g + at.weightIH, ldc: inputs)
-                    // dW_hh += daᵀ·h_prev
-                    T.blasGemm(
-                        transposeA: true, transposeB: false, m: hidden, n: hidden, k: positions,
-                        alpha: 1, a: pda.baseAddress!, lda: hidden, b: ph.baseAddress!, ldb: hidden,
-                        beta: 1, c: g + at.weightHH, ldc: hidden)
-                    // db_ih += Σ da, db_hh += Σ da (the two biases enter the sum alike)
-                    addColumnSums(pda, to: UnsafeMutableBufferPointer(start: g + at.biasIH, count: hidden))
-                    addColumnSums(pda, to: UnsafeMutableBufferPointer(start: g + at.biasHH, count: hidden))
-                }
-            }
-        }
-        guard computeInputGradient else { return }
-        dx.resize(rows: batch, columns: time * inputs)
-        da.withUnsafeBufferPointer { pda in
-            dx.withUnsafeMutableBufferPointer { pdx in
-                // dx = da·W_ih
-                T.blasGemm(
-                    transposeA: false, transposeB: false, m: positions, n: inputs, k: hidden,
-                    alpha: 1, a: pda.baseAddress!, lda: hidden, b: w + at.weightIH, ldb: inputs,
-                    beta: 0, c: pdx.baseAddress!, ldc: inputs)
-            }
-        }
+        weightGradients(
+            input: x, previousState: previousState, inputSide: da, hiddenSide: da, parameters: w, gradients: g, at: at,
+            batch: batch, time: time, inputs: inputs, width: hidden, computeInputGradient: computeInputGradient, inputGradient: &dx)
     }
 
     // MARK: GRU
@@ -282,32 +255,51 @@ extension Kernels {
                 }
             }
         }
+        weightGradients(
+            input: x, previousState: previousState, inputSide: gateGradient, hiddenSide: hiddenGateGradient, parameters: w,
+            gradients: gw, at: at, batch: batch, time: time, inputs: inputs, width: width,
+            computeInputGradient: computeInputGradient, inputGradient: &dx)
+    }
+
+    /// The products a recurrent layer's backward ends with, over every position at once from its
+    /// gate gradients: `dW_ih += inputSideᵀ·x`, `dW_hh += hiddenSideᵀ·h_prev`, the two biases their
+    /// column sums, and `dx = inputSide·W_ih` when `computeInputGradient`. An RNN's two sides are
+    /// the same `da`; a GRU's differ in the candidate gate (`da_n` and `da_n ⊙ r`).
+    ///
+    ///     // x, dx: (batch·time, inputs)  previousState: (batch·time, hidden)  inputSide, hiddenSide: (batch·time, width)
+    @inline(__always)
+    static func weightGradients<T: TensorScalar>(
+        input x: Tensor<T>, previousState: Tensor<T>, inputSide: Tensor<T>, hiddenSide: Tensor<T>,
+        parameters w: UnsafePointer<T>, gradients g: UnsafeMutablePointer<T>, at: RecurrentParameters,
+        batch: Int, time: Int, inputs: Int, width: Int, computeInputGradient: Bool, inputGradient dx: inout Tensor<T>
+    ) {
+        let hidden = at.hidden, positions = batch * time
         x.withUnsafeBufferPointer { px in
             previousState.withUnsafeBufferPointer { ph in
-                gateGradient.withUnsafeBufferPointer { pdi in
-                    hiddenGateGradient.withUnsafeBufferPointer { pdh in
-                        // dW_ih += inputsideᵀ·x  (beta 1: backward adds into the gradient buffer)
+                inputSide.withUnsafeBufferPointer { pdi in
+                    hiddenSide.withUnsafeBufferPointer { pdh in
+                        // dW_ih += inputSideᵀ·x  (beta 1: backward adds into the gradient buffer)
                         T.blasGemm(
                             transposeA: true, transposeB: false, m: width, n: inputs, k: positions,
                             alpha: 1, a: pdi.baseAddress!, lda: width, b: px.baseAddress!, ldb: inputs,
-                            beta: 1, c: gw + at.weightIH, ldc: inputs)
-                        // dW_hh += hiddensideᵀ·h_prev
+                            beta: 1, c: g + at.weightIH, ldc: inputs)
+                        // dW_hh += hiddenSideᵀ·h_prev
                         T.blasGemm(
                             transposeA: true, transposeB: false, m: width, n: hidden, k: positions,
                             alpha: 1, a: pdh.baseAddress!, lda: width, b: ph.baseAddress!, ldb: hidden,
-                            beta: 1, c: gw + at.weightHH, ldc: hidden)
-                        // db_ih += Σ input side, db_hh += Σ hidden side
-                        addColumnSums(pdi, to: UnsafeMutableBufferPointer(start: gw + at.biasIH, count: width))
-                        addColumnSums(pdh, to: UnsafeMutableBufferPointer(start: gw + at.biasHH, count: width))
+                            beta: 1, c: g + at.weightHH, ldc: hidden)
+                        // db_ih += Σ inputSide, db_hh += Σ hiddenSide
+                        addColumnSums(pdi, to: UnsafeMutableBufferPointer(start: g + at.biasIH, count: width))
+                        addColumnSums(pdh, to: UnsafeMutableBufferPointer(start: g + at.biasHH, count: width))
                     }
                 }
             }
         }
         guard computeInputGradient else { return }
         dx.resize(rows: batch, columns: time * inputs)
-        gateGradient.withUnsafeBufferPointer { pdi in
+        inputSide.withUnsafeBufferPointer { pdi in
             dx.withUnsafeMutableBufferPointer { pdx in
-                // dx = input side·W_ih
+                // dx = inputSide·W_ih
                 T.blasGemm(
                     transposeA: false, transposeB: false, m: positions, n: inputs, k: width,
                     alpha: 1, a: pdi.baseAddress!, lda: width, b: w + at.weightIH, ldb: inputs,
