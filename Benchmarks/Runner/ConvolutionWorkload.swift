@@ -98,24 +98,15 @@ struct ConvolutionWorkload {
     /// the number of check steps.
     func writeExchangeFile(to directory: String, checkSteps: Int) throws -> String {
         let (network, x, t) = try make()
-        var entries = [SafeTensors.entry("x", try x.reshaped(to: [batch, 1, 28, 28])), SafeTensors.entry("t", t)]
-        entries += network.parameterTensors.map { SafeTensors.entry($0.name, Checkpoint.fileLayout(network.parameter($0), order: $0.pytorchOrder)) }
-        let path = (directory as NSString).appendingPathComponent("\(id).safetensors")
-        try SafeTensors.write(
-            entries, metadata: ["loss": "softmaxCrossEntropy", "learningRate": "\(learningRate)", "checkSteps": "\(checkSteps)"], to: path)
-        return path
+        return try writePeerExchange(
+            id, network: network, x: try x.reshaped(to: [batch, 1, 28, 28]), targets: t, learningRate: learningRate, checkSteps: checkSteps,
+            to: directory)
     }
 
     /// Per-step seconds and heap allocations per step after the first.
     func time(blocks: Int) throws -> (seconds: [Double], allocationsPerStep: Double) {
-        var (network, x, t) = try make()
-        var sgd = try SGD<Float>(learningRate: learningRate)
-        let seconds = try measureSteps(blocks: blocks, blockTarget: .milliseconds(20)) { try network.trainStep(x, targets: t, optimizer: &sgd) }
-        let steps = 20
-        allocation_counter_start()
-        for _ in 0..<steps { try network.trainStep(x, targets: t, optimizer: &sgd) }
-        let allocations = allocation_counter_stop()
-        return (seconds, Double(allocations) / Double(steps))
+        let (network, x, t) = try make()
+        return try timeSGDSteps(network, x: x, targets: t, learningRate: learningRate, blocks: blocks)
     }
 
     /// The layout question measured on W7's two convolutions: the forward product as channels-last

@@ -1,5 +1,6 @@
 // Timing: blocks of steps long enough that reading the clock costs nothing, after a warm-up;
 // results as median and 10th/90th percentiles of the per-step time.
+import AllocationCounter
 import Foundation
 import NeuronCore
 
@@ -106,4 +107,19 @@ func layerTimes(_ network: inout Network<Float>, x: Tensor<Float>, targets: Tens
         result.append(Report.LayerTime(layer: layers[i].description, forward: Timing(forward).median, backward: Timing(backward).median))
     }
     return result
+}
+
+/// Per-step seconds of `network` stepping on one batch with plain SGD, and its heap allocations
+/// per step after the first (W7, W8).
+func timeSGDSteps(
+    _ network: Network<Float>, x: Tensor<Float>, targets t: Tensor<Float>, learningRate: Float, blocks: Int
+) throws -> (seconds: [Double], allocationsPerStep: Double) {
+    var network = network
+    var sgd = try SGD<Float>(learningRate: learningRate)
+    let seconds = try measureSteps(blocks: blocks, blockTarget: .milliseconds(20)) { try network.trainStep(x, targets: t, optimizer: &sgd) }
+    let steps = 20
+    allocation_counter_start()
+    for _ in 0..<steps { try network.trainStep(x, targets: t, optimizer: &sgd) }
+    let allocations = allocation_counter_stop()
+    return (seconds, Double(allocations) / Double(steps))
 }

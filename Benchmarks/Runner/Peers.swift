@@ -1,6 +1,8 @@
 // The peers a user would otherwise pick, run as separate processes from Benchmarks/peers/ with
 // the Python of the virtual environment that Benchmarks/peers/setup.sh makes.
 import Foundation
+import NeuronCore
+import NeuronTraining
 
 /// What a peer script prints (one JSON line).
 struct PeerResult: Decodable {
@@ -194,4 +196,19 @@ extension Benchmarks {
         }
         return table(rows)
     }
+}
+
+/// Writes a step workload's exchange file for its peers (W7, W8; Benchmarks/peers/README.md):
+/// `x` and `t` as given, the parameters under our names in PyTorch's layouts (as our checkpoints
+/// store them), the loss, the learning rate and the number of check steps; its path.
+func writePeerExchange(
+    _ id: String, network: Network<Float>, x: Tensor<Float>, targets t: Tensor<Float>, learningRate: Float, checkSteps: Int,
+    to directory: String
+) throws -> String {
+    var entries = [SafeTensors.entry("x", x), SafeTensors.entry("t", t)]
+    entries += network.parameterTensors.map { SafeTensors.entry($0.name, Checkpoint.fileLayout(network.parameter($0), order: $0.pytorchOrder)) }
+    let path = (directory as NSString).appendingPathComponent("\(id).safetensors")
+    try SafeTensors.write(
+        entries, metadata: ["loss": network.loss.rawValue, "learningRate": "\(learningRate)", "checkSteps": "\(checkSteps)"], to: path)
+    return path
 }
