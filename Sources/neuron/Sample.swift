@@ -82,8 +82,8 @@ struct Sample: ParsableCommand {
         var training = Set<String>()
         var note = "* marks a line of the training data"
         do {
-            let data = try RunData<Float>(saved.state.config.data, seed: saved.state.seed)
-            if let text = data.text { training = Set(text.training.map { text.corpus.lines[$0] }) }
+            let (corpus, parts) = try TextCorpus.read(saved.state.config.data, seed: saved.state.seed)
+            training = Set(parts.training.map { corpus.lines[$0] })
         } catch {
             note = "lines are not marked: the training data cannot be read (\(error))"
         }

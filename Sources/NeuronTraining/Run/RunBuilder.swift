@@ -131,7 +131,8 @@ public enum RunBuilder {
         } catch {
             throw origin.error(at: error.path, "\(error)")
         }
-        if let given = layers.last?.outputShape.last.map({ vocabulary == nil ? layers.last!.outputShape.reduce(1, *) : $0 }), given != outputs {
+        // A text model's per position (its last dimension), any other's per sample (all of it).
+        if let shape = layers.last?.outputShape, case let given = vocabulary == nil ? shape.reduce(1, *) : shape[shape.count - 1], given != outputs {
             throw origin.error(
                 at: "model.layers[\(last)]",
                 "model.layers[\(last)]: the last layer gives \(given) outputs per \(vocabulary == nil ? "sample" : "position") but the data has \(outputs) \(what)\(data.source)"

@@ -83,7 +83,7 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
             defaultSplit = 0
             defaultNormalization = .none
         case .text:
-            let (corpus, parts) = try Self.readText(config, generator: &splitGenerator, origin: origin)
+            let (corpus, parts) = try TextCorpus.read(config, seed: seed, origin: origin)
             source = " (data: \(config.path!))"
             text = (corpus, parts.training, parts.validation, parts.test)
             training = corpus.dataset(parts.training)
@@ -137,15 +137,22 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     /// The most bytes a text file may have: a tenth of the machine's memory (each character
     /// becomes a feature and a target of `Scalar`'s size at every position of its block).
     static var textByteLimit: Int { max(1 << 20, MemoryBudget.physicalMemory / 10) }
+}
 
-    /// A text config's lines, read and split: the first `data.limit` kept lines, shuffled with
-    /// `generator`; the test part is taken first, then validation from the rest.
-    private static func readText(_ config: DataConfig, generator: inout SeededGenerator, origin: ConfigOrigin) throws -> (
+extension TextCorpus {
+    /// A text config's lines, read and split as a run seeded `seed` splits them (``RunData``
+    /// does, and `neuron sample` to mark the training lines): the first `data.limit` kept lines,
+    /// shuffled with ``RunData/splitGenerator(seed:)``; the test part is taken first, then
+    /// validation from the rest.
+    /// - Throws: `DataError` naming the file and line; ``ConfigError`` at the split's key when the
+    ///   parts leave no training line.
+    public static func read(_ config: DataConfig, seed: UInt64, origin: ConfigOrigin = ConfigOrigin()) throws -> (
         TextCorpus, (training: [Int], validation: [Int], test: [Int])
     ) {
+        var generator = RunData<Double>.splitGenerator(seed: seed)
         let keep = try config.keep.map { (text: String) throws(DataError) -> CharacterClass in try CharacterClass(text) }
         var corpus = try TextCorpus.load(
-            config.path!, lowercase: config.lowercase ?? false, keep: keep, blockSize: config.blockSize, maximumBytes: textByteLimit)
+            config.path!, lowercase: config.lowercase ?? false, keep: keep, blockSize: config.blockSize, maximumBytes: RunData<Double>.textByteLimit)
         if let limit = config.limit, limit < corpus.lines.count { corpus = corpus.prefix(limit) }
         do {
             return (

@@ -144,7 +144,10 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     /// One record per completed epoch.
     public private(set) var records: [EpochRecord] = []
     /// A text model's vocabulary and the lines it draws at each epoch's end; nil for other data.
-    public var lineSampler: LineSampler?
+    /// A counted table takes no step, so no epoch ends: its lines are drawn when it is given one.
+    public var lineSampler: LineSampler? {
+        didSet { if totalEpochs == 0 { sampledLines = lineSampler?.draw(from: training.network, epoch: 0) } }
+    }
     /// The lines drawn at the last recorded epoch's end (text models).
     public private(set) var sampledLines: [SampledLine]?
 
@@ -270,8 +273,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         (snapshot.validationLoss, snapshot.validationAccuracy) = (lastValidation?.loss, lastValidation?.accuracy)
         snapshot.layers = training.network.layerStatistics()
         snapshot.neuron = neuronRow()
-        // A counted table takes no step, so no epoch ends: its lines are drawn when it is shown.
-        snapshot.sampledLines = sampledLines ?? (totalEpochs == 0 ? lineSampler?.draw(from: training.network, epoch: 0) : nil)
+        snapshot.sampledLines = sampledLines
         return snapshot
     }
 
