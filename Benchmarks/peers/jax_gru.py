@@ -13,7 +13,6 @@ scan carrying h from h0, the head at every position, then the mean of
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_common as pc  # noqa: E402
@@ -92,22 +91,7 @@ def main():
         raise pc.PeerError(f"the JAX step computes in {loss.dtype}, not float32")
     pc.finite(check, "a check loss")
 
-    params = fresh()
-    for _ in range(args.warmup):
-        params, loss = step(params, x, t)
-    jax.block_until_ready(params)
-    clock = time.perf_counter_ns
-    seconds = []
-    for _ in range(args.steps):
-        start = clock()
-        params, loss = step(params, x, t)
-        jax.block_until_ready((params, loss))
-        seconds.append((clock() - start) * 1e-9)
-    params, loss = step(params, x, t)
-    pc.finite([float(loss)], "the loss after the timed steps")
-
-    pc.emit({"peer": "jax", "version": jax.__version__, "threads": args.threads,
-             "checkLosses": check, "stepSeconds": seconds})
+    pc.time_jax_steps(jax, step, fresh, x, t, check, args)
 
 
 if __name__ == "__main__":

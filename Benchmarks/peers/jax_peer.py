@@ -8,7 +8,6 @@ Prints one JSON line: {"peer","version","threads","checkLosses","stepSeconds"}. 
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_common as pc  # noqa: E402  (imports neither numpy, torch nor jax)
@@ -75,22 +74,7 @@ def main():
     pc.finite(check, "a check loss")
 
     # (2) timing, from the initial weights again (compiled already: same shapes)
-    params = fresh()
-    for _ in range(args.warmup):
-        params, loss = step(params, x, t)
-    jax.block_until_ready(params)
-    clock = time.perf_counter_ns
-    seconds = []
-    for _ in range(args.steps):
-        start = clock()
-        params, loss = step(params, x, t)
-        jax.block_until_ready((params, loss))   # one wait per step: the step is done when timed
-        seconds.append((clock() - start) * 1e-9)
-    params, loss = step(params, x, t)   # untimed: make sure training stayed finite
-    pc.finite([float(loss)], "the loss after the timed steps")
-
-    pc.emit({"peer": "jax", "version": jax.__version__, "threads": args.threads,
-             "checkLosses": check, "stepSeconds": seconds})
+    pc.time_jax_steps(jax, step, fresh, x, t, check, args)
 
 
 if __name__ == "__main__":

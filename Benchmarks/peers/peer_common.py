@@ -8,6 +8,7 @@ import json
 import math
 import os
 import sys
+import time
 
 ACTIVATIONS = ("tanh", "sigmoid", "relu", "identity", "softmax")
 LOSSES = ("halfSquaredError", "softmaxCrossEntropy")
@@ -467,3 +468,24 @@ def load_gru_workload(path):
         raise PeerError(f"{path}: metadata loss {meta.get('loss')!r}: W8 trains with sequenceCrossEntropy")
     lr, check_steps = _step_metadata(meta, path)
     return {"x": x, "t": t, "params": params, "sizes": sizes, "lr": lr, "check_steps": check_steps}
+
+
+def time_jax_steps(jax, step, fresh, x, t, check, args):
+    """Times `args.steps` jitted steps from `fresh()` parameters after `args.warmup` untimed ones,
+    each step timed to the moment its results are ready; checks that the loss after them is
+    finite; prints the peer's JSON line with the `check` losses."""
+    params = fresh()
+    for _ in range(args.warmup):
+        params, loss = step(params, x, t)
+    jax.block_until_ready(params)
+    clock = time.perf_counter_ns
+    seconds = []
+    for _ in range(args.steps):
+        start = clock()
+        params, loss = step(params, x, t)
+        jax.block_until_ready((params, loss))   # one wait per step: the step is done when timed
+        seconds.append((clock() - start) * 1e-9)
+    params, loss = step(params, x, t)   # untimed: make sure training stayed finite
+    finite([float(loss)], "the loss after the timed steps")
+    emit({"peer": "jax", "version": jax.__version__, "threads": args.threads,
+          "checkLosses": check, "stepSeconds": seconds})
