@@ -7,10 +7,15 @@ import Testing
 /// Docs/Text.md's PyTorch mapping of a text model's checkpoint, written out in NumPy: the
 /// vocabulary from the run state, `nn.Embedding` rows, a position table added, Bengio's context
 /// concatenated, `nn.Linear` at each position, `nn.RNN` and `nn.GRU` (PyTorch's equations, gate order
-/// r, z, n, the learned `h0` as `hx`), then the softmax of the last position's scores: the
-/// probabilities of the character after the prefix. Computed in float64 from the stored tensors.
+/// r, z, n, the learned `h0` as `hx`), and a GPT's pieces: a residual block `x + body(x)` over its
+/// nested layers (tensors `body.j.…`), `nn.LayerNorm` (biased variance, epsilon inside the root),
+/// `nn.GELU` in both forms, nanoGPT's causal self-attention (q, k, v the three row blocks of
+/// `c_attn`, each head its own columns of them, scores scaled by 1/√size, later positions masked,
+/// softmax, then `c_proj`), dropout as evaluation runs it (not at all); then the softmax of the
+/// last position's scores: the probabilities of the character after the prefix. It walks the
+/// config's layer list as the checkpoint stores it, in float64 from the stored tensors.
 private let numpyNextCharacter = #"""
-    import json, sys
+    import json, math, sys
     import numpy as np
     from safetensors import safe_open
     from safetensors.numpy import load_file
@@ -22,37 +27,138 @@ private let numpyNextCharacter = #"""
     vocabulary = state["vocabulary"]                   # token i is vocabulary[i]; "" is the boundary
     tokens = [0] + [vocabulary.index(c) for c in prefix]
     sigmoid = lambda z: 1 / (1 + np.exp(-z))
+    erf = np.vectorize(math.erf)
     activations = {"tanh": np.tanh, "sigmoid": sigmoid, "relu": lambda z: np.maximum(z, 0), "identity": lambda z: z}
-    h = None
-    for i, layer in enumerate(state["config"]["model"]["layers"]):
-        kind, p = layer.get("kind", "dense"), (lambda name, i=i: t[f"layers.{i}.{name}"])
-        if kind == "embedding":                        # nn.Embedding
-            h = p("weight")[tokens]
-        elif kind == "positionEmbedding":              # a learned row per position, added
-            h = h + p("weight")[: len(h)]
-        elif kind == "context":                        # the last `size` positions' vectors, oldest first, zeros before the start
-            k = layer["size"]
-            padded = np.vstack([np.zeros((k - 1, h.shape[1])), h])
-            h = np.hstack([padded[j : j + len(h)] for j in range(k)])
-        elif kind == "dense":                          # nn.Linear at every position
-            h = activations[layer.get("activation", "tanh")](h @ p("weight").T + p("bias"))
-        elif kind in ("rnn", "gru"):                   # nn.RNN / nn.GRU, hx = h0
-            state_h, out = p("h0"), []
-            W, U, b, c = p("weight_ih_l0"), p("weight_hh_l0"), p("bias_ih_l0"), p("bias_hh_l0")
-            for x in h:
-                if kind == "rnn":
-                    state_h = np.tanh(W @ x + b + U @ state_h + c)
+
+    def softmax_rows(z):
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def run(layers, names, h):                         # h: (time, features); names: the tensors' prefix, "layers." at the top
+        for i, layer in enumerate(layers):
+            kind, p = layer.get("kind", "dense"), (lambda name, i=i: t[f"{names}{i}.{name}"])
+            if kind == "embedding":                    # nn.Embedding
+                h = p("weight")[tokens]
+            elif kind == "positionEmbedding":          # a learned row per position, added
+                h = h + p("weight")[: len(h)]
+            elif kind == "context":                    # the last `size` positions' vectors, oldest first, zeros before the start
+                k = layer["size"]
+                padded = np.vstack([np.zeros((k - 1, h.shape[1])), h])
+                h = np.hstack([padded[j : j + len(h)] for j in range(k)])
+            elif kind == "dense":                      # nn.Linear at every position
+                h = activations[layer.get("activation", "tanh")](h @ p("weight").T + p("bias"))
+            elif kind in ("rnn", "gru"):               # nn.RNN / nn.GRU, hx = h0
+                state_h, out = p("h0"), []
+                W, U, b, c = p("weight_ih_l0"), p("weight_hh_l0"), p("bias_ih_l0"), p("bias_hh_l0")
+                for x in h:
+                    if kind == "rnn":
+                        state_h = np.tanh(W @ x + b + U @ state_h + c)
+                    else:
+                        gi, gh, n = W @ x + b, U @ state_h + c, len(state_h)
+                        r, z = sigmoid(gi[:n] + gh[:n]), sigmoid(gi[n : 2 * n] + gh[n : 2 * n])
+                        candidate = np.tanh(gi[2 * n :] + r * gh[2 * n :])
+                        state_h = (1 - z) * candidate + z * state_h
+                    out.append(state_h)
+                h = np.array(out)
+            elif kind == "residual":                   # x + body(x), the body's tensors under "body."
+                h = h + run(layer["layers"], f"{names}{i}.body.", h)
+            elif kind == "dropout":                    # off in evaluation
+                pass
+            elif kind == "layerNorm":                  # nn.LayerNorm: each position over its features, biased variance
+                mean = h.mean(axis=1, keepdims=True)
+                variance = ((h - mean) ** 2).mean(axis=1, keepdims=True)
+                h = (h - mean) / np.sqrt(variance + layer.get("epsilon", 1e-5)) * p("weight") + p("bias")
+            elif kind == "gelu":                       # nn.GELU(approximate=...)
+                if layer.get("approximation", "none") == "tanh":
+                    h = h / 2 * (1 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3)))
                 else:
-                    gi, gh, n = W @ x + b, U @ state_h + c, len(state_h)
-                    r, z = sigmoid(gi[:n] + gh[:n]), sigmoid(gi[n : 2 * n] + gh[n : 2 * n])
-                    candidate = np.tanh(gi[2 * n :] + r * gh[2 * n :])
-                    state_h = (1 - z) * candidate + z * state_h
-                out.append(state_h)
-            h = np.array(out)
-    scores = h[-1]
-    e = np.exp(scores - scores.max())
-    print(json.dumps((e / e.sum()).tolist()))
+                    h = h / 2 * (1 + erf(h / math.sqrt(2)))
+            elif kind == "attention":                  # nanoGPT's CausalSelfAttention, head by head
+                time, features = h.shape
+                size = features // layer["heads"]
+                qkv = h @ p("c_attn.weight").T + p("c_attn.bias")
+                q, k, v = qkv[:, :features], qkv[:, features : 2 * features], qkv[:, 2 * features :]
+                later = np.triu(np.ones((time, time), dtype=bool), 1)
+                heads = []
+                for head in range(layer["heads"]):
+                    columns = slice(head * size, (head + 1) * size)
+                    scores = np.where(later, -np.inf, q[:, columns] @ k[:, columns].T / math.sqrt(size))
+                    heads.append(softmax_rows(scores) @ v[:, columns])
+                h = np.hstack(heads) @ p("c_proj.weight").T + p("c_proj.bias")
+            else:
+                raise SystemExit(f"the NumPy mapping has no layer kind {kind!r}")
+        return h
+
+    print(json.dumps(softmax_rows(run(state["config"]["model"]["layers"], "layers.", None)[-1]).tolist()))
     """#
+
+/// A GPT of 2 blocks as nanoGPT builds one, from the layer kinds there are: features 8, 2 heads,
+/// an MLP of 32 with the exact GELU, PyTorch's epsilon.
+private let gpt = """
+    [{kind: embedding, features: 8}, {kind: positionEmbedding},
+     {kind: residual, layers: [{kind: layerNorm}, {kind: attention, heads: 2}]},
+     {kind: residual, layers: [{kind: layerNorm}, {units: 32, activation: identity}, {kind: gelu}, {units: 8, activation: identity}]},
+     {kind: residual, layers: [{kind: layerNorm}, {kind: attention, heads: 2}]},
+     {kind: residual, layers: [{kind: layerNorm}, {units: 32, activation: identity}, {kind: gelu}, {units: 8, activation: identity}]},
+     {kind: layerNorm}, {units: 27, activation: identity}]
+    """
+
+/// The other choices: GELU's tanh form, epsilons other than PyTorch's default, 4 heads of 2
+/// features, dropout (which sampling must leave out) after the embeddings and in each block.
+private let gptVariant = """
+    [{kind: embedding, features: 8}, {kind: positionEmbedding}, {kind: dropout, rate: 0.2},
+     {kind: residual, layers: [{kind: layerNorm, epsilon: 0.01}, {kind: attention, heads: 4}, {kind: dropout, rate: 0.2}]},
+     {kind: residual, layers: [{kind: layerNorm, epsilon: 0.01}, {units: 16, activation: identity}, {kind: gelu, approximation: tanh},
+                               {units: 8, activation: identity}, {kind: dropout, rate: 0.2}]},
+     {kind: residual, layers: [{kind: layerNorm}, {kind: attention, heads: 4}]},
+     {kind: residual, layers: [{kind: layerNorm}, {units: 16, activation: identity}, {kind: gelu, approximation: tanh}, {units: 8, activation: identity}]},
+     {kind: layerNorm, epsilon: 0.001}, {units: 27, activation: identity}]
+    """
+
+/// The prefixes the mappings are held to: none (the boundary token alone), short ones, and one of
+/// 17 characters, which fills every position of words-small.txt's block (its longest line's 17 and the end).
+private let prefixes = ["", "q", "th", "unbelievab", "uncharacteristics"]
+
+/// A text model of `layers` trained one epoch on words-small.txt (25 Adam steps: weights well away
+/// from their initial values, layer norms' ones and zeros included), its checkpoint written to
+/// `directory` and read back as `neuron sample` reads it.
+private func trainedCheckpoint(layers: String, in directory: CheckpointTestDirectory) throws -> LoadedCheckpoint {
+    let config = try config(
+        """
+        model: {layers: \(layers)}
+        data: {kind: text, path: words-small.txt}
+        optimizer: {kind: adam, learningRate: 0.01}
+        training: {epochs: 1, batchSize: 32, seed: 11}
+        """)
+    let run = try RunBuilder.build(config)
+    var engine = try #require(run.engine as? NetworkTrainingEngine<Float, Adam<Float>>)
+    while engine.stepsTaken < engine.totalSteps { _ = engine.step() }
+    try Checkpoint(engine, config: config, preprocessing: run.preprocessing).write(to: directory.path)
+    return try Checkpoint.read(directory.path)
+}
+
+/// The engine's probabilities of the character after each of `prefixes`, by `neuron sample
+/// --probabilities`'s path.
+private func engineProbabilities(_ saved: LoadedCheckpoint) throws -> [[Double]] {
+    let vocabulary = try #require(saved.state.vocabulary)
+    var network = try Prediction<Float>.network(saved)
+    return try prefixes.map { prefix in
+        try network.nextTokenProbabilities(after: [Vocabulary.boundary] + vocabulary.encode(prefix)!, rule: try SamplingRule())
+    }
+}
+
+/// Expects the two distributions over 27 tokens to agree within `tolerance`, and `reference` to
+/// sum to 1 within `sumTolerance` (float64 NumPy: rounding only; torch's float32: its own rounding).
+private func expectAgreement(
+    _ engine: [Double], _ reference: [Double], tolerance: Double, sumTolerance: Double, _ what: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(reference.count == 27 && engine.count == 27, "\(what): \(reference.count) and \(engine.count) tokens", sourceLocation: sourceLocation)
+    let worst = zip(engine, reference).map { abs($0 - $1) }.max() ?? .infinity
+    #expect(worst < tolerance, "\(what): largest |Δp| \(worst)", sourceLocation: sourceLocation)
+    #expect(
+        abs(reference.reduce(0, +) - 1) < sumTolerance, "\(what): the reference sums to \(reference.reduce(0, +))", sourceLocation: sourceLocation)
+}
 
 @Suite("Text models in NumPy, as Docs/Text.md maps them to PyTorch modules")
 struct TextModelMappingTests {
@@ -63,34 +169,20 @@ struct TextModelMappingTests {
             "[{kind: embedding, features: 8}, {kind: rnn, units: 12}, {units: 27, activation: identity}]",
             "[{kind: embedding, features: 6}, {kind: positionEmbedding}, {kind: context, size: 3}, {units: 16, activation: tanh}, {units: 27, activation: identity}]",
             "[{kind: embedding}]",
+            gpt, gptVariant,
         ])
     func nextCharacter(layers: String) throws {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         try requireSafetensors(in: directory)
-        let config = try config(
-            """
-            model: {layers: \(layers)}
-            data: {kind: text, path: words-small.txt}
-            optimizer: {kind: adam, learningRate: 0.01}
-            training: {epochs: 1, batchSize: 32, seed: 11}
-            """)
-        let run = try RunBuilder.build(config)
-        var engine = try #require(run.engine as? NetworkTrainingEngine<Float, Adam<Float>>)
-        while engine.stepsTaken < engine.totalSteps { _ = engine.step() }
-        try Checkpoint(engine, config: config, preprocessing: run.preprocessing).write(to: directory.path)
-        let saved = try Checkpoint.read(directory.path)
-        let vocabulary = try #require(saved.state.vocabulary)
-        var network = try Prediction<Float>.network(saved)
-        for prefix in ["", "q", "th", "unbelievab"] {
-            let swift = try network.nextTokenProbabilities(
-                after: [Vocabulary.boundary] + vocabulary.encode(prefix)!, rule: try SamplingRule())
+        let swift = try engineProbabilities(try trainedCheckpoint(layers: layers, in: directory))
+        for (prefix, engine) in zip(prefixes, swift) {
             let numpy = try JSONDecoder().decode(
                 [Double].self, from: Data(try python(numpyNextCharacter, [directory.file("checkpoint.safetensors"), prefix], in: directory).utf8))
-            #expect(numpy.count == 27 && swift.count == 27)
-            let worst = zip(swift, numpy).map { abs($0 - $1) }.max() ?? .infinity
-            #expect(worst < 2e-6, "\(layers) after '\(prefix)': largest |Δp| \(worst)")
-            #expect(abs(numpy.reduce(0, +) - 1) < 1e-9)
+            expectAgreement(engine, numpy, tolerance: 2e-6, sumTolerance: 1e-9, "\(layers) after '\(prefix)'")
         }
+        // A model that gave every prefix the same distribution would agree with a mapping that ignored the prefix.
+        let spread = swift.dropFirst().map { p in zip(p, swift[0]).map { abs($0 - $1) }.max()! }.max()!
+        #expect(spread > 0.01, "\(layers): the prefixes' distributions differ by at most \(spread)")
     }
 }
