@@ -162,15 +162,17 @@ func idxCNNConfig(in directory: CheckpointTestDirectory, epochs: Int = 4, layers
 let venvPython = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent(".venv/bin/python3").path
 
-/// `python3 -c <script> <arguments>` (the package's virtual environment), with its output in files so
-/// that neither pipe can fill up.
-func python(_ script: String, _ arguments: [String] = [], in directory: CheckpointTestDirectory) throws -> String {
+/// `python3 -c <script> <arguments>` (the package's virtual environment, or `executable`), with its
+/// output in files so that neither pipe can fill up.
+func python(
+    _ script: String, _ arguments: [String] = [], in directory: CheckpointTestDirectory, executable: String = venvPython
+) throws -> String {
     let id = UUID().uuidString
     let (outPath, errPath) = (directory.file("\(id).stdout"), directory.file("\(id).stderr"))
     for file in [outPath, errPath] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
     defer { try? FileManager.default.removeItem(atPath: outPath); try? FileManager.default.removeItem(atPath: errPath) }
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: venvPython)
+    process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = ["-c", script] + arguments
     process.standardOutput = FileHandle(forWritingAtPath: outPath)
     process.standardError = FileHandle(forWritingAtPath: errPath)

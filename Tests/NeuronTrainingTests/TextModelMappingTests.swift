@@ -185,4 +185,44 @@ struct TextModelMappingTests {
         let spread = swift.dropFirst().map { p in zip(p, swift[0]).map { abs($0 - $1) }.max()! }.max()!
         #expect(spread > 0.01, "\(layers): the prefixes' distributions differ by at most \(spread)")
     }
+
+    @Test("Docs/Text.md shows Docs/gpt_in_torch.py verbatim, the snippet the test below runs")
+    func docShowsTheSnippet() throws {
+        let doc = try String(contentsOfFile: docsDirectory + "/Text.md", encoding: .utf8)
+        let snippet = try String(contentsOfFile: docsDirectory + "/gpt_in_torch.py", encoding: .utf8)
+        let shown = doc.contains("```python\n" + snippet + "```\n")
+        #expect(shown, "Docs/Text.md has no code block that is Docs/gpt_in_torch.py, whole")
+    }
+
+    /// Needs torch, which the package's venv does not have (CI holds the mapping to the NumPy walk
+    /// above); runs where the benchmarks' peers venv is set up.
+    @Test(
+        "Docs/gpt_in_torch.py's torch module reproduces neuron sample's probabilities of the next character",
+        .enabled(if: peersTorch != nil, "needs torch in the peers' venv (Benchmarks/peers/setup.sh)"))
+    func torchSnippet() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let snippet = try String(contentsOfFile: docsDirectory + "/gpt_in_torch.py", encoding: .utf8)
+        let swift = try engineProbabilities(try trainedCheckpoint(layers: gpt, in: directory))
+        for (prefix, engine) in zip(prefixes, swift) {
+            let output = try python(snippet, [directory.file("checkpoint.safetensors"), prefix], in: directory, executable: peersTorch!)
+            let torch = try JSONDecoder().decode([Double].self, from: Data(output.utf8))
+            expectAgreement(engine, torch, tolerance: 2e-6, sumTolerance: 1e-5, "torch after '\(prefix)'")
+        }
+    }
 }
+
+/// The repository's Docs folder.
+private let docsDirectory = URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().appendingPathComponent("Docs").path
+
+/// The benchmarks' peers venv's Python (`$NEURON_PEERS_VENV`, default `~/.cache/neuron-peers`)
+/// when it imports torch and safetensors, else nil.
+private let peersTorch: String? = {
+    let venv =
+        ProcessInfo.processInfo.environment["NEURON_PEERS_VENV"]
+        ?? (NSHomeDirectory() as NSString).appendingPathComponent(".cache/neuron-peers")
+    let executable = (venv as NSString).appendingPathComponent("bin/python3")
+    guard FileManager.default.isExecutableFile(atPath: executable), let directory = try? CheckpointTestDirectory() else { return nil }
+    defer { directory.remove() }
+    return (try? python("import torch, safetensors", in: directory, executable: executable)) != nil ? executable : nil
+}()
