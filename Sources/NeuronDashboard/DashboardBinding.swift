@@ -20,6 +20,8 @@ public final class DashboardBinding {
     public let broadcaster = FrameBroadcaster()
     /// The layers' shapes, read once from the engine (they do not change during a run).
     public private(set) var layouts: [LayerLayout]
+    /// The attention panel's first line, read once from the engine; nil: the model has no attention layer.
+    public let attentionLine: String?
     private var histories: [LayerHistory] = []
     private var observing: Task<Void, Never>?, keepingAlive: Task<Void, Never>?
     /// Frames published so far.
@@ -46,6 +48,7 @@ public final class DashboardBinding {
         accepts = { model.accepts($0) }
         self.engine = { engine() as? any InspectableEngine }
         layouts = (engine() as? any InspectableEngine)?.layerLayouts() ?? []
+        attentionLine = (engine() as? any InspectableEngine)?.attentionLine
     }
 
     /// The current state's frame, as the page receives it.
@@ -58,7 +61,7 @@ public final class DashboardBinding {
     private func makeFrame(_ state: TrainingViewState) -> DashboardFrame {
         DashboardFrame(
             state, source: source, layouts: layouts, histories: histories, engineAvailable: engine() != nil,
-            acceptedEvents: TrainingEvent.Name.allCases.filter { accepts(TrainingEvent($0)) })
+            acceptedEvents: TrainingEvent.Name.allCases.filter { accepts(TrainingEvent($0)) }, attentionLine: attentionLine)
     }
 
     /// Starts publishing a frame for every state change, at most one per ``frameInterval``
@@ -135,6 +138,13 @@ public final class DashboardBinding {
     ) async throws -> UnitExplanation {
         try await Task.detached(priority: .userInitiated) { try engine.explainUnit(layer: layer, unit: unit, sample: sample, position: position) }
             .value
+    }
+
+    /// Every attention layer's weights on the line `text`; nil while a run owns the engine.
+    public func attentionMaps(text: String) async throws -> AttentionMaps? {
+        guard let engine = engine() else { return nil }
+        // Off the main actor, on the engine's copy: a forward pass, whatever the run does next.
+        return try await Task.detached(priority: .userInitiated) { try engine.attentionMaps(text: text) }.value
     }
 
     /// Layer `index`'s weights and shape, when the model holds the engine and the layer has weights.

@@ -82,6 +82,8 @@ public struct DashboardFrame: Sendable, Encodable {
     public var acceptedEvents: [TrainingEvent.Name]
     /// Why the layers' ‖∂L/∂w‖ are not a step's gradient, when they are not: the page shows none.
     public var gradientNote: String?
+    /// The line the attention panel starts with, for a text model with attention layers; nil: no panel.
+    public var attentionLine: String?
 
     /// The frame of `state`, with the layers' `layouts` and `histories` (by layer index).
     /// - Parameters:
@@ -92,9 +94,10 @@ public struct DashboardFrame: Sendable, Encodable {
     ///   - engineAvailable: whether the view model holds the engine (explanations and weights can be read).
     ///   - acceptedEvents: the events the view model accepts in `state` (a step's count
     ///     does not change whether a step is accepted).
+    ///   - attentionLine: the attention panel's first line; nil for a model without attention layers.
     public init(
         _ state: TrainingViewState, source: String, layouts: [LayerLayout], histories: [LayerHistory], engineAvailable: Bool,
-        acceptedEvents: [TrainingEvent.Name]
+        acceptedEvents: [TrainingEvent.Name], attentionLine: String? = nil
     ) {
         self.state = state
         self.state.records = EpochRecord.bounded(state.records, limit: Self.recordLimit)
@@ -110,6 +113,7 @@ public struct DashboardFrame: Sendable, Encodable {
             : state.step == 0 ? "no step taken yet" : nil
         self.engineAvailable = engineAvailable
         self.acceptedEvents = acceptedEvents
+        self.attentionLine = attentionLine
     }
 
     /// The most epoch records a frame carries: a frame stays under about 100 KB of records
@@ -117,7 +121,7 @@ public struct DashboardFrame: Sendable, Encodable {
     public static let recordLimit = 500
 
     private enum CodingKeys: String, CodingKey {
-        case phaseText, seed, source, recordCount, layouts, histories, engineAvailable, acceptedEvents, gradientNote
+        case phaseText, seed, source, recordCount, layouts, histories, engineAvailable, acceptedEvents, gradientNote, attentionLine
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -133,6 +137,7 @@ public struct DashboardFrame: Sendable, Encodable {
         try c.encode(engineAvailable, forKey: .engineAvailable)
         try c.encode(acceptedEvents, forKey: .acceptedEvents)
         try c.encodeIfPresent(gradientNote, forKey: .gradientNote)
+        try c.encodeIfPresent(attentionLine, forKey: .attentionLine)
     }
 
     /// The frame as JSON; NaN and infinities (a diverged run) as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.

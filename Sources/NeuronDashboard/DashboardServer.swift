@@ -147,6 +147,8 @@ public final class DashboardServer: Sendable {
             return await Self.json(binding.handle(event))
         case ("/api/explain", true, _):
             return await explain(request)
+        case ("/api/attention", _, true):
+            return await attention(request)
         case ("/api/weights", true, _):
             guard let layer = Self.integer("layer", in: request) else { return Self.text(400, "expected ?layer=N\n") }
             guard let weights = await binding.weights(ofLayer: layer) else {
@@ -155,7 +157,7 @@ public final class DashboardServer: Sendable {
             struct Weights: Encodable { var layer: Int, shape: [Int], values: [Double] }
             return Self.json(try! TrainingViewState.encoder(.full).encode(Weights(layer: layer, shape: weights.shape, values: weights.values)))
         case ("/", false, _), ("/index.html", false, _), ("/events", false, _), ("/api/state", false, _), ("/api/event", _, false),
-            ("/api/explain", false, _), ("/api/weights", false, _):
+            ("/api/explain", false, _), ("/api/weights", false, _), ("/api/attention", _, false):
             return Self.text(405, "method \(request.method) not allowed on \(request.path)\n")
         default:
             return Self.text(404, "no such page: \(request.path)\n")
@@ -186,6 +188,53 @@ public final class DashboardServer: Sendable {
             return Self.json(try TrainingViewState.encoder(.full).encode(Answer(explanation: explanation, table: explanation.table)))
         } catch {
             return Self.text(400, "\(error)\n")
+        }
+    }
+
+    /// The most characters of a line `/api/attention` reads: far more than any network's positions
+    /// (a longer line is cropped to them), few enough that checking them costs nothing.
+    static let attentionCharacters = 1000
+
+    /// `POST /api/attention` with `{"text": "a line"}`: every attention layer's weights on the line.
+    private func attention(_ request: DashboardRequest) async -> DashboardResponse {
+        guard request.values(of: "Content-Type").first?.lowercased().hasPrefix("application/json") == true else {
+            return Self.text(415, "expected Content-Type: application/json\n")
+        }
+        // Checked before JSON is parsed, so that the answer names the byte rather than a parser's complaint.
+        if let offset = Self.firstInvalidUTF8(request.body) {
+            return Self.text(
+                400,
+                "the body is not UTF-8 text: byte \(offset) (0x\(String(request.body[offset], radix: 16, uppercase: true)), counted from 0) starts no character\n"
+            )
+        }
+        struct Line: Decodable { var text: String }
+        guard let line = try? JSONDecoder().decode(Line.self, from: Data(request.body)) else {
+            return Self.text(400, #"expected a JSON body {"text": "a line"}"# + "\n")
+        }
+        let count = line.text.unicodeScalars.count
+        guard count <= Self.attentionCharacters else {
+            return Self.text(
+                413, "a line of \(count) characters; at most \(Self.attentionCharacters) are read (the network reads only its last positions)\n")
+        }
+        do {
+            guard let maps = try await binding.attentionMaps(text: line.text) else {
+                return Self.text(409, "a run owns the weights while it trains: pause it to see attention\n")
+            }
+            return Self.json(try TrainingViewState.encoder(.full).encode(maps))
+        } catch {
+            return Self.text(400, "\(error)\n")
+        }
+    }
+
+    /// The offset of the first byte of `bytes` that is not part of a UTF-8 character; nil when all are.
+    static func firstInvalidUTF8(_ bytes: [UInt8]) -> Int? {
+        var parser = Unicode.UTF8.ForwardParser(), iterator = bytes.makeIterator(), offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case let .valid(scalar): offset += scalar.count
+            case .emptyInput: return nil
+            case .error: return offset
+            }
         }
     }
 

@@ -18,6 +18,13 @@ public protocol InspectableEngine: TrainingEngine {
     /// - Throws: `NetworkError` for a layer, unit or position out of range, or a layer whose units
     ///   cannot be explained; `DataError` for a sample out of range.
     func explainUnit(layer: Int, unit: Int, sample: Int, position: Int?) throws -> UnitExplanation
+    /// A line to show attention on first (the first held-out line); nil when the model reads no
+    /// text or has no attention layer, so that the page shows no attention panel.
+    var attentionLine: String? { get }
+    /// Every attention layer's weights on the line `text` (`AttentionMaps`).
+    /// - Throws: `NetworkError` for a model without attention layers, empty text or a character
+    ///   outside the vocabulary (named, with its place); `DataError` for a model that reads no text.
+    func attentionMaps(text: String) throws -> AttentionMaps
 }
 
 extension Network {
@@ -53,5 +60,22 @@ extension NetworkTrainingEngine: InspectableEngine {
         let row = dataset.subset([sample])
         return try UnitExplanation(
             network: network, sample: row.features.scalars, target: row.targets.scalars, layer: layer, unit: unit, position: position)
+    }
+
+    public var attentionLine: String? {
+        guard let vocabulary = lineSampler?.vocabulary, !network.attentionLayers.isEmpty else { return nil }
+        // A features row is `⏎ c1 … cn ⏎ …`: its line is what decoding it reads.
+        let rows = test ?? validation ?? training.dataset
+        guard rows.count > 0 else { return nil }
+        return vocabulary.decode(rows.subset([0]).features.scalars.map { Int($0) })
+    }
+
+    public func attentionMaps(text: String) throws -> AttentionMaps {
+        guard let vocabulary = lineSampler?.vocabulary else {
+            throw DataError.invalidArgument(
+                name: "text", value: String(text.prefix(40)), expected: "a model of text data (this one reads no characters)")
+        }
+        var network = self.network
+        return try network.attentionMaps(text: text, vocabulary: vocabulary)
     }
 }

@@ -25,6 +25,12 @@ struct Explain: ParsableCommand {
             loss over the whole sample, a weight's row position P's share of its gradient beside the \
             network's sum over positions, and its faux gradients nudge the quantity at P alone. A GRU, an \
             embedding, a position embedding or a context window has no one-neuron unit and is refused.
+
+            With --checkpoint RUN --attention TEXT, for a text model with attention layers: one forward \
+            pass of the line (⏎ then its characters, cropped to the network's last positions as sampling \
+            crops), and each attention layer's weights on it, a map per head per block, with the \
+            characters on both axes: rows the position attending, columns the positions attended to, each \
+            weight a shade (the legend says which). --json gives the numbers.
             """
     )
 
@@ -93,8 +99,19 @@ struct Explain: ParsableCommand {
             """)
     var position: Int?
 
+    @Option(help: "With --checkpoint: a line of text; show each attention head's weights on it, a map per head per block.")
+    var attention: String?
+
     func validate() throws {
         guard tiny > 0 else { throw ValidationError("--tiny must be greater than 0, got \(tiny)") }
+        if let attention {
+            guard checkpoint != nil else { throw ValidationError("--attention needs --checkpoint RUN, a text model with attention layers") }
+            guard layer == nil, unit == nil, sample == 0, position == nil else {
+                throw ValidationError("--attention shows a line's attention maps; --layer, --unit, --sample and --position explain a unit instead")
+            }
+            guard !attention.isEmpty else { throw ValidationError("--attention '': give a line of at least one character") }
+            return
+        }
         if checkpoint != nil {
             guard let layer, let unit else { throw ValidationError("--checkpoint needs --layer L and --unit U") }
             for (name, value) in [("--layer", layer), ("--unit", unit), ("--sample", sample), ("--position", position ?? 0)] where value < 0 {
@@ -123,6 +140,18 @@ struct Explain: ParsableCommand {
     }
 
     func run() throws {
+        if let checkpoint, let attention {
+            let maps = try Self.attentionMaps(checkpoint: checkpoint, text: attention)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+                print(String(decoding: try encoder.encode(maps), as: UTF8.self))
+            } else {
+                print(maps.picture())
+            }
+            return
+        }
         if let checkpoint, let layer, let unit {
             let (explanation, line) = try Self.explainUnit(
                 checkpoint: checkpoint, layer: layer, unit: unit, sample: sample, position: position,
@@ -212,6 +241,39 @@ extension Explain {
         line += next < 0 ? "has nothing to predict (padding past the line's end)." : "is to predict '\(vocabulary.name(of: next))'."
         if explanation.isOutput, network.loss == .sequenceCrossEntropy { line += " Unit \(unit) is the score of '\(vocabulary.name(of: unit))'." }
         return (explanation, line)
+    }
+}
+
+extension Explain {
+    /// Every attention layer's weights on the line `text`, through the checkpoint's network.
+    /// - Throws: ``CheckpointError``; ``RunError`` for a model that does not read text or has no
+    ///   attention layer, and for a character outside its vocabulary (named, with its place).
+    static func attentionMaps(checkpoint path: String, text: String) throws -> AttentionMaps {
+        let saved = try Checkpoint.read(path)
+        guard let vocabulary = saved.state.vocabulary else {
+            throw RunError.invalid(
+                "\(saved.file): \(saved.state.network) is not a text model (its data is \(saved.state.config.data.kind.rawValue)); attention maps are of a line of text"
+            )
+        }
+        switch saved.state.precision {
+        case .float: return try attentionMaps(Float.self, saved, vocabulary: vocabulary, text: text)
+        case .double: return try attentionMaps(Double.self, saved, vocabulary: vocabulary, text: text)
+        }
+    }
+
+    private static func attentionMaps<Scalar: TensorScalar>(
+        _: Scalar.Type, _ saved: LoadedCheckpoint, vocabulary: Vocabulary, text: String
+    ) throws -> AttentionMaps {
+        var network: Network<Scalar> = try Prediction<Scalar>.network(saved)
+        guard !network.attentionLayers.isEmpty else {
+            throw RunError.invalid(
+                "\(saved.file): \(saved.state.network) has no attention layer (kind: attention), so there are no attention maps to show")
+        }
+        do {
+            return try network.attentionMaps(text: text, vocabulary: vocabulary)
+        } catch {
+            throw RunError.invalid("--attention: \(error)")
+        }
     }
 }
 

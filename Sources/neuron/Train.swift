@@ -162,4 +162,6 @@ extension DistributedEngine: InspectableEngine {
     public func explainUnit(layer: Int, unit: Int, sample: Int, position: Int?) throws -> UnitExplanation {
         try base.explainUnit(layer: layer, unit: unit, sample: sample, position: position)
     }
+    public var attentionLine: String? { base.attentionLine }
+    public func attentionMaps(text: String) throws -> AttentionMaps { try base.attentionMaps(text: text) }
 }

@@ -3,6 +3,7 @@
 
 Usage: dashboard_in_chromium.py URL SCREENSHOT.png [MIN_EPOCH [HEIGHT]]
        dashboard_in_chromium.py --saved URL SCREENSHOT.png
+       dashboard_in_chromium.py --attention URL SCREENSHOT.png WORD
 
 Live (a `neuron train --dashboard`): opens the page, sees the loss curve grow, notes which controls
 are enabled while running, presses Pause and waits for the page to show the phase paused, notes the
@@ -12,7 +13,12 @@ gradients and waits for the report, clicks a unit for its explanation, and saves
 Saved (a `neuron dashboard RUN`): notes the controls, each layer's ‖w‖ chart (its x axis and its
 note) and ‖∂L/∂w‖ as shown, and saves a screenshot.
 
-Both check at 1280 and 800 px wide that the step and each layer's numbers stay on one line inside
+Attention (a `neuron dashboard RUN` of a text model with attention layers): waits for the maps of the
+prefilled test line, types a line outside the vocabulary and reads the refusal, types WORD and waits for
+its maps, counts the canvases and their coloured pixels, hovers a cell and reads its weight, and saves
+a screenshot of the panel.
+
+The first two check at 1280 and 800 px wide that the step and each layer's numbers stay on one line inside
 their panel. Prints one JSON object with what it saw; exits non-zero (with the reason on stderr) on
 anything else. Every wait is bounded. Called by the Swift test `DashboardBrowserTests`, which checks
 what the page showed and the CLI's side.
@@ -129,9 +135,80 @@ def saved(url, screenshot):
     print(json.dumps(seen))
 
 
+# Each attention map's pixels: how many differ from the panel's white, and how many distinct colours.
+PIXELS_SCRIPT = """
+return [...document.querySelectorAll("canvas.attention-map")].map(canvas => {
+  const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+  let coloured = 0; const colours = new Set();
+  for (let i = 0; i < data.length; i += 4) {
+    if (data[i] !== 255 || data[i + 1] !== 255 || data[i + 2] !== 255) coloured++;
+    colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+  }
+  return { block: Number(canvas.dataset.block), head: Number(canvas.dataset.head), positions: Number(canvas.dataset.positions),
+           width: canvas.clientWidth, coloured: coloured / (data.length / 4), colours: colours.size };
+});
+"""
+
+
+def attention(url, screenshot, word):
+    """A saved text transformer: the maps of the test line, a refusal, WORD's maps drawn, a cell's weight on hover."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+    driver = start_chromium(1100)
+    seen = {}
+    try:
+        driver.get(url)
+        frame = lambda: driver.execute_script("return window.dashboard && window.dashboard.last")
+        wait_for("a frame from the files", lambda: frame() and frame()["source"] == "files")
+        drawn = lambda: driver.execute_script("return window.dashboard.attentionDrawn")
+        wait_for("the test line's maps", lambda: drawn() >= 1, 60)
+        box = driver.find_element(By.ID, "attention-text")
+        seen["line"] = frame().get("attentionLine")
+        seen["prefilled"] = box.get_attribute("value")
+        status = lambda: driver.find_element(By.ID, "attention-status")
+
+        box.clear()
+        box.send_keys("Zz" + Keys.ENTER)
+        wait_for("the refusal", lambda: status().get_attribute("data-error") == "true")
+        seen["refusal"] = status().text
+
+        before = drawn()
+        box.clear()
+        box.send_keys(word)
+        driver.find_element(By.ID, "attention-show").click()
+        wait_for(f"the maps of {word!r}", lambda: drawn() > before, 60)
+        maps = driver.execute_script("return window.dashboard.attention")
+        seen["labels"] = maps["labels"]
+        seen["heads"] = [len(block["heads"]) for block in maps["blocks"]]
+        seen["status"] = status().text
+        seen["maps"] = driver.execute_script(PIXELS_SCRIPT)
+
+        section = driver.find_element(By.ID, "attention-section")
+        driver.execute_script("arguments[0].scrollIntoView()", section)
+        time.sleep(0.2)
+        # Hover the last row's first cell of block 0, head 0: the tip shows its weight.
+        canvas = driver.find_element(By.CSS_SELECTOR, "canvas.attention-map[data-block='0'][data-head='0']")
+        px, edge, m = (int(canvas.get_attribute(f"data-{k}")) for k in ("cell", "edge", "positions"))
+        size = canvas.size
+        ActionChains(driver).move_to_element_with_offset(
+            canvas, int(edge + px / 2 - size["width"] / 2), int(edge + (m - 0.5) * px - size["height"] / 2)).perform()
+        tip = wait_for("the tip", lambda: driver.find_element(By.ID, "attention-tip").is_displayed()
+                       and driver.find_element(By.ID, "attention-tip").text)
+        seen["tip"] = tip
+        seen["weight"] = maps["blocks"][0]["heads"][0][m - 1][0]
+        section.screenshot(screenshot)
+        seen["screenshot"] = screenshot
+    finally:
+        driver.quit()
+    print(json.dumps(seen))
+
+
 def main():
     if sys.argv[1] == "--saved":
         saved(sys.argv[2], sys.argv[3])
+        return
+    if sys.argv[1] == "--attention":
+        attention(sys.argv[2], sys.argv[3], sys.argv[4])
         return
     url, screenshot = sys.argv[1], sys.argv[2]
     # For the README's picture: let a few epochs pass first, in a taller window.

@@ -104,4 +104,54 @@ struct DashboardBrowserTests {
         #expect((savedSeen["gradientNote"] as? String)?.contains("a checkpoint holds the weights, not a step's gradient") == true)
         #expect((savedSeen["layout"] as? [[String: Any]])?.count == 2)
     }
+
+    @Test(
+        "A saved text transformer: the attention panel draws the test line's maps, refuses a character outside the vocabulary, draws a typed word's maps (a canvas per head per block, coloured) and shows a cell's weight on hover"
+    )
+    func attention() throws {
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            Issue.record("\(tool) is missing: apt-get install -y chromium chromium-driver python3-selenium")
+            return
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-browser-attention-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let config = dir.appendingPathComponent("words.yaml").path, run = dir.appendingPathComponent("run").path
+        try """
+        model:
+          layers:
+            - {kind: embedding, features: 8}
+            - {kind: positionEmbedding}
+            - {kind: residual, layers: [{kind: layerNorm}, {kind: attention, heads: 2}]}
+            - {kind: residual, layers: [{kind: layerNorm}, {kind: attention, heads: 2}]}
+            - {units: 27, activation: identity}
+        data: {kind: text, path: \(dataDirectory)/words-small.txt}
+        training: {epochs: 1, seed: 3}
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let train = try runNeuron(["train", config, "--output", run, "--quiet"])
+        #expect(train.status == 0, "\(train.stderr)")
+        let files = try LiveNeuron(["dashboard", run])
+        let screenshot = dir.appendingPathComponent("attention.png").path
+        let seen = try #require(
+            try drive(["--attention", try files.dashboardURL().absoluteString, screenshot, "kitchen"], in: dir, name: "attention"))
+        #expect(try files.interrupt() == 130)
+
+        // The prefilled line is the run's first test line, drawn without a click.
+        #expect((seen["line"] as? String).map { !$0.isEmpty } == true && seen["prefilled"] as? String == seen["line"] as? String)
+        #expect(
+            (seen["refusal"] as? String)?.contains("'Z' (U+005A), character 0 of \"Zz\" (counted from 0), is not in the model's vocabulary") == true)
+        #expect(seen["labels"] as? [String] == ["⏎", "k", "i", "t", "c", "h", "e", "n"] && seen["heads"] as? [Int] == [2, 2])
+        #expect((seen["status"] as? String)?.hasPrefix("2 blocks × 2 heads over 8 positions") == true, "\(seen["status"] ?? "")")
+        // A canvas per head per block, each coloured: the lower triangle (36 of 64 cells) and the labels.
+        let maps = try #require(seen["maps"] as? [[String: Any]])
+        #expect(maps.map { "\($0["block"] ?? "") \($0["head"] ?? "")" } == ["0 0", "0 1", "1 0", "1 1"])
+        for map in maps {
+            #expect(map["positions"] as? Int == 8 && (map["coloured"] as? Double ?? 0) > 0.3 && (map["colours"] as? Int ?? 0) > 8, "\(map)")
+        }
+        // The hovered cell (block 0, head 0, row n, column ⏎) shows the weight the route gave.
+        let weight = try #require(seen["weight"] as? Double)
+        #expect((seen["tip"] as? String) == "block 0 head 0: n (7) → ⏎ (0), weight \(String(format: "%.4f", weight))", "\(seen["tip"] ?? "")")
+        let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 10_000)
+    }
 }

@@ -174,6 +174,112 @@ struct ExplainCheckpointTests {
         let gru = try runNeuron(["explain", "--checkpoint", try textRun(recurrent: "gru").get(), "--layer", "1", "--unit", "0"])
         #expect(gru.status == 2 && gru.stderr.contains("a GRU unit is three neurons") && gru.stderr.contains("neuron gradcheck"), "\(gru.stderr)")
     }
+
+    // MARK: Attention maps
+
+    @Test("--attention --json: per block (nested and top level), per head, a causal map over ⏎ and the line's characters")
+    func attentionJSON() throws {
+        let run = try transformerRun.get()
+        let explained = try runNeuron(["explain", "--checkpoint", run, "--attention", "cab", "--json"])
+        #expect(explained.status == 0, "\(explained.stderr)")
+        let json = try object(explained.stdout)
+        #expect(json["labels"] as? [String] == ["⏎", "c", "a", "b"] && json["tokens"] as? [Int] == [0, 3, 1, 2] && json["cropped"] as? Int == 0)
+        let blocks = try #require(json["blocks"] as? [[String: Any]])
+        #expect(blocks.map { $0["name"] as? String } == ["layers.2.body.1", "layers.3"])
+        #expect(blocks.map { $0["title"] as? String } == ["CausalSelfAttention(8, 2 heads, time 18)", "CausalSelfAttention(8, 1 head, time 18)"])
+        for block in blocks {
+            let heads = try #require(block["heads"] as? [[[Double]]])
+            #expect(heads.count == (block["name"] as? String == "layers.3" ? 1 : 2))
+            for map in heads {
+                #expect(map.count == 4 && map.allSatisfy { $0.count == 4 })
+                for (t, row) in map.enumerated() {
+                    // Float weights: a row's sum is 1 within a few units in the last place of its 4 terms.
+                    #expect(abs(row.reduce(0, +) - 1) <= 1e-6 && row[(t + 1)...].allSatisfy { $0 == 0 } && row[...t].allSatisfy { $0 > 0 }, "\(map)")
+                }
+            }
+        }
+        // Longer than the network's 18 positions: its last 18 characters, the boundary and 2 characters left out.
+        let line = "abcabcabcabcabcabcab"
+        let long = try object(try runNeuron(["explain", "--checkpoint", run, "--attention", line, "--json"]).stdout)
+        #expect(long["labels"] as? [String] == line.suffix(18).map { String($0) } && long["cropped"] as? Int == 3)
+    }
+
+    @Test("--attention: a map per head per block, the characters on both axes, a shade per weight and its legend")
+    func attentionPicture() throws {
+        let run = try transformerRun.get()
+        let shown = try runNeuron(["explain", "--checkpoint", run, "--attention", "cab"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let lines = shown.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines[0] == "Attention weights: rows are the positions attending, columns the positions attended to.")
+        #expect(lines[1] == "Shades: blank a later position (masked), · < 0.05 ≤ ░ < 0.25 ≤ ▒ < 0.5 ≤ ▓ < 0.75 ≤ █")
+        let first = try #require(lines.firstIndex(of: "Block 0: layers.2.body.1 CausalSelfAttention(8, 2 heads, time 18)"))
+        #expect(lines[first + 1].hasPrefix("  head 0") && lines[first + 1].hasSuffix("head 1"))
+        #expect(lines[first + 2].hasPrefix("  ⏎ c a b") && lines[first + 2].hasSuffix("⏎ c a b"))
+        // Row t of each head: its label, t + 1 shaded cells two columns each, then blanks (the later positions).
+        let shades = Set("·░▒▓█")
+        for (t, label) in ["⏎", "c", "a", "b"].enumerated() {
+            let row = lines[first + 3 + t]
+            #expect(row.hasPrefix(label + " "), "\(row)")
+            let cells = Array(row.dropFirst(2).prefix(8))
+            #expect(cells.prefix(2 * (t + 1)).allSatisfy { shades.contains($0) } && cells.dropFirst(2 * (t + 1)).allSatisfy { $0 == " " }, "\(row)")
+        }
+        #expect(lines.contains("Block 1: layers.3 CausalSelfAttention(8, 1 head, time 18)"))
+        let cropped = try runNeuron(["explain", "--checkpoint", run, "--attention", "abcabcabcabcabcabcab"])
+        #expect(
+            cropped.stdout.contains(
+                "Cropped to the network's 18 positions, as sampling crops: the boundary ⏎ and the line's first 2 characters are left out."))
+    }
+
+    @Test(
+        "--attention refuses, with exit status 2 and the reason: a character outside the vocabulary, empty text, other options, no checkpoint",
+        arguments: [
+            (["--attention", "caBa"], "--attention: 'B' (U+0042), character 2 of \"caBa\" (counted from 0), is not in the model's vocabulary"),
+            (["--attention", "c é"], "' ' (U+0020), character 1 of \"c é\""),
+            (["--attention", ""], "--attention '': give a line of at least one character"),
+            (["--attention", "cab", "--layer", "0", "--unit", "0"], "--layer, --unit, --sample and --position explain a unit instead"),
+        ])
+    func attentionRefused(arguments: [String], message: String) throws {
+        let explained = try runNeuron(["explain", "--checkpoint", try transformerRun.get()] + arguments)
+        #expect(explained.status == 2 && explained.stderr.contains(message), "\(explained.stderr)")
+    }
+
+    @Test("--attention on a model without attention layers, or without text, or without --checkpoint, is refused naming why")
+    func attentionWithoutAttention() throws {
+        let rnn = try runNeuron(["explain", "--checkpoint", try textRun(recurrent: "rnn").get(), "--attention", "cab"])
+        #expect(
+            rnn.status == 2 && rnn.stderr.contains("has no attention layer (kind: attention), so there are no attention maps to show"),
+            "\(rnn.stderr)")
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let run = dir.appendingPathComponent("xor").path
+        #expect(try runNeuron(["train", "\(dataDirectory)/xor.yaml", "--epochs", "2", "--output", run, "--quiet"]).status == 0)
+        let xor = try runNeuron(["explain", "--checkpoint", run, "--attention", "cab"])
+        #expect(xor.status == 2 && xor.stderr.contains("is not a text model (its data is synthetic)"), "\(xor.stderr)")
+        let alone = try runNeuron(["explain", "--attention", "cab"])
+        #expect(alone.status == 2 && alone.stderr.contains("--attention needs --checkpoint RUN"), "\(alone.stderr)")
+    }
+}
+
+/// A small transformer on Data/words-small.txt, trained once for the suite: Embedding(27→8),
+/// positions, a residual block of LayerNorm and 2-head attention, a 1-head attention at the top
+/// level, a score per character at every position; 1 epoch.
+private let transformerRun = Result {
+    let directory = try scratchDirectory("explain-attention")
+    let config = directory + "/words.yaml"
+    try """
+    model:
+      layers:
+        - {kind: embedding, features: 8}
+        - {kind: positionEmbedding}
+        - {kind: residual, layers: [{kind: layerNorm}, {kind: attention, heads: 2}]}
+        - {kind: attention, heads: 1}
+        - {units: 27, activation: identity}
+    data: {kind: text, path: \(dataDirectory)/words-small.txt}
+    training: {epochs: 1, seed: 3}
+    """.write(toFile: config, atomically: true, encoding: .utf8)
+    let train = try runNeuron(["train", config, "--output", directory + "/run", "--quiet"])
+    guard train.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["stderr": train.stderr]) }
+    return directory + "/run"
 }
 
 /// A character model on Data/words-small.txt, trained once per recurrent kind for the suite:

@@ -268,6 +268,96 @@ struct DashboardServerTests {
         }
     }
 
+    @Test("A text transformer's attention: the frame's first line, a line's maps per block and head; hostile lines refused with a 4xx")
+    func attention() async throws {
+        let (engine, vocabulary) = try attentionEngine(epochs: 5)
+        let model = TrainingViewModel(engine: engine)
+        let held: @MainActor () -> (any TrainingEngine)? = { model.engine }
+        try await serving(model, engine: held) { server in
+            let state = try await fetch(server, "/api/state")
+            #expect(state.body.contains(#""attentionLine":"bac""#), "the test line")
+
+            let shown = try await fetch(server, method: "POST", "/api/attention", headers: json, body: #"{"text":"cab"}"#)
+            #expect(shown.status == 200 && shown.head.contains("application/json"), "\(shown.body)")
+            let maps = try JSONDecoder().decode(AttentionMaps.self, from: Data(shown.body.utf8))
+            var network = model.engine!.network
+            #expect(maps == (try network.attentionMaps(text: "cab", vocabulary: vocabulary)))
+            #expect(maps.labels == ["⏎", "c", "a", "b"] && maps.blocks.map(\.name) == ["layers.2.body.1"] && maps.blocks[0].heads.count == 2)
+
+            // Hostile or mistaken lines: each a 4xx naming what is wrong; the engine is untouched.
+            let long = String(repeating: "a", count: DashboardServer.attentionCharacters + 1)
+            for (method, headers, body, status, reason) in [
+                ("GET", [String: String](), "", 405, "method GET not allowed on /api/attention"),
+                ("POST", [:], #"{"text":"cab"}"#, 415, "expected Content-Type: application/json"),
+                ("POST", json, "cab", 400, #"expected a JSON body {"text": "a line"}"#),
+                ("POST", json, #"{"line":"cab"}"#, 400, #"expected a JSON body {"text": "a line"}"#),
+                ("POST", json, #"{"text":"cxb"}"#, 400, "'x' (U+0078), character 1 of \"cxb\" (counted from 0), is not in the model's vocabulary"),
+                ("POST", json, #"{"text":""}"#, 400, "an empty line"),
+                ("POST", json, #"{"text":"\#(long)"}"#, 413, "a line of 1001 characters; at most 1000 are read"),
+                ("POST", json, #"{"text":"\#(String(repeating: "a", count: 17_000))"}"#, 413, "body of 17"),
+            ] {
+                let answer = try await fetch(server, method: method, "/api/attention", headers: headers, body: body)
+                #expect(answer.status == status && answer.body.contains(reason), "\(body.prefix(30)): \(answer.status) \(answer.body)")
+            }
+            // Bytes that are not UTF-8, sent as they are.
+            let port = server.port, token = server.gate.token
+            let bad = try await off { () -> String in
+                guard let connection = RawConnection(port: port) else { throw POSIXError(.ECONNREFUSED) }
+                let body: [UInt8] = Array(#"{"text":"ca"#.utf8) + [0xFF] + Array(#""}"#.utf8)
+                let head =
+                    "POST /api/attention?token=\(token) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+                connection.send(Array(head.utf8) + body)
+                return connection.receive(timeout: 30).text
+            }
+            #expect(
+                bad.hasPrefix("HTTP/1.1 400") && bad.contains("the body is not UTF-8 text: byte 11 (0xFF, counted from 0) starts no character"),
+                "\(bad)")
+            #expect(try await fetch(server, method: "POST", "/api/attention", token: false, headers: json, body: #"{"text":"cab"}"#).status == 403)
+            #expect(model.viewState.step == 0 && model.viewState.ignoredEventCount == 0)
+        }
+    }
+
+    @Test("While the run trains, /api/attention answers 409 at once and training goes on; paused, it answers")
+    func attentionWhileRunning() async throws {
+        let (engine, _) = try attentionEngine(epochs: 1_000_000)
+        let model = TrainingViewModel(engine: engine)
+        let held: @MainActor () -> (any TrainingEngine)? = { model.engine }
+        try await serving(model, engine: held) { server in
+            model.handle(event: .start)
+            var running = try await fetch(server, method: "POST", "/api/attention", headers: json, body: #"{"text":"cab"}"#)
+            for _ in 0..<10 where running.status == 409 {
+                running = try await fetch(server, method: "POST", "/api/attention", headers: json, body: #"{"text":"cab"}"#)
+            }
+            #expect(running.status == 409 && running.body.contains("pause it to see attention"), "\(running.status) \(running.body)")
+            let before = model.viewState.step
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(model.viewState.phase == .running && model.viewState.step > before, "training goes on")
+            model.handle(event: .pause)
+            await model.activity?.value
+            #expect(model.viewState.phase == .paused)
+            #expect(try await fetch(server, method: "POST", "/api/attention", headers: json, body: #"{"text":"cab"}"#).status == 200)
+        }
+    }
+
+    @Test("A model without attention layers has no attention line, and its /api/attention says why")
+    func noAttention() async throws {
+        let network = try Network<Double>(features: 2, layers: [(3, .tanh), (1, .tanh)], loss: .halfSquaredError, seed: 3)
+        let engine = try NetworkTrainingEngine(
+            network: network, optimizer: try SGD(learningRate: 0.5), dataset: Synthetic.xor(as: Double.self), batchSize: 4, epochs: 5, seed: 3)
+        let model = TrainingViewModel(engine: engine)
+        let held: @MainActor () -> (any TrainingEngine)? = { model.engine }
+        try await serving(model, engine: held) { server in
+            #expect(!(try await fetch(server, "/api/state")).body.contains("attentionLine"))
+            let refused = try await fetch(server, method: "POST", "/api/attention", headers: json, body: #"{"text":"cab"}"#)
+            #expect(refused.status == 400 && refused.body.contains("expected a model of text data"), "\(refused.body)")
+        }
+        let preview = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
+        try await serving(preview) { server in
+            let held = try await fetch(server, method: "POST", "/api/attention", headers: json, body: #"{"text":"cab"}"#)
+            #expect(held.status == 409, "no engine held: a run owns it")
+        }
+    }
+
     @Test("A port already taken is an error naming it")
     func portTaken() async throws {
         let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
@@ -284,4 +374,29 @@ struct DashboardServerTests {
             _ = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: { nil }), host: "not-an-address")
         }
     }
+}
+
+/// A character model with one residual attention block on four words (⏎abc, 5 positions), its
+/// vocabulary known to the engine as a text run's is; the test line is "bac".
+@MainActor
+private func attentionEngine(epochs: Int) throws -> (engine: NetworkTrainingEngine<Double, SGD<Double>>, vocabulary: Vocabulary) {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-dashboard-attention-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let path = directory.appendingPathComponent("words.txt").path
+    try "cab\nabba\nbac\nc\n".write(toFile: path, atomically: true, encoding: .utf8)
+    let corpus = try TextCorpus.load(path, maximumBytes: 1 << 10)
+    var network = try Network<Double>(
+        [
+            try Embedding<Double>(vocabulary: 4, features: 4, time: 5), try PositionEmbedding<Double>(time: 5, features: 4),
+            try Residual<Double>([try LayerNorm<Double>(shape: [5, 4]), try CausalSelfAttention<Double>(time: 5, features: 4, heads: 2)]),
+            try Dense<Double>(4, 4, activation: .identity, time: 5),
+        ], loss: .sequenceCrossEntropy)
+    network.initialize(seed: 3)
+    let dataset: Dataset<Double> = corpus.dataset()
+    var engine = try NetworkTrainingEngine(
+        network: network, optimizer: try SGD(learningRate: 0.1), dataset: dataset.subset([0, 1, 3]), test: dataset.subset([2]),
+        batchSize: 2, epochs: epochs, seed: 3)
+    engine.lineSampler = LineSampler(vocabulary: corpus.vocabulary, trainingLines: [], count: 0, seed: 3)
+    return (engine, corpus.vocabulary)
 }
