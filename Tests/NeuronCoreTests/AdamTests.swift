@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import NeuronCore
@@ -137,6 +138,31 @@ struct AdamTests {
         }
         try check(Float.self)
         try check(Double.self)
+    }
+
+    @Test("Decaying matrices gives torch.optim.AdamW's and Adam's numbers with two parameter groups (Double, within 4 ulps)")
+    func matricesOnlyAgainstPyTorch() throws {
+        // Printed by PyTorch 2.x in float64: p_i = 0.1·(i + 1)·(±1), params [2, 3, 4, 7, 8] in a group
+        // with weight_decay 0.3 and the rest with 0, lr 0.05, three steps with g_t[i] = sin(i + t):
+        //   opt = AdamW([{"params": [pd], "weight_decay": 0.3}, {"params": [po], "weight_decay": 0.0}], lr=0.05)
+        let adamW: [Double] = [
+            0.019815583987375519, -0.34213108839488265, 0.19709424233326014, -0.361160260575355, 0.62033269522289225,
+            -0.49749808272203083, 0.69340235632070091, -0.90847641838170923, 0.75032581440172252, -1.0100619140883198,
+        ]
+        let adamL2: [Double] = [
+            0.019815583987375519, -0.34213108839488265, 0.20136899048285381, -0.37105174227587151, 0.64145684902148492,
+            -0.49749808272203083, 0.69340235632070091, -0.94148027633325193, 0.77407051649010783, -1.0100619140883198,
+        ]
+        for (decoupled, torch) in [(true, adamW), (false, adamL2)] {
+            var adam = try Adam<Double>(learningRate: 0.05, weightDecay: 0.3, decoupled: decoupled, decay: .matrices([2..<5, 7..<9]))
+            var p: [Double] = (0..<10).map { i in
+                let sign: Double = i % 2 == 0 ? 1 : -1
+                return 0.1 * Double(i + 1) * sign
+            }
+            for t in 0..<3 { adam.update(parameters: &p, gradients: (0..<10).map { i in sin(Double(i + t)) }) }
+            // Our per-step constants fold the bias corrections differently (the type's documentation): a few ulps.
+            for i in p.indices { expectClose(p[i], torch[i], tolerance: 4 * torch[i].ulp) }
+        }
     }
 
     @Test("Decay over every parameter as ranges is decay over all, bit for bit; bad ranges are refused")

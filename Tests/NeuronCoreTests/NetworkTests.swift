@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import NeuronCore
@@ -65,6 +66,15 @@ struct NetworkTests {
         }
         try check(Float.self)
         try check(Double.self)
+
+        // Against torch.nn.utils.clip_grad_norm_([p], 1.5) with p.grad = 3·cos(i), i < 10, in float64 (PyTorch 2.x).
+        var g = (0..<10).map { 3 * cos(Double($0)) }
+        #expect(g.withUnsafeMutableBufferPointer { Kernels.clipGradientNorm($0, maximum: 1.5) } == 6.902952630611777)
+        let torch: [Double] = [
+            0.65189486135968511, 0.35222029677622918, -0.27128398431617096, -0.64537102131847601, -0.42610691760152691,
+            0.18491792106553517, 0.6259300758976295, 0.49146500557388262, -0.094850724367495629, -0.59396113575192511,
+        ]
+        for i in g.indices { expectClose(g[i], torch[i], tolerance: 2 * torch[i].ulp) }
 
         // The network's clip runs over every layer's gradients at once: one global norm.
         var network = try Network<Double>(features: 2, layers: [(3, .tanh), (1, .identity)], loss: .halfSquaredError, seed: 1)
