@@ -110,6 +110,12 @@ struct MiniBatchTrainingTests {
         }
         #expect(loose.network.parameters == plain.network.parameters)
         #expect(loose.lastGradientNorm != nil && plain.lastGradientNorm == nil)
+
+        // A shared step clips the combined gradients: the whole batch as the share is step() bit for bit.
+        var stepped = start, shared = start
+        (stepped.maximumGradientNorm, shared.maximumGradientNorm) = (0.01, 0.01)
+        for _ in 0..<8 { #expect(shared.step(share: { $0 }, combine: { _, _ in }) == stepped.step()) }
+        #expect(shared.network.parameters == stepped.network.parameters && shared.network.parameters == tight.network.parameters)
     }
 
     @Test("The whole batch as the share, with nothing to combine, is step() bit for bit")
