@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import NeuronCore
@@ -81,6 +82,102 @@ struct AdamTests {
         }
         try check(Float.self)
         try check(Double.self)
+    }
+
+    // MARK: - Weight decay on matrices only
+
+    @Test("AdamW decaying matrices, by hand: with no gradient only the dense weight shrinks, by lr·λ = 5% a step")
+    func matricesOnlyByHand() throws {
+        func check<Scalar: TensorScalar>(_: Scalar.Type) throws {
+            let network = try EmbeddingNormDense<Scalar>()
+            let lr: Scalar = 0.1, λ: Scalar = 0.5
+            var adamW = try Adam<Scalar>(learningRate: lr, weightDecay: λ, decoupled: true, decay: .matrices(network.decayedRanges))
+            let p0 = network.parameters
+            var p = p0
+            // g = 0: m = v = 0, so Adam's own step is 0/(0 + ε) = 0 and only the decay moves p.
+            let zero = [Scalar](repeating: 0, count: p.count)
+            adamW.update(parameters: &p, gradients: zero)
+            adamW.update(parameters: &p, gradients: zero)
+            let shrink = 1 - lr * λ  // 0.95, as the optimizer rounds it
+            for i in p.indices {
+                #expect(p[i] == (network.dense.contains(i) ? p0[i] * shrink * shrink : p0[i]), "parameter \(i)")
+            }
+            #expect(p0[network.dense].contains { $0 != 0 })  // something to shrink
+        }
+        try check(Float.self)
+        try check(Double.self)
+    }
+
+    @Test(
+        "Decaying matrices is PyTorch's two parameter groups (λ on the matrices, 0 on the rest): two optimizers, bit for bit",
+        arguments: [false, true])
+    func matricesOnlyAreParameterGroups(decoupled: Bool) throws {
+        func check<Scalar: TensorScalar>(_: Scalar.Type) throws {
+            let network = try EmbeddingNormDense<Scalar>()
+            let decayedRanges = network.decayedRanges
+            let (lr, λ): (Scalar, Scalar) = (0.05, 0.1)
+            let schedule = LearningRateSchedule.cosine(totalSteps: 4)
+            var grouped = try Adam<Scalar>(
+                learningRate: lr, weightDecay: λ, decoupled: decoupled, decay: .matrices(decayedRanges), schedule: schedule)
+            var decayedGroup = try Adam<Scalar>(learningRate: lr, weightDecay: λ, decoupled: decoupled, schedule: schedule)
+            var otherGroup = try Adam<Scalar>(learningRate: lr, weightDecay: 0, decoupled: decoupled, schedule: schedule)
+            let decayed = decayedRanges.flatMap { Array($0) }
+            let others = network.parameters.indices.filter { !decayed.contains($0) }
+            var p = network.parameters
+            var (pd, po) = (decayed.map { p[$0] }, others.map { p[$0] })
+            var generator = SeededGenerator(seed: 11)
+            for _ in 0..<4 {
+                let g = p.indices.map { _ in Scalar(generator.uniform(-1, 1)) }
+                grouped.update(parameters: &p, gradients: g)
+                decayedGroup.update(parameters: &pd, gradients: decayed.map { g[$0] })
+                otherGroup.update(parameters: &po, gradients: others.map { g[$0] })
+            }
+            #expect(decayed.map { p[$0] } == pd)
+            #expect(others.map { p[$0] } == po)
+            #expect(pd != decayed.map { network.parameters[$0] })
+        }
+        try check(Float.self)
+        try check(Double.self)
+    }
+
+    @Test("Decaying matrices gives torch.optim.AdamW's and Adam's numbers with two parameter groups (Double, within 4 ulps)")
+    func matricesOnlyAgainstPyTorch() throws {
+        // Printed by PyTorch 2.x in float64: p_i = 0.1·(i + 1)·(±1), params [2, 3, 4, 7, 8] in a group
+        // with weight_decay 0.3 and the rest with 0, lr 0.05, three steps with g_t[i] = sin(i + t):
+        //   opt = AdamW([{"params": [pd], "weight_decay": 0.3}, {"params": [po], "weight_decay": 0.0}], lr=0.05)
+        let adamW: [Double] = [
+            0.019815583987375519, -0.34213108839488265, 0.19709424233326014, -0.361160260575355, 0.62033269522289225,
+            -0.49749808272203083, 0.69340235632070091, -0.90847641838170923, 0.75032581440172252, -1.0100619140883198,
+        ]
+        let adamL2: [Double] = [
+            0.019815583987375519, -0.34213108839488265, 0.20136899048285381, -0.37105174227587151, 0.64145684902148492,
+            -0.49749808272203083, 0.69340235632070091, -0.94148027633325193, 0.77407051649010783, -1.0100619140883198,
+        ]
+        for (decoupled, torch) in [(true, adamW), (false, adamL2)] {
+            var adam = try Adam<Double>(learningRate: 0.05, weightDecay: 0.3, decoupled: decoupled, decay: .matrices([2..<5, 7..<9]))
+            var p: [Double] = (0..<10).map { i in
+                let sign: Double = i % 2 == 0 ? 1 : -1
+                return 0.1 * Double(i + 1) * sign
+            }
+            for t in 0..<3 { adam.update(parameters: &p, gradients: (0..<10).map { i in sin(Double(i + t)) }) }
+            // Our per-step constants fold the bias corrections differently (the type's documentation): a few ulps.
+            for i in p.indices { expectClose(p[i], torch[i], tolerance: 4 * torch[i].ulp) }
+        }
+    }
+
+    @Test("Decay over every parameter as ranges is decay over all, bit for bit; bad ranges are refused")
+    func matricesCoveringAll() throws {
+        var all = try Adam<Float>(learningRate: 0.1, weightDecay: 0.5, decoupled: true)
+        var covering = try Adam<Float>(learningRate: 0.1, weightDecay: 0.5, decoupled: true, decay: .matrices([0..<2, 2..<5]))
+        var (p, q): ([Float], [Float]) = ([1, -2, 3, 0.5, 4], [1, -2, 3, 0.5, 4])
+        for _ in 0..<3 {
+            all.update(parameters: &p, gradients: [0.1, 0.2, -0.3, 0, 2])
+            covering.update(parameters: &q, gradients: [0.1, 0.2, -0.3, 0, 2])
+        }
+        #expect(p == q)
+        #expect(
+            message { () throws(OptimizerError) in try Adam<Float>(weightDecay: 0.1, decay: .matrices([4..<6, 2..<3])) }
+                == "decayed ranges must be non-empty ranges from 0 up, ascending and disjoint, got [Range(4..<6), Range(2..<3)]")
     }
 
     // MARK: - A problem whose answer is known
@@ -189,6 +286,9 @@ struct AdamTests {
             try Adam<Double>(weightDecay: 0.01, decoupled: true, schedule: .cosine(totalSteps: 100)).description
                 == "AdamW(learningRate: 0.001, beta1: 0.9, beta2: 0.999, epsilon: 1e-08, weightDecay: 0.01, schedule: cosine(totalSteps: 100, minimumFactor: 0.0))"
         )
+        #expect(
+            try Adam<Double>(weightDecay: 0.01, decoupled: true, decay: .matrices([3..<7])).description
+                == "AdamW(learningRate: 0.001, beta1: 0.9, beta2: 0.999, epsilon: 1e-08, weightDecay: 0.01, decay: matrices)")
     }
 }
 
@@ -208,4 +308,26 @@ private func documentedAdamFirstStep<Scalar: TensorScalar>(_ p: Scalar, gradient
     let m = (1 - beta1) * d, v = (1 - beta2) * d * d
     let mHat = m / (1 - beta1), vHat = v / (1 - beta2)
     return p - lr * mHat / (vHat.squareRoot() + epsilon)
+}
+
+/// A small text network with every kind of parameter weight decay treats differently: an
+/// embedding (5 tokens × 4 features, parameters 0..<20), a LayerNorm's scale and shift (20..<28),
+/// a dense layer's weight (28..<48, the one matrix) and bias (48..<53).
+struct EmbeddingNormDense<Scalar: TensorScalar> {
+    let network: Network<Scalar>
+    /// The dense weight's place in the buffer.
+    let dense = 28..<48
+
+    init() throws {
+        var network = try Network<Scalar>(
+            [
+                try Embedding(vocabulary: 5, features: 4, time: 3), try LayerNorm(shape: [3, 4]),
+                try Dense(4, 5, activation: .identity, time: 3),
+            ], loss: .sequenceCrossEntropy)
+        network.initialize(seed: 7)
+        self.network = network
+    }
+
+    var parameters: [Scalar] { network.parameters }
+    var decayedRanges: [Range<Int>] { network.decayedRanges }
 }

@@ -37,6 +37,20 @@ struct LearningRateScheduleTests {
         #expect([10, 11, 1_000].map(toFifth.factor(at:)) == [0.2, 0.2, 0.2])
     }
 
+    @Test("Warmup over 4 steps then cosine over 4: (step + 1)/5 up to 1 at step 4, then the cosine from 1 to its floor")
+    func warmupThenCosine() {
+        let schedule = LearningRateSchedule.warmup(steps: 4, then: .cosine(totalSteps: 4, minimumFactor: 0.2))
+        // nanoGPT's lr·(it + 1)/(warmup + 1) for it < 4: 0.2, 0.4, 0.6, 0.8 (each one division, so exact as Double divides).
+        let warmup: [Double] = [1.0 / 5, 2.0 / 5, 3.0 / 5, 4.0 / 5]
+        #expect((0..<4).map(schedule.factor(at:)) == warmup)
+        #expect(schedule.factor(at: 4) == 1)  // the cosine's step 0
+        expectClose(schedule.factor(at: 6), 0.6, tolerance: 1e-15)  // halfway down: (1 + 0.2)/2
+        #expect([8, 9, 100].map(schedule.factor(at:)) == [0.2, 0.2, 0.2])
+        // Warmup then constant: the rate holds at 1 after the warmup.
+        let constant = LearningRateSchedule.warmup(steps: 1, then: .constant)
+        #expect([0, 1, 2].map(constant.factor(at:)) == [0.5, 1, 1])
+    }
+
     @Test("The optimizer's rate is learningRate × factor(at: step), step counted from 0")
     func drivesTheOptimizer() throws {
         func check<Scalar: TensorScalar>(_: Scalar.Type) throws {
@@ -67,16 +81,26 @@ struct LearningRateScheduleTests {
         #expect(message(.cosine(totalSteps: -5)) == "cosine schedule's totalSteps must be 1 or more, got -5")
         #expect(message(.cosine(totalSteps: 5, minimumFactor: -0.1)) == "cosine schedule's minimumFactor must be in [0, 1], got -0.1")
         #expect(message(.cosine(totalSteps: 5, minimumFactor: 1.5)) == "cosine schedule's minimumFactor must be in [0, 1], got 1.5")
-        for valid: LearningRateSchedule in [.constant, .step(every: 1, factor: 1), .cosine(totalSteps: 1, minimumFactor: 1)] {
+        #expect(message(.warmup(steps: 0, then: .constant)) == "warmup's steps must be 1 or more, got 0")
+        #expect(message(.warmup(steps: 3, then: .cosine(totalSteps: 0))) == "cosine schedule's totalSteps must be 1 or more, got 0")
+        for valid: LearningRateSchedule in [.warmup(steps: 1, then: .constant), .step(every: 1, factor: 1), .cosine(totalSteps: 1, minimumFactor: 1)]
+        {
             #expect(try valid.validated() == valid)
         }
     }
 
     @Test("Schedules survive a JSON round trip (they are saved in checkpoints) and describe themselves")
     func codableAndDescription() throws {
-        let schedules: [LearningRateSchedule] = [.constant, .step(every: 30, factor: 0.1), .cosine(totalSteps: 1000, minimumFactor: 0.05)]
+        let schedules: [LearningRateSchedule] = [
+            .constant, .step(every: 30, factor: 0.1), .cosine(totalSteps: 1000, minimumFactor: 0.05),
+            .warmup(steps: 100, then: .cosine(totalSteps: 900, minimumFactor: 0.1)),
+        ]
         let decoded = try JSONDecoder().decode([LearningRateSchedule].self, from: JSONEncoder().encode(schedules))
         #expect(decoded == schedules)
-        #expect(schedules.map(\.description) == ["constant", "step(every: 30, factor: 0.1)", "cosine(totalSteps: 1000, minimumFactor: 0.05)"])
+        #expect(
+            schedules.map(\.description) == [
+                "constant", "step(every: 30, factor: 0.1)", "cosine(totalSteps: 1000, minimumFactor: 0.05)",
+                "warmup(steps: 100, then: cosine(totalSteps: 900, minimumFactor: 0.1))",
+            ])
     }
 }

@@ -88,6 +88,36 @@ struct MiniBatchTrainingTests {
         #expect(resumed.epoch == straight.epoch && resumed.epoch == 10)  // 4 batches per epoch
     }
 
+    @Test("Clipping: a limit no step reaches leaves the run unchanged; a small one scales each step's gradients to it")
+    func clipping() throws {
+        var generator = SeededGenerator(seed: 3)
+        let data = try Synthetic.sine(count: 50, generator: &generator) as Dataset<Double>
+        let network = try Network<Double>(features: 1, layers: [(8, .tanh), (1, .identity)], loss: .halfSquaredError, seed: 3)
+        let start = try MiniBatchTraining(network: network, optimizer: try SGD<Double>(learningRate: 0.1), dataset: data, batchSize: 16, seed: 5)
+        var plain = start, loose = start, tight = start
+        loose.maximumGradientNorm = 1e6
+        tight.maximumGradientNorm = 0.01
+        for _ in 0..<8 {
+            plain.step()
+            loose.step()
+            let before = tight.network.parameters
+            tight.step()
+            // SGD: the step moved p by lr·(clipped g); its norm is lr·0.01·norm/(norm + 1e-6) ≈ 0.001.
+            let moved = zip(before, tight.network.parameters).map { $0 - $1 }.reduce(0) { $0 + $1 * $1 }.squareRoot()
+            let norm = tight.lastGradientNorm!
+            #expect(norm > 0.01)
+            expectClose(moved, 0.1 * 0.01 * norm / (norm + 1e-6), tolerance: 1e-12)
+        }
+        #expect(loose.network.parameters == plain.network.parameters)
+        #expect(loose.lastGradientNorm != nil && plain.lastGradientNorm == nil)
+
+        // A shared step clips the combined gradients: the whole batch as the share is step() bit for bit.
+        var stepped = start, shared = start
+        (stepped.maximumGradientNorm, shared.maximumGradientNorm) = (0.01, 0.01)
+        for _ in 0..<8 { #expect(shared.step(share: { $0 }, combine: { _, _ in }) == stepped.step()) }
+        #expect(shared.network.parameters == stepped.network.parameters && shared.network.parameters == tight.network.parameters)
+    }
+
     @Test("The whole batch as the share, with nothing to combine, is step() bit for bit")
     func wholeShareIsStep() throws {
         var generator = SeededGenerator(seed: 3)

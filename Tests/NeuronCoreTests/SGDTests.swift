@@ -37,6 +37,32 @@ struct SGDTests {
         try check(Double.self)
     }
 
+    @Test("Weight decay on matrices only, by hand: λ·p joins the gradient of p[0] alone; p = [1, -2, 3], g = [0.5, 1, 0]")
+    func matricesOnly() throws {
+        func check<Scalar: TensorScalar>(_: Scalar.Type) throws {
+            var sgd = try SGD<Scalar>(learningRate: 0.25, weightDecay: 0.5, decay: .matrices([0..<1]))
+            var p: [Scalar] = [1, -2, 3]
+            sgd.update(parameters: &p, gradients: [0.5, 1, 0])
+            // p0: 1 - 0.25·(0.5 + 0.5·1) = 0.75; p1: -2 - 0.25·1 = -2.25; p2 has no gradient and no decay: 3.
+            #expect(p == [0.75, -2.25, 3])
+            #expect(sgd.description == "SGD(learningRate: 0.25, weightDecay: 0.5, decay: matrices)")
+
+            // With momentum, the decayed and the undecayed parameters are two groups, as two optimizers would be.
+            var grouped = try SGD<Scalar>(learningRate: 0.1, momentum: 0.9, nesterov: true, weightDecay: 0.5, decay: .matrices([1..<2]))
+            var decayed = try SGD<Scalar>(learningRate: 0.1, momentum: 0.9, nesterov: true, weightDecay: 0.5)
+            var others = try SGD<Scalar>(learningRate: 0.1, momentum: 0.9, nesterov: true)
+            var (q, qd, qo): ([Scalar], [Scalar], [Scalar]) = ([1, -2, 3], [-2], [1, 3])
+            for g: [Scalar] in [[0.5, 1, 0], [-1, 0.25, 2]] {
+                grouped.update(parameters: &q, gradients: g)
+                decayed.update(parameters: &qd, gradients: [g[1]])
+                others.update(parameters: &qo, gradients: [g[0], g[2]])
+            }
+            #expect(q == [qo[0], qd[0], qo[1]])
+        }
+        try check(Float.self)
+        try check(Double.self)
+    }
+
     @Test("Momentum's first two steps by hand: b = g, then b = μ·b + g; p -= lr·b")
     func momentumTwoSteps() throws {
         func check<Scalar: TensorScalar>(_: Scalar.Type) throws {

@@ -119,8 +119,9 @@ struct ConfigLoaderTests {
         #expect(config.model.layers[0].activation == .tanh && config.model.inputs == nil && config.model.neuron == nil)
         let o = config.optimizer
         #expect(o.kind == .sgd && o.learningRate == 0.01 && o.momentum == 0 && !o.nesterov)
-        #expect(o.beta1 == 0.9 && o.beta2 == 0.999 && o.epsilon == 1e-8 && o.weightDecay == 0 && !o.decoupled)
+        #expect(o.beta1 == 0.9 && o.beta2 == 0.999 && o.epsilon == 1e-8 && o.weightDecay == 0 && !o.decoupled && o.decay == nil)
         #expect(o.schedule.kind == .constant && o.schedule.every == nil && o.schedule.factor == nil && o.schedule.minimumFactor == nil)
+        #expect(o.schedule.warmupSteps == nil && config.training.clipGradientNorm == nil)
         let t = config.training
         #expect(t.epochs == 10 && t.iterations == nil && t.batchSize == 32 && t.seed == 42 && t.precision == .float && t.blasThreads == 2)
         #expect(config.output.directory == nil && config.output.checkpointEvery == nil && config.output.checkpointSeconds == 30)
@@ -161,10 +162,11 @@ struct ConfigLoaderTests {
             + #""features":8,"filters":4,"global":true,"heads":2,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
             + #""stride":2}]}],"#
             + #""loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
-            + #""optimizer":{"beta1":0.9,"beta2":0.999,"decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"momentum":0.5,"#
-            + #""nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1},"weightDecay":0},"#
+            + #""optimizer":{"beta1":0.9,"beta2":0.999,"decay":"matrices","decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"#
+            + #""momentum":0.5,"nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1,"warmupSteps":3},"weightDecay":0},"#
             + #""output":{"checkpointEvery":1,"checkpointSeconds":30,"directory":"runs/x","samples":4},"#
-            + #""training":{"batchSize":32,"blasThreads":2,"epochs":10,"fit":"counts","iterations":7,"precision":"float","seed":42,"smoothing":0.5}}"#
+            + #""training":{"batchSize":32,"blasThreads":2,"clipGradientNorm":1.5,"epochs":10,"fit":"counts","iterations":7,"precision":"float","#
+            + #""seed":42,"smoothing":0.5}}"#
         let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(saved.utf8))
         #expect(decoded == Self.everyKeySet())
         let encoder = JSONEncoder()
@@ -214,8 +216,9 @@ struct ConfigLoaderTests {
         var optimizer = OptimizerConfig()
         (optimizer.kind, optimizer.momentum, optimizer.nesterov, optimizer.decoupled) = (.adam, 0.5, true, true)
         (optimizer.schedule.kind, optimizer.schedule.every, optimizer.schedule.factor, optimizer.schedule.minimumFactor) = (.step, 2, 0.5, 0.1)
+        (optimizer.decay, optimizer.schedule.warmupSteps) = (.matrices, 3)
         var training = TrainingConfig()
-        (training.iterations, training.fit, training.smoothing) = (7, .counts, 0.5)
+        (training.iterations, training.fit, training.smoothing, training.clipGradientNorm) = (7, .counts, 0.5, 1.5)
         var output = OutputConfig()
         (output.directory, output.checkpointEvery, output.samples) = ("runs/x", 1, 4)
         return RunConfig(
@@ -507,10 +510,10 @@ struct ConfigLoaderTests {
         check("  kind: adamw\n", "run.yaml:9:9: optimizer.kind: expected one of sgd, adam; found 'adamw'; did you mean 'adam'?")
         check(
             "  kind: sgd\n  beta1: 0.8\n",
-            "run.yaml:10:3: optimizer.beta1 does not apply to sgd; it takes learningRate, momentum, nesterov, weightDecay, schedule")
+            "run.yaml:10:3: optimizer.beta1 does not apply to sgd; it takes learningRate, momentum, nesterov, weightDecay, decay, schedule")
         check(
             "  kind: adam\n  momentum: 0.9\n",
-            "run.yaml:10:3: optimizer.momentum does not apply to adam; it takes learningRate, beta1, beta2, epsilon, weightDecay, decoupled, schedule"
+            "run.yaml:10:3: optimizer.momentum does not apply to adam; it takes learningRate, beta1, beta2, epsilon, weightDecay, decoupled, decay, schedule"
         )
         check(
             "  schedule: {kind: linear}\n",
@@ -525,8 +528,18 @@ struct ConfigLoaderTests {
             "run.yaml:9:43: optimizer.schedule.minimumFactor: expected a number in [0, 1]; found 2")
         check(
             "  schedule: {kind: cosine, every: 2}\n",
-            "run.yaml:9:28: optimizer.schedule.every does not apply to a cosine schedule; it takes minimumFactor")
+            "run.yaml:9:28: optimizer.schedule.every does not apply to a cosine schedule; it takes minimumFactor, warmupSteps")
         check("  schedule: {kind: step, every: 30}\n", "no error")
+        check("  decay: weights\n", "run.yaml:9:10: optimizer.decay: expected one of all, matrices; found 'weights'")
+        check("  kind: adam\n  decoupled: true\n  weightDecay: 0.1\n  decay: matrices\n", "no error")
+        check(
+            "  schedule: {kind: cosine, warmupSteps: -1}\n",
+            "run.yaml:9:41: optimizer.schedule.warmupSteps: expected a whole number 0 or greater; found -1")
+        check("  schedule: {kind: cosine, warmupSteps: 1.5}\n", "run.yaml:9:41: optimizer.schedule.warmupSteps: expected a whole number; found 1.5")
+        check(
+            "  schedule: {kind: step, every: 2, warmupSteps: 10}\n",
+            "run.yaml:9:36: optimizer.schedule.warmupSteps does not apply to a step schedule; it takes every, factor")
+        check("  schedule: {warmupSteps: 10}\n", "no error")
     }
 
     // MARK: Values: choices
@@ -609,6 +622,10 @@ struct ConfigLoaderTests {
         }
         check("training:\n  epochs: 0\n", "run.yaml:9:11: training.epochs: expected a whole number 1 or more; found 0")
         check("training:\n  batchSize: -4\n", "run.yaml:9:14: training.batchSize: expected a whole number 1 or more; found -4")
+        check("training:\n  clipGradientNorm: 0\n", "run.yaml:9:21: training.clipGradientNorm: expected a finite number greater than 0; found 0")
+        check(
+            "training:\n  clipGradientNorm: .nan\n", "run.yaml:9:21: training.clipGradientNorm: expected a finite number greater than 0; found .nan")
+        check("training:\n  clipGradientNorm: 1\n", "no error")
         check("training:\n  precision: half\n", "run.yaml:9:14: training.precision: expected one of float, double; found 'half'")
         check("training:\n  blasThreads: 0\n", "run.yaml:9:16: training.blasThreads: expected a whole number from 1 to 1024; found 0")
         // OpenBLAS takes a C int: three billion threads are refused here, not trapped on conversion.

@@ -74,8 +74,9 @@ struct ConfigSchemaTests {
                 "path", "labelColumn", "task", "featureColumns", "testPath", "normalization", "validationSplit", "limit",
             ])
         #expect(DataConfig.Kind.sample.keys.map(\.stringValue) == ["input", "target"])
-        #expect(OptimizerConfig.Kind.sgd.keys.map(\.stringValue) == ["learningRate", "momentum", "nesterov", "weightDecay", "schedule"])
-        #expect(ScheduleConfig.Kind.cosine.keys.map(\.stringValue) == ["minimumFactor"])
+        #expect(OptimizerConfig.Kind.sgd.keys.map(\.stringValue) == ["learningRate", "momentum", "nesterov", "weightDecay", "decay", "schedule"])
+        #expect(ScheduleConfig.Kind.cosine.keys.map(\.stringValue) == ["minimumFactor", "warmupSteps"])
+        #expect(ScheduleConfig.Kind.step.keys.map(\.stringValue) == ["every", "factor"])
         #expect(LayerConfig.Kind.layerNorm.keys.map(\.stringValue) == ["epsilon"])
         #expect(LayerConfig.Kind.gelu.keys.map(\.stringValue) == ["approximation"])
         // No kind takes `kind` again.

@@ -70,23 +70,30 @@ struct NetworkBuilderTests {
     func optimizers() throws {
         var config = OptimizerConfig()
         (config.learningRate, config.momentum, config.nesterov, config.weightDecay) = (0.5, 0.9, true, 0.01)
-        let sgd = try config.optimizer(Float.self, stepsPerEpoch: 1, epochs: 1)
+        let sgd = try config.optimizer(Float.self, stepsPerEpoch: 1, epochs: 1, decayedRanges: [0..<4])
         let expectedSGD = try SGD<Float>(learningRate: 0.5, momentum: 0.9, nesterov: true, weightDecay: 0.01)
         #expect(sgd is SGD<Float> && sgd.description == expectedSGD.description)
 
         config = OptimizerConfig()
         (config.kind, config.learningRate, config.beta1, config.beta2, config.epsilon) = (.adam, 0.002, 0.8, 0.99, 1e-6)
         (config.weightDecay, config.decoupled) = (0.1, true)
-        let adam = try config.optimizer(Double.self, stepsPerEpoch: 1, epochs: 1)
+        let adam = try config.optimizer(Double.self, stepsPerEpoch: 1, epochs: 1, decayedRanges: [0..<4])
         let expectedAdam = try Adam<Double>(learningRate: 0.002, beta1: 0.8, beta2: 0.99, epsilon: 1e-6, weightDecay: 0.1, decoupled: true)
         #expect(adam is Adam<Double> && adam.description == expectedAdam.description)
+
+        // decay: matrices hands the network's ranges to the optimizer; all, the default, hands none.
+        config.decay = .matrices
+        let matrices = try #require(try config.optimizer(Double.self, stepsPerEpoch: 1, epochs: 1, decayedRanges: [2..<5]) as? Adam<Double>)
+        #expect(matrices.decay == .matrices([2..<5]) && matrices.description.hasSuffix("weightDecay: 0.1, decay: matrices)"))
+        config.decay = .all
+        #expect(try #require(try config.optimizer(Double.self, stepsPerEpoch: 1, epochs: 1, decayedRanges: [2..<5]) as? Adam<Double>).decay == .all)
 
         // Every kind builds (a new kind without a case here fails to compile in the builder, not here).
         for kind in OptimizerConfig.Kind.allCases {
             config.kind = kind
             config.decoupled = kind == .adam
             config.nesterov = false
-            _ = try config.optimizer(Float.self, stepsPerEpoch: 1, epochs: 1)
+            _ = try config.optimizer(Float.self, stepsPerEpoch: 1, epochs: 1, decayedRanges: [0..<4])
         }
     }
 
@@ -103,6 +110,19 @@ struct NetworkBuilderTests {
         #expect(try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .cosine(totalSteps: 15, minimumFactor: 0))
         schedule.minimumFactor = 0.1
         #expect(try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .cosine(totalSteps: 15, minimumFactor: 0.1))
+        // Warmup counts steps: 4 of the 15, the cosine over the other 11; a constant rate after it.
+        schedule.warmupSteps = 4
+        #expect(
+            try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .warmup(steps: 4, then: .cosine(totalSteps: 11, minimumFactor: 0.1)))
+        schedule.kind = .constant
+        #expect(try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .warmup(steps: 4, then: .constant))
+        schedule.warmupSteps = 0
+        #expect(try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3) == .constant)
+        // A warmup as long as the run leaves no step after it.
+        schedule.warmupSteps = 15
+        #expect(throws: OptimizerError.invalidHyperparameter(name: "warmupSteps", value: "15", allowed: "fewer than the run's 15 steps")) {
+            try schedule.learningRateSchedule(stepsPerEpoch: 5, epochs: 3)
+        }
     }
 
     @Test("Steps past Int.max are an error, not a trap: a cosine over huge epochs, a step every Int.max epochs")

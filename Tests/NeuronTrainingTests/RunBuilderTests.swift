@@ -75,6 +75,63 @@ struct RunBuilderTests {
         try check(built.engine)
     }
 
+    @Test("Resumed mid-warmup with AdamW on matrices only and clipping, a run ends with exactly the numbers of one that never stopped")
+    func resumeMidWarmup() throws {
+        // 120 training rows in batches of 16: 8 steps an epoch, 24 in all; warmup 20, the cosine over the last 4.
+        let config = try config(
+            """
+            model: {layers: [{units: 8, activation: tanh}, {units: 3, activation: softmax}]}
+            data: {kind: csv, path: iris.csv, labelColumn: species, validationSplit: 0.2}
+            optimizer:
+              kind: adam
+              learningRate: 0.01
+              decoupled: true
+              weightDecay: 0.1
+              decay: matrices
+              schedule: {kind: cosine, warmupSteps: 20, minimumFactor: 0.1}
+            training: {epochs: 3, batchSize: 16, seed: 3, clipGradientNorm: 0.5}
+            """)
+        let built = try RunBuilder.build(config)
+        let engine = try #require(built.engine as? NetworkTrainingEngine<Float, Adam<Float>>)
+        #expect(engine.maximumGradientNorm == 0.5)
+        // Dense(4→8) weight 0..<32, bias 32..<40; Dense(8→3) weight 40..<64, bias 64..<67.
+        #expect(engine.training.optimizer.decay == .matrices([0..<32, 40..<64]))
+        #expect(
+            engine.training.optimizer.description
+                == "AdamW(learningRate: 0.01, beta1: 0.9, beta2: 0.999, epsilon: 1e-08, weightDecay: 0.1, decay: matrices, schedule: warmup(steps: 20, then: cosine(totalSteps: 4, minimumFactor: 0.1)))"
+        )
+        #expect(engine.learningRate == Double(Float(0.01) * Float(1.0 / 21)))  // step 0: lr·1/(20 + 1)
+        var first = engine
+        for _ in 0..<13 { _ = first.step() }
+        #expect(first.learningRate == Double(Float(0.01) * Float(14.0 / 21)))
+        #expect(first.training.lastGradientNorm != nil)
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try Checkpoint(first, config: config, preprocessing: built.preprocessing).write(to: directory.path)
+        let resumed = try RunBuilder.build(config, resume: try Checkpoint.read(directory.path))
+        let second = try #require(resumed.engine as? NetworkTrainingEngine<Float, Adam<Float>>)
+        expectSameState(second, first)
+        #expect(second.learningRate == first.learningRate && second.maximumGradientNorm == 0.5)
+        expectSameState(straightRun(second), straightRun(engine))
+
+        // A warmup not shorter than the run's 24 steps is refused at its key.
+        var long = config
+        long.optimizer.schedule.warmupSteps = 24
+        #expect(
+            failure { try RunBuilder.build(long) }
+                == "test.yaml:9:41: optimizer.schedule.warmupSteps: 24 steps of warmup are not fewer than the run's 24 (3 epochs of 8 steps); expected at most 23"
+        )
+        // Resumed with other settings: each change said in one line.
+        var changed = config
+        (changed.optimizer.decay, changed.optimizer.schedule.warmupSteps, changed.training.clipGradientNorm) = (.all, 10, nil)
+        #expect(
+            try ResumeSettings.changes(from: try Checkpoint.read(directory.path), to: changed) == [
+                "optimizer.decay changed from matrices to all",
+                "optimizer.schedule changed from {kind: cosine, minimumFactor: 0.1, warmupSteps: 20} to {kind: cosine, minimumFactor: 0.1, warmupSteps: 10}",
+                "training.clipGradientNorm changed from 0.5 to none",
+            ])
+    }
+
     @Test("The neuron resumes at its step with its records, and ends where Docs/Reference.md §3's run ends")
     func neuronResume() throws {
         let config = try neuronConfig(iterations: 1_000)

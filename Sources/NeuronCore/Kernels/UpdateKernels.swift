@@ -76,3 +76,26 @@ extension Kernels {
         }
     }
 }
+
+extension Kernels {
+    /// PyTorch's `clip_grad_norm_` over one flat gradient buffer: the global norm `‖g‖ = √(Σ g²)`,
+    /// summed in Double, and every gradient times `c = maximum / (‖g‖ + 1e-6)` when `c < 1`
+    /// (PyTorch multiplies by `min(c, 1)`, which leaves a small gradient as it is).
+    ///
+    ///     // g: (n)
+    ///
+    /// - Returns: `‖g‖` before clipping.
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func clipGradientNorm<T: TensorScalar>(_ g: UnsafeMutableBufferPointer<T>, maximum: Double) -> Double {
+        precondition(maximum > 0, "the largest gradient norm must be above 0, got \(maximum)")
+        let norm = sumOfSquares(UnsafeBufferPointer(g)).squareRoot()
+        let coefficient = maximum / (norm + 1e-6)
+        guard coefficient < 1 else { return norm }  // NaN fails too: a NaN gradient stays one
+        // A loop rather than BLAS's scal, which sets every entry to 0 when the factor is 0 (an
+        // infinite norm), where PyTorch's product keeps an infinite gradient's NaN in sight.
+        let c = T(coefficient)
+        for i in g.indices { g[i] *= c }
+        return norm
+    }
+}

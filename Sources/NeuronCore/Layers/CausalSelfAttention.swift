@@ -95,6 +95,9 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
         ]
     }
 
+    /// The query-key-value and output projections' weights, products' matrices; not their biases.
+    public func isDecayed(_ tensor: String) -> Bool { tensor == "c_attn.weight" || tensor == "c_proj.weight" }
+
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         try! CausalSelfAttention<Other>(time: time, features: features, heads: heads)  // sizes were checked when self was built
     }

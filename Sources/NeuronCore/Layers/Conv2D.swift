@@ -77,6 +77,9 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
     /// `nn.Conv2d` keeps its weight as `(filters, channels, kh, kw)`; here it is `(kh, kw, channels, filters)`.
     public func pytorchOrder(of tensor: String) -> [Int]? { tensor == "weight" ? [3, 2, 0, 1] : nil }
 
+    /// The filters: a product's matrix.
+    public func isDecayed(_ tensor: String) -> Bool { tensor == "weight" }
+
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         // Sizes were checked when self was built.
         try! Conv2D<Other>(

@@ -83,6 +83,9 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     /// `nn.Linear` keeps its weight as `(outputs, inputs)`.
     public func pytorchOrder(of tensor: String) -> [Int]? { tensor == "weight" ? [1, 0] : nil }
 
+    /// The weight: a product's matrix.
+    public func isDecayed(_ tensor: String) -> Bool { tensor == "weight" }
+
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         try! Dense<Other>(inputs, outputs, activation: activation, time: time)  // sizes were checked when self was built
     }

@@ -37,6 +37,10 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
     /// and `nn.Linear`'s `(outputs, inputs)`: `[1, 0]`). Nil, the default, when the two agree.
     /// Checkpoints store tensors in PyTorch's order.
     func pytorchOrder(of tensor: String) -> [Int]?
+    /// Whether weight decay applies to `tensor` when an optimizer decays matrices only: the
+    /// weights of products (a dense layer's, a convolution's, a recurrent layer's, attention's
+    /// projections), not biases, norms' scale and shift, or embeddings. False, the default.
+    func isDecayed(_ tensor: String) -> Bool
 
     /// Fills this layer's parameter and state slices with seeded initial values.
     func initialize(
@@ -75,6 +79,8 @@ extension Layer {
     public var stateShapes: [(name: String, shape: [Int])] { [] }
 
     public func pytorchOrder(of tensor: String) -> [Int]? { nil }
+
+    public func isDecayed(_ tensor: String) -> Bool { false }
 
     public mutating func drawNoise(key: UInt64) {}
 

@@ -59,6 +59,9 @@ public struct RNN<Scalar: TensorScalar>: Layer {
         ]
     }
 
+    /// The input and recurrent weights, products' matrices; not the biases or `h0`.
+    public func isDecayed(_ tensor: String) -> Bool { tensor == "weight_ih_l0" || tensor == "weight_hh_l0" }
+
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         try! RNN<Other>(time: time, inputs: inputs, hidden: hidden)  // sizes were checked when self was built
     }

@@ -42,6 +42,9 @@ public struct Residual<Scalar: TensorScalar>: Layer {
     public func pytorchOrder(of tensor: String) -> [Int]? {
         tensor.hasPrefix("body.") ? body.pytorchOrder(of: String(tensor.dropFirst("body.".count))) : nil
     }
+    public func isDecayed(_ tensor: String) -> Bool {
+        tensor.hasPrefix("body.") && body.isDecayed(String(tensor.dropFirst("body.".count)))
+    }
     public var output: Tensor<Scalar> { cache.output }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
 

@@ -57,6 +57,11 @@ public struct Sequential<Scalar: TensorScalar>: Layer {
         guard let dot = tensor.firstIndex(of: "."), let j = Int(tensor[..<dot]), layers.indices.contains(j) else { return nil }
         return layers[j].pytorchOrder(of: String(tensor[tensor.index(after: dot)...]))
     }
+    /// Whether layer `j` decays its tensor, for the name `j.<tensor>`.
+    public func isDecayed(_ tensor: String) -> Bool {
+        guard let dot = tensor.firstIndex(of: "."), let j = Int(tensor[..<dot]), layers.indices.contains(j) else { return false }
+        return layers[j].isDecayed(String(tensor[tensor.index(after: dot)...]))
+    }
     public var output: Tensor<Scalar> { layers[layers.count - 1].output }
     public var inputGradient: Tensor<Scalar> { layers[0].inputGradient }
 

@@ -10,6 +10,11 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     public var optimizer: O
     /// The training rows.
     public let dataset: Dataset<Scalar>
+    /// When given (> 0), each step's gradients, once final (after `combine` in a shared step), are
+    /// clipped to this global norm before the update (`Network.clipGradientNorm(maximum:)`).
+    public var maximumGradientNorm: Double?
+    /// The last step's global gradient norm before clipping; nil without clipping.
+    public private(set) var lastGradientNorm: Double?
     /// This epoch's order and the batch boundaries.
     public private(set) var batches: MiniBatches
     /// Draws each epoch's order.
@@ -105,13 +110,14 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     public mutating func step() -> Scalar {
         let batch = startStep()
         let (loss, correct) = backward(batch)
+        if let maximumGradientNorm { lastGradientNorm = network.clipGradientNorm(maximum: maximumGradientNorm) }
         optimizer.update(parameters: &network.parameters, gradients: network.gradients)
         return finishStep(loss: loss, correct: correct, samples: batch.count)
     }
 
     /// One step of which this caller computes only a share of the batch, and `combine` makes the
     /// whole batch's gradients and totals from it before the update (data parallelism: by adding
-    /// the other shares', computed elsewhere on the same batch).
+    /// the other shares', computed elsewhere on the same batch); clipping, when asked, follows `combine`.
     ///
     /// The loss and its gradients are means over a share of `b` rows out of the batch's `B`; they
     /// reach `combine` weighted by `b / B`, so that the shares' sum is the mean over the whole
@@ -147,6 +153,10 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         }
         var totals = BatchTotals(loss: Double(weight * loss), correct: correct)
         combine(&shared, &totals)
+        if let maximumGradientNorm {
+            // Every process holds the same summed gradients here, so every process clips alike.
+            lastGradientNorm = shared.withUnsafeMutableBufferPointer { Kernels.clipGradientNorm($0, maximum: maximumGradientNorm) }
+        }
         optimizer.update(parameters: &network.parameters, gradients: shared)
         return finishStep(loss: Scalar(totals.loss), correct: totals.correct, samples: batch.count)
     }

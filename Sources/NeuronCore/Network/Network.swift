@@ -15,6 +15,8 @@ public struct ParameterTensor: Sendable, Equatable, Codable, CustomStringConvert
     /// The order of its dimensions in PyTorch's module (see ``Layer/pytorchOrder(of:)``); nil
     /// when it is this layout.
     public var pytorchOrder: [Int]? = nil
+    /// Whether weight decay applies to it when an optimizer decays matrices only (``Layer/isDecayed(_:)``).
+    public var isDecayed = false
     /// The number of elements.
     public var count: Int { shape.reduce(1, *) }
     /// The elements' indices in the flat buffer.
@@ -106,7 +108,9 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
                 let start = offset
                 for (name, shape) in shapes(layer) {
                     tensors.append(
-                        ParameterTensor(layer: i, tensor: name, shape: shape, offset: offset, pytorchOrder: layer.pytorchOrder(of: name)))
+                        ParameterTensor(
+                            layer: i, tensor: name, shape: shape, offset: offset, pytorchOrder: layer.pytorchOrder(of: name),
+                            isDecayed: layer.isDecayed(name)))
                     var count = 1
                     for extent in shape {
                         let (product, overflow) = count.multipliedReportingOverflow(by: extent)
@@ -205,6 +209,22 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         copy.noiseSeed = noiseSeed
         copy.noiseStep = noiseStep
         return copy
+    }
+
+    /// The parts of ``parameters`` that weight decay shrinks when it decays matrices only: the
+    /// tensors whose layers declare them decayed (``Layer/isDecayed(_:)``), in buffer order, adjacent
+    /// ones merged (a recurrent layer's two weights are one range), so that an optimizer takes as
+    /// few slices as it can.
+    public var decayedRanges: [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        for tensor in parameterTensors where tensor.isDecayed && tensor.count > 0 {
+            if let last = ranges.last, last.upperBound == tensor.offset {
+                ranges[ranges.count - 1] = last.lowerBound..<tensor.range.upperBound
+            } else {
+                ranges.append(tensor.range)
+            }
+        }
+        return ranges
     }
 
     /// One parameter tensor's current values (a copy).
@@ -363,21 +383,34 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         }
     }
 
-    /// One step of training on one batch: loss and gradients, then the optimizer's update of
-    /// the flat parameter buffer.
+    /// One step of training on one batch: loss and gradients, clipped when asked, then the
+    /// optimizer's update of the flat parameter buffer.
     ///
     ///     // x: (batch, inputShape…)  targets: (batch, targetCount)
     ///
+    /// - Parameter maximumGradientNorm: when given (> 0), the gradients' global norm is clipped to
+    ///   it before the update (``clipGradientNorm(maximum:)``).
     /// - Returns: the batch's loss before the update.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit,
     ///   ``NetworkError/invalidValue(_:)`` for a token or class index out of range.
     @discardableResult
     public mutating func trainStep<O: Optimizer>(
-        _ x: Tensor<Scalar>, targets: Tensor<Scalar>, optimizer: inout O
+        _ x: Tensor<Scalar>, targets: Tensor<Scalar>, optimizer: inout O, maximumGradientNorm: Double? = nil
     ) throws(NetworkError) -> Scalar where O.Scalar == Scalar {
         let value = try lossAndGradients(x, targets: targets)
+        if let maximumGradientNorm { clipGradientNorm(maximum: maximumGradientNorm) }
         optimizer.update(parameters: &parameters, gradients: gradients)
         return value
+    }
+
+    /// Scales ``gradients`` down so that their global norm, over every parameter of every layer,
+    /// is at most `maximum`: PyTorch's `torch.nn.utils.clip_grad_norm_(parameters, maximum)`
+    /// (``Kernels/clipGradientNorm(_:maximum:)``). Allocation-free.
+    /// - Returns: the global norm before clipping, a health signal: a norm that keeps growing
+    ///   warns of divergence before the loss does.
+    @discardableResult
+    public mutating func clipGradientNorm(maximum: Double) -> Double {
+        gradients.withUnsafeMutableBufferPointer { Kernels.clipGradientNorm($0, maximum: maximum) }
     }
 
     /// The loss's gradient with respect to the network's input, from the last

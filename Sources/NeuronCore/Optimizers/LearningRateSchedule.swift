@@ -16,6 +16,12 @@ public enum LearningRateSchedule: Sendable, Equatable, Codable, CustomStringConv
     /// From 1 down to `minimumFactor` along half a cosine over `totalSteps`, then `minimumFactor`
     /// from `totalSteps` on (PyTorch's `CosineAnnealingLR` for one half period, without restarts).
     case cosine(totalSteps: Int, minimumFactor: Double = 0)
+    /// A linear warmup over the first `steps` steps, then `then` counted from the warmup's end:
+    /// `(step + 1)/(steps + 1)` for `step < steps` (nanoGPT's `lr·(it + 1)/(warmup_iters + 1)`), so
+    /// that the first step already moves and the rate reaches the full `1` at step `steps`, where
+    /// `then` starts from its own step 0. Warmup then cosine is nanoGPT's `get_lr`:
+    /// `.warmup(steps: w, then: .cosine(totalSteps: T - w))` over a run of `T` steps.
+    indirect case warmup(steps: Int, then: LearningRateSchedule)
 
     /// The multiplier at `step` (0-based, ≥ 0) of a ``validated()`` schedule.
     ///
@@ -33,12 +39,16 @@ public enum LearningRateSchedule: Sendable, Equatable, Codable, CustomStringConv
             precondition(totalSteps >= 1, "cosine schedule with totalSteps = \(totalSteps); validate the schedule first")
             let progress = Double(min(step, totalSteps)) / Double(totalSteps)
             return minimumFactor + (1 - minimumFactor) * (1 + cos(Double.pi * progress)) / 2
+        case let .warmup(steps, then):
+            precondition(steps >= 1, "warmup over \(steps) steps; validate the schedule first")
+            return step < steps ? Double(step + 1) / Double(steps + 1) : then.factor(at: step - steps)
         }
     }
 
     /// This schedule, once its parameters are checked; optimizers call it at their door.
     /// - Throws: ``OptimizerError/invalidHyperparameter(name:value:allowed:)`` unless `every` ≥ 1
-    ///   and `factor` is in (0, 1] (step), or `totalSteps` ≥ 1 and `minimumFactor` is in [0, 1] (cosine).
+    ///   and `factor` is in (0, 1] (step), `totalSteps` ≥ 1 and `minimumFactor` is in [0, 1] (cosine),
+    ///   or `steps` ≥ 1 and the schedule after it valid (warmup).
     public func validated() throws(OptimizerError) -> LearningRateSchedule {
         switch self {
         case .constant:
@@ -58,16 +68,23 @@ public enum LearningRateSchedule: Sendable, Equatable, Codable, CustomStringConv
             guard minimumFactor >= 0, minimumFactor <= 1 else {
                 throw .invalidHyperparameter(name: "cosine schedule's minimumFactor", value: "\(minimumFactor)", allowed: "in [0, 1]")
             }
+        case let .warmup(steps, then):
+            guard steps >= 1 else {
+                throw .invalidHyperparameter(name: "warmup's steps", value: "\(steps)", allowed: "1 or more")
+            }
+            _ = try then.validated()
         }
         return self
     }
 
-    /// `constant`, `step(every: 30, factor: 0.1)`, `cosine(totalSteps: 1000, minimumFactor: 0.0)`.
+    /// `constant`, `step(every: 30, factor: 0.1)`, `cosine(totalSteps: 1000, minimumFactor: 0.0)`,
+    /// `warmup(steps: 100, then: cosine(totalSteps: 900, minimumFactor: 0.1))`.
     public var description: String {
         switch self {
         case .constant: return "constant"
         case let .step(every, factor): return "step(every: \(every), factor: \(factor))"
         case let .cosine(totalSteps, minimumFactor): return "cosine(totalSteps: \(totalSteps), minimumFactor: \(minimumFactor))"
+        case let .warmup(steps, then): return "warmup(steps: \(steps), then: \(then))"
         }
     }
 }

@@ -51,6 +51,63 @@ extension Optimizer {
     }
 }
 
+/// The parameters weight decay applies to.
+///
+/// Transformers decay the weights of products only (Loshchilov & Hutter; nanoGPT's
+/// `configure_optimizers`, which decays every tensor of two or more dimensions): a bias, a norm's
+/// scale and shift, or an embedding row pulled towards 0 only hurts. In PyTorch that is two
+/// parameter groups, one with `weight_decay=λ` and one with `weight_decay=0`; here it is the same
+/// update with λ taken as 0 outside the decayed ranges.
+public enum WeightDecayScope: Sendable, Equatable, CustomStringConvertible {
+    /// Every parameter (PyTorch's one parameter group).
+    case all
+    /// Only these ranges of the flat buffer, ascending and disjoint: a network's matrices
+    /// (``Network/decayedRanges``).
+    case matrices([Range<Int>])
+
+    /// This scope, once its ranges are checked; optimizers call it at their door.
+    /// - Throws: ``OptimizerError/invalidHyperparameter(name:value:allowed:)`` for a range that
+    ///   starts below 0, is empty, or starts before the one before it ends.
+    func validated() throws(OptimizerError) -> WeightDecayScope {
+        guard case let .matrices(ranges) = self else { return self }
+        var end = 0
+        for range in ranges {
+            guard range.lowerBound >= end, !range.isEmpty else {
+                throw .invalidHyperparameter(
+                    name: "decayed ranges", value: "\(ranges)", allowed: "non-empty ranges from 0 up, ascending and disjoint")
+            }
+            end = range.upperBound
+        }
+        return self
+    }
+
+    /// Calls `body` on each piece of `0..<count` in order, with whether weight decay applies to it:
+    /// `0..<count` once for ``all``; for ``matrices`` the decayed ranges and the gaps between them.
+    func forEachPiece(count: Int, _ body: (_ piece: Range<Int>, _ isDecayed: Bool) -> Void) {
+        switch self {
+        case .all:
+            body(0..<count, true)
+        case let .matrices(ranges):
+            var start = 0
+            for range in ranges {
+                precondition(range.upperBound <= count, "decayed range \(range) beyond the \(count) parameters")
+                if start < range.lowerBound { body(start..<range.lowerBound, false) }
+                body(range, true)
+                start = range.upperBound
+            }
+            if start < count { body(start..<count, false) }
+        }
+    }
+
+    /// `all`, or `matrices`.
+    public var description: String {
+        switch self {
+        case .all: "all"
+        case .matrices: "matrices"
+        }
+    }
+}
+
 /// What went wrong building an optimizer or restoring its state. Every case names what it refers to.
 public enum OptimizerError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A hyperparameter outside its allowed range.

@@ -5,7 +5,8 @@
 ///
 /// Each update follows PyTorch's documented `torch.optim.SGD` with dampening 0, for every entry
 /// `p` with gradient `g`, learning rate `lr = learningRate · schedule.factor(at: step)`,
-/// weight decay `λ` and momentum `μ`:
+/// weight decay `λ` (taken as 0 outside the ``decay`` scope's parameters, PyTorch's parameter
+/// groups) and momentum `μ`:
 ///
 ///     if λ ≠ 0:  g ← g + λ·p                       // L2 penalty added to the gradient
 ///     if μ ≠ 0:  b ← g on the first step, else μ·b + g
@@ -23,6 +24,8 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
     public let nesterov: Bool
     /// The L2 penalty's coefficient, added to the gradient as `λ·p`.
     public let weightDecay: Scalar
+    /// The parameters weight decay applies to.
+    public let decay: WeightDecayScope
     /// How the learning rate changes with the step.
     public let schedule: LearningRateSchedule
     /// Steps taken so far.
@@ -36,12 +39,13 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
     ///   - momentum: the velocity's decay, in [0, 1); 0 turns momentum off.
     ///   - nesterov: Nesterov momentum; needs momentum > 0.
     ///   - weightDecay: the L2 coefficient, finite and ≥ 0.
+    ///   - decay: the parameters weight decay applies to; every one by default.
     ///   - schedule: the learning-rate multiplier per step.
     /// - Throws: ``OptimizerError/invalidHyperparameter(name:value:allowed:)`` naming the first
     ///   hyperparameter out of range and what is allowed.
     public init(
         learningRate: Scalar, momentum: Scalar = 0, nesterov: Bool = false, weightDecay: Scalar = 0,
-        schedule: LearningRateSchedule = .constant
+        decay: WeightDecayScope = .all, schedule: LearningRateSchedule = .constant
     ) throws(OptimizerError) {
         try checkPositive(learningRate, name: "learning rate")
         try checkDecayRate(momentum, name: "momentum")
@@ -54,6 +58,7 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
         self.momentum = momentum
         self.nesterov = nesterov
         self.weightDecay = weightDecay
+        self.decay = try decay.validated()
         self.schedule = try schedule.validated()
     }
 
@@ -64,11 +69,16 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
         precondition(
             parameters.count == gradients.count,
             "\(parameters.count) parameters but \(gradients.count) gradients")
-        let lr = scheduledLearningRate
+        let lr = scheduledLearningRate, decay = decay, weightDecay = weightDecay
+        // One kernel call per piece of the buffer, each with its group's λ (``Adam/update(parameters:gradients:)`` says why).
         if momentum == 0 {
             parameters.withUnsafeMutableBufferPointer { p in
                 gradients.withUnsafeBufferPointer { g in
-                    Kernels.sgdUpdate(parameters: p, gradients: g, learningRate: lr, weightDecay: weightDecay)
+                    decay.forEachPiece(count: p.count) { piece, isDecayed in
+                        Kernels.sgdUpdate(
+                            parameters: UnsafeMutableBufferPointer(rebasing: p[piece]), gradients: UnsafeBufferPointer(rebasing: g[piece]),
+                            learningRate: lr, weightDecay: isDecayed ? weightDecay : 0)
+                    }
                 }
             }
         } else {
@@ -79,13 +89,16 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
             precondition(
                 velocity.count == parameters.count,
                 "SGD velocity holds \(velocity.count) values but the parameters \(parameters.count): one optimizer serves one network")
-            let (wd, mu, nesterov, first) = (weightDecay, momentum, nesterov, step == 0)
+            let (mu, nesterov, first) = (momentum, nesterov, step == 0)
             parameters.withUnsafeMutableBufferPointer { p in
                 gradients.withUnsafeBufferPointer { g in
                     velocity.withUnsafeMutableBufferPointer { b in
-                        Kernels.sgdMomentumUpdate(
-                            parameters: p, gradients: g, velocity: b,
-                            learningRate: lr, weightDecay: wd, momentum: mu, nesterov: nesterov, first: first)
+                        decay.forEachPiece(count: p.count) { piece, isDecayed in
+                            Kernels.sgdMomentumUpdate(
+                                parameters: UnsafeMutableBufferPointer(rebasing: p[piece]), gradients: UnsafeBufferPointer(rebasing: g[piece]),
+                                velocity: UnsafeMutableBufferPointer(rebasing: b[piece]),
+                                learningRate: lr, weightDecay: isDecayed ? weightDecay : 0, momentum: mu, nesterov: nesterov, first: first)
+                        }
                     }
                 }
             }
@@ -113,6 +126,7 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
         if momentum != 0 { parts.append("momentum: \(momentum)") }
         if nesterov { parts.append("nesterov: true") }
         if weightDecay != 0 { parts.append("weightDecay: \(weightDecay)") }
+        if decay != .all { parts.append("decay: \(decay)") }
         if schedule != .constant { parts.append("schedule: \(schedule)") }
         return "SGD(" + parts.joined(separator: ", ") + ")"
     }

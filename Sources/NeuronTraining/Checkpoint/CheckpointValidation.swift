@@ -284,6 +284,8 @@ extension RunConfig {
         if let every = o.schedule.every { try check(every >= 1, "optimizer.schedule.every", every, "1 or more") }
         if let factor = o.schedule.factor { try check(factor > 0 && factor <= 1, "optimizer.schedule.factor", factor, "in (0, 1]") }
         if let floor = o.schedule.minimumFactor { try check(floor >= 0 && floor <= 1, "optimizer.schedule.minimumFactor", floor, "in [0, 1]") }
+        if let warmup = o.schedule.warmupSteps { try check(warmup >= 0, "optimizer.schedule.warmupSteps", warmup, "0 or more") }
+        if let norm = t.clipGradientNorm { try check(norm.isFinite && norm > 0, "training.clipGradientNorm", norm, "a finite number above 0") }
         // The keys each data kind requires (the data reader relies on the loader having checked them).
         let required: [(String, Bool)] =
             switch data.kind {

@@ -697,6 +697,10 @@ private struct ConfigChecker {
                 try require(floor >= 0 && floor <= 1, "a number in [0, 1]", at: "optimizer.schedule.minimumFactor", found: "\(floor)")
             }
         }
+        // Its upper bound, fewer than the run's steps, is checked when the run is built and its steps are known.
+        if let warmup = schedule.warmupSteps {
+            try require(warmup >= 0, "a whole number 0 or greater", at: "optimizer.schedule.warmupSteps", found: "\(warmup)")
+        }
     }
 
     /// Throws at `key` unless `value` (when given) is a whole number from `lower` to 2²⁴.
@@ -713,6 +717,9 @@ private struct ConfigChecker {
             try require(smoothing.isFinite && smoothing > 0, "a finite number greater than 0", at: "training.smoothing", found: "\(smoothing)")
         }
         if let iterations = training.iterations { try atLeastOne(iterations, at: "training.iterations") }
+        if let norm = training.clipGradientNorm {
+            try require(norm.isFinite && norm > 0, "a finite number greater than 0", at: "training.clipGradientNorm", found: "\(norm)")
+        }
         try atLeastOne(training.batchSize, at: "training.batchSize")
         try require(
             (1...ConfigLimits.blasThreads).contains(training.blasThreads), "a whole number from 1 to \(ConfigLimits.blasThreads)",

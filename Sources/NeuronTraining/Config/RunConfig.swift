@@ -377,8 +377,23 @@ public struct OptimizerConfig: Sendable, Equatable, Codable {
     public var weightDecay: Double = 0
     /// Adam only: AdamW's decoupled weight decay instead of L2 added to the gradient.
     public var decoupled: Bool = false
+    /// The parameters weight decay applies to; `all` when absent (``effectiveDecay``). Left out of
+    /// a saved config when not given, so that a run's checkpoint stays as it was.
+    public var decay: Decay?
     /// The learning-rate multiplier over the epochs.
     public var schedule: ScheduleConfig = ScheduleConfig()
+
+    /// The parameters weight decay applies to.
+    public enum Decay: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// Every parameter.
+        case all
+        /// The weights of products only (dense, convolution, recurrent and attention weights): not
+        /// biases, norms' scale and shift, or embeddings, the usual rule for transformers.
+        case matrices
+    }
+
+    /// `decay`, or `all` when the config leaves it out.
+    public var effectiveDecay: Decay { decay ?? .all }
 
     public init() {}
 }
@@ -403,6 +418,9 @@ public struct ScheduleConfig: Sendable, Equatable, Codable {
     public var factor: Double?
     /// cosine: the floor as a share of the learning rate, in [0, 1]; default 0.
     public var minimumFactor: Double?
+    /// constant, cosine: steps (not epochs) of linear warmup before the schedule, ≥ 0 and fewer
+    /// than the run's steps; default 0. The cosine then runs over the steps after the warmup.
+    public var warmupSteps: Int?
 
     public init() {}
 }
@@ -440,6 +458,9 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     /// Counting's add-`smoothing` to every pair's count (Laplace's rule at 1, the default), so
     /// that a pair never seen in training has a probability above 0; greater than 0.
     public var smoothing: Double?
+    /// The largest global gradient norm a step takes: when the norm of every gradient together is
+    /// above it, they are all scaled down to it (PyTorch's `clip_grad_norm_`); > 0, absent for none.
+    public var clipGradientNorm: Double?
 
     /// How a run finds its parameters.
     public enum Fit: String, Sendable, Codable, CaseIterable, ConfigChoice {
@@ -644,7 +665,7 @@ extension DataConfig.Kind {
 
 extension OptimizerConfig: DefaultedConfigSection {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case kind, learningRate, momentum, nesterov, beta1, beta2, epsilon, weightDecay, decoupled, schedule
+        case kind, learningRate, momentum, nesterov, beta1, beta2, epsilon, weightDecay, decoupled, decay, schedule
     }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
@@ -658,6 +679,7 @@ extension OptimizerConfig: DefaultedConfigSection {
         case .epsilon: ConfigField(\.epsilon)
         case .weightDecay: ConfigField(\.weightDecay)
         case .decoupled: ConfigField(\.decoupled)
+        case .decay: ConfigField(\.decay)
         case .schedule: ConfigField(\.schedule)
         }
     }
@@ -667,14 +689,14 @@ extension OptimizerConfig.Kind {
     /// The optimizer keys this kind takes besides `kind`, in Docs/Config.md's order.
     var keys: [OptimizerConfig.CodingKeys] {
         switch self {
-        case .sgd: [.learningRate, .momentum, .nesterov, .weightDecay, .schedule]
-        case .adam: [.learningRate, .beta1, .beta2, .epsilon, .weightDecay, .decoupled, .schedule]
+        case .sgd: [.learningRate, .momentum, .nesterov, .weightDecay, .decay, .schedule]
+        case .adam: [.learningRate, .beta1, .beta2, .epsilon, .weightDecay, .decoupled, .decay, .schedule]
         }
     }
 }
 
 extension ScheduleConfig: DefaultedConfigSection {
-    enum CodingKeys: String, CodingKey, CaseIterable { case kind, every, factor, minimumFactor }
+    enum CodingKeys: String, CodingKey, CaseIterable { case kind, every, factor, minimumFactor, warmupSteps }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
         switch key {
@@ -682,6 +704,7 @@ extension ScheduleConfig: DefaultedConfigSection {
         case .every: ConfigField(\.every)
         case .factor: ConfigField(\.factor)
         case .minimumFactor: ConfigField(\.minimumFactor)
+        case .warmupSteps: ConfigField(\.warmupSteps)
         }
     }
 }
@@ -690,15 +713,17 @@ extension ScheduleConfig.Kind {
     /// The schedule keys this kind takes besides `kind`.
     var keys: [ScheduleConfig.CodingKeys] {
         switch self {
-        case .constant: []
+        case .constant: [.warmupSteps]
         case .step: [.every, .factor]
-        case .cosine: [.minimumFactor]
+        case .cosine: [.minimumFactor, .warmupSteps]
         }
     }
 }
 
 extension TrainingConfig: DefaultedConfigSection {
-    enum CodingKeys: String, CodingKey, CaseIterable { case epochs, iterations, batchSize, seed, precision, blasThreads, fit, smoothing }
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case epochs, iterations, batchSize, seed, precision, blasThreads, fit, smoothing, clipGradientNorm
+    }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
         switch key {
@@ -710,6 +735,7 @@ extension TrainingConfig: DefaultedConfigSection {
         case .blasThreads: ConfigField(\.blasThreads)
         case .fit: ConfigField(\.fit)
         case .smoothing: ConfigField(\.smoothing)
+        case .clipGradientNorm: ConfigField(\.clipGradientNorm)
         }
     }
 }

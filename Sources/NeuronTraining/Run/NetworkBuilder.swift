@@ -156,27 +156,33 @@ extension LayerConfig {
 extension OptimizerConfig {
     /// The optimizer this config names, its schedule counted in steps: `epochs` epochs of
     /// `stepsPerEpoch` steps.
+    /// - Parameter decayedRanges: the network's matrices (`Network.decayedRanges`), which weight
+    ///   decay shrinks under `decay: matrices`.
     /// - Throws: `OptimizerError` for a hyperparameter out of range.
-    public func optimizer<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, stepsPerEpoch: Int, epochs: Int) throws(OptimizerError)
-        -> any Optimizer<Scalar>
-    {
+    public func optimizer<Scalar: TensorScalar>(
+        _: Scalar.Type = Scalar.self, stepsPerEpoch: Int, epochs: Int, decayedRanges: [Range<Int>]
+    ) throws(OptimizerError) -> any Optimizer<Scalar> {
         let schedule = try schedule.learningRateSchedule(stepsPerEpoch: stepsPerEpoch, epochs: epochs)
+        let scope: WeightDecayScope = effectiveDecay == .matrices ? .matrices(decayedRanges) : .all
         switch kind {
         case .sgd:
             return try SGD(
                 learningRate: Scalar(learningRate), momentum: Scalar(momentum), nesterov: nesterov,
-                weightDecay: Scalar(weightDecay), schedule: schedule)
+                weightDecay: Scalar(weightDecay), decay: scope, schedule: schedule)
         case .adam:
             return try Adam(
                 learningRate: Scalar(learningRate), beta1: Scalar(beta1), beta2: Scalar(beta2), epsilon: Scalar(epsilon),
-                weightDecay: Scalar(weightDecay), decoupled: decoupled, schedule: schedule)
+                weightDecay: Scalar(weightDecay), decoupled: decoupled, decay: scope, schedule: schedule)
         }
     }
 }
 
 extension ScheduleConfig {
-    /// The schedule in steps, for `epochs` epochs of `stepsPerEpoch` steps (the config counts epochs).
-    /// - Throws: `OptimizerError` when the steps are more than an `Int` counts.
+    /// The schedule in steps, for `epochs` epochs of `stepsPerEpoch` steps (the config counts
+    /// epochs, its warmup steps), behind its warmup when it has one; a cosine then runs over the
+    /// steps after the warmup, as nanoGPT's does.
+    /// - Throws: `OptimizerError` when the steps are more than an `Int` counts, or the warmup is
+    ///   not shorter than the run.
     public func learningRateSchedule(stepsPerEpoch: Int, epochs: Int) throws(OptimizerError) -> LearningRateSchedule {
         func steps(_ epochs: Int, _ name: String) throws(OptimizerError) -> Int {
             let (product, overflow) = epochs.multipliedReportingOverflow(by: stepsPerEpoch)
@@ -186,12 +192,21 @@ extension ScheduleConfig {
             }
             return product
         }
-        switch kind {
-        case .constant: return .constant
-        // The loader requires `every` for a step schedule.
-        case .step: return .step(every: try steps(every ?? 1, "step schedule's every"), factor: factor ?? 0.1)
-        case .cosine: return .cosine(totalSteps: try steps(epochs, "cosine schedule's epochs"), minimumFactor: minimumFactor ?? 0)
+        let warmup = warmupSteps ?? 0
+        if warmup > 0 {
+            let total = try steps(epochs, "the run's epochs")
+            guard warmup < total else {
+                throw .invalidHyperparameter(name: "warmupSteps", value: "\(warmup)", allowed: "fewer than the run's \(total) steps")
+            }
         }
+        let after: LearningRateSchedule
+        switch kind {
+        case .constant: after = .constant
+        // The loader requires `every` for a step schedule.
+        case .step: after = .step(every: try steps(every ?? 1, "step schedule's every"), factor: factor ?? 0.1)
+        case .cosine: after = .cosine(totalSteps: try steps(epochs, "cosine schedule's epochs") - warmup, minimumFactor: minimumFactor ?? 0)
+        }
+        return warmup > 0 ? .warmup(steps: warmup, then: after) : after
     }
 }
 

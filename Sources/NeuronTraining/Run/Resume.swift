@@ -1,7 +1,8 @@
 // What a resumed run may change from the run it goes on from. The batch size, the seed and the
 // optimizer's kind are part of where the run stands (the epoch's batches, the generator, the
 // optimizer's buffers): changing them is refused. The optimizer's hyperparameters (learning rate,
-// momentum, schedule, …) are applied from the next step, each change said in one line.
+// momentum, schedule, weight decay's scope, gradient clipping, …) are applied from the next step,
+// each change said in one line.
 import Foundation
 import NeuronCore
 
@@ -44,8 +45,13 @@ public enum ResumeSettings {
         compare("epsilon", \.epsilon)
         compare("weightDecay", \.weightDecay)
         compare("decoupled", \.decoupled)
+        compare("decay", \.effectiveDecay)
         let (was, now) = (old.optimizer.schedule, config.optimizer.schedule)
         if was != now { lines.append("optimizer.schedule changed from \(describe(was)) to \(describe(now))") }
+        let (clipped, clips) = (old.training.clipGradientNorm, config.training.clipGradientNorm)
+        if clipped != clips {
+            lines.append("training.clipGradientNorm changed from \(clipped.map { "\($0)" } ?? "none") to \(clips.map { "\($0)" } ?? "none")")
+        }
         return lines
     }
 
@@ -68,6 +74,7 @@ public enum ResumeSettings {
         if let every = schedule.every { parts.append("every: \(every)") }
         if let factor = schedule.factor { parts.append("factor: \(factor)") }
         if let minimum = schedule.minimumFactor { parts.append("minimumFactor: \(minimum)") }
+        if let warmup = schedule.warmupSteps { parts.append("warmupSteps: \(warmup)") }
         return "{" + parts.joined(separator: ", ") + "}"
     }
 }

@@ -195,6 +195,13 @@ public enum RunBuilder {
                 "optimizer.schedule.every: every \(every) epochs of \(stepsPerEpoch) steps is more steps than can be counted; expected at most \(Int.max / stepsPerEpoch)"
             )
         }
+        let runSteps = max(1, epochs) * stepsPerEpoch  // as the schedule counts them (a counted table's one epoch)
+        if let warmup = config.optimizer.schedule.warmupSteps, warmup >= runSteps {
+            throw origin.error(
+                at: "optimizer.schedule.warmupSteps",
+                "optimizer.schedule.warmupSteps: \(warmup) steps of warmup are not fewer than the run's \(runSteps) (\(max(1, epochs)) epochs of \(stepsPerEpoch) steps); expected at most \(runSteps - 1)"
+            )
+        }
 
         // The config's optimizer arrives as `any Optimizer<Scalar>` and is opened here, so that the
         // engine is built for its concrete type (`NetworkTrainingEngine<Scalar, SGD<Scalar>>`).
@@ -218,6 +225,7 @@ public enum RunBuilder {
                     network: network, optimizer: optimizer, dataset: data.training, validation: data.validation, test: data.test,
                     batchSize: batchSize, epochs: epochs, seed: seed)
             }
+            engine.maximumGradientNorm = config.training.clipGradientNorm
             if let text = data.text {
                 engine.lineSampler = LineSampler(
                     vocabulary: text.corpus.vocabulary, trainingLines: Set(text.training.map { text.corpus.lines[$0] }),
@@ -225,7 +233,8 @@ public enum RunBuilder {
             }
             return Run(engine: engine, config: saved, preprocessing: data.preprocessing)
         }
-        return try run(config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: max(1, epochs)))
+        return try run(
+            config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: max(1, epochs), decayedRanges: network.decayedRanges))
     }
 
     /// `names` for a message: the first five, then how many in all.

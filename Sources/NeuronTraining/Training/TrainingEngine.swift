@@ -225,6 +225,11 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public var learningRate: Double { Double(training.optimizer.scheduledLearningRate) }
     /// The network as trained so far.
     public var network: Network<Scalar> { training.network }
+    /// The largest global gradient norm a step takes (`MiniBatchTraining.maximumGradientNorm`); nil: no clipping.
+    public var maximumGradientNorm: Double? {
+        get { training.maximumGradientNorm }
+        set { training.maximumGradientNorm = newValue }
+    }
 
     public mutating func step() -> Double { recorded(Double(training.step())) }
 
