@@ -237,7 +237,8 @@ extension Explain {
         // What the position means in the line: the character read there and the one to predict.
         let vocabulary = text.corpus.vocabulary
         let read = vocabulary.name(of: Int(row.features[at])), next = Int(row.targets[at])
-        var line = "Training sample \(sample), \"\(text.corpus.lines[text.training[sample]])\": at position \(at) the network reads '\(read)' and "
+        var line =
+            "Training sample \(sample), \"\(text.corpus.lines[text.corpus.lineOfEachSample(text.training)[sample]])\": at position \(at) the network reads '\(read)' and "
         line += next < 0 ? "has nothing to predict (padding past the line's end)." : "is to predict '\(vocabulary.name(of: next))'."
         if explanation.isOutput, network.loss == .sequenceCrossEntropy { line += " Unit \(unit) is the score of '\(vocabulary.name(of: unit))'." }
         return (explanation, line)

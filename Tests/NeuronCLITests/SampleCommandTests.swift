@@ -85,7 +85,8 @@ struct SampleCommandTests {
         let run = try trainedRun.get()
         for (arguments, expected) in [
             (["--temperature", "0"], "temperature"), (["--top-k", "0"], "top-k"), (["--prefix", "Qx"], "'Q'"),
-            (["--count", "0"], "--count"), (["--prefix", String(repeating: "a", count: 40)], "prefix"),
+            // A prefix past the block is cropped; past four blocks (the longest line drawn) nothing is left to draw.
+            (["--count", "0"], "--count"), (["--prefix", String(repeating: "a", count: 200)], "prefix"),
         ] {
             let result = try runNeuron(["sample", run] + arguments)
             #expect(result.status == 2 && result.stderr.contains(expected), "\(arguments): \(result.status) \(result.stderr)")

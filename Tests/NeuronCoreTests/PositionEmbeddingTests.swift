@@ -40,6 +40,26 @@ struct PositionEmbeddingTests {
         try check(Double.self)
     }
 
+    @Test("A table longer than the block: a sample of 2 positions reads and trains the first 2 of 3 rows")
+    func longerTable() throws {
+        // weight: (3, 2) = [[10, 20], [30, 40], [50, 60]]  x: (1, 2, 2) = [[1, 2], [3, 4]]  →  y = [[11, 22], [33, 44]]
+        var h = LayerHarness(try PositionEmbedding<Double>(time: 2, features: 2, positions: 3), seed: 0)
+        #expect(h.parameters.count == 6 && h.layer.parameterShapes.map(\.shape) == [[3, 2]])
+        #expect("\(h.layer)" == "PositionEmbedding(2 of 3×2)")
+        h.parameters = [10, 20, 30, 40, 50, 60]
+        let x = try Tensor<Double>(shape: [1, 2, 2], scalars: [1, 2, 3, 4])
+        #expect(h.forward(x).scalars == [11, 22, 33, 44])
+        // The third row takes no gradient: no sample reaches it.
+        let dy = try Tensor<Double>(shape: [1, 2, 2], scalars: [1, 2, 3, 4])
+        h.backward(x, dy, inputGradient: true)
+        #expect(h.gradients == [1, 2, 3, 4, 0, 0])
+        #expect(Naive.positionEmbeddingBackward(outputGradient: dy, time: 2, features: 2, positions: 3).scalars == h.gradients)
+        #expect(Naive.positionEmbeddingForward(x, weight: try Tensor(shape: [3, 2], scalars: h.parameters)).scalars == [11, 22, 33, 44])
+        #expect(
+            message { () throws(NetworkError) in try PositionEmbedding<Double>(time: 4, features: 2, positions: 3) }
+                == "PositionEmbedding(4 of 3×2): a table of 3 positions cannot serve samples of 4 positions")
+    }
+
     @Test("N(0, 0.02²), GPT-2's; describes itself; sizes checked")
     func initialisationAndShapes() throws {
         let h = LayerHarness(try PositionEmbedding<Double>(time: 64, features: 64), seed: 3)

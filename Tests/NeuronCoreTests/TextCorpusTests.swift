@@ -315,3 +315,51 @@ struct TextCorpusTests {
         #expect(loaded[0] >= 10 && loaded[1] >= 10 && loaded[3] >= 5 && refused >= 30)
     }
 }
+
+@Suite("TextCorpus: a line longer than the block, cut into windows")
+struct TextCorpusWindowTests {
+    @Test("abcde at block 4: the first 4 positions, then one window per later target, only it counted")
+    func handWorked() throws {
+        let corpus = try TextCorpus.parse(
+            bytes: Array("abcde\nab\n".utf8), source: "t.txt", lowercase: false, keep: nil, blockSize: 4, longLines: .window)
+        #expect(corpus.lines == ["abcde", "ab"] && corpus.longLines == .window)
+        // ⏎ = 0, a = 1, b = 2, c = 3, d = 4, e = 5; inputs ⏎ a b c d e, targets a b c d e ⏎
+        let d = corpus.dataset(as: Double.self)
+        #expect(
+            d.features.rowArrays == [
+                [0, 1, 2, 3],  // the first block
+                [1, 2, 3, 4],  // the 4 inputs before target e
+                [2, 3, 4, 5],  // the 4 inputs before the closing boundary
+                [0, 1, 2, 0],  // ab fits
+            ])
+        #expect(d.targets.rowArrays == [[1, 2, 3, 4], [-1, -1, -1, 5], [-1, -1, -1, 0], [1, 2, 0, -1]])
+        #expect(corpus.lineOfEachSample([0, 1]) == [0, 0, 0, 1] && corpus.lineOfEachSample([1, 0]) == [1, 0, 0, 0])
+        // The lines' samples follow the order asked for.
+        #expect(corpus.dataset([1, 0], as: Double.self).targets.rowArrays.first == [1, 2, 0, -1])
+    }
+
+    @Test("Every target of every line is counted exactly once, whatever the block")
+    func eachTargetOnce() throws {
+        let text = "a\nabcdefghij\nabc\nabcdefg\n"
+        for block in 2...12 {
+            let corpus = try TextCorpus.parse(
+                bytes: Array(text.utf8), source: "t.txt", lowercase: false, keep: nil, blockSize: block, longLines: .window)
+            let d = corpus.dataset(as: Double.self)
+            // Counted targets in order, line by line: each line's characters and its boundary, once.
+            let counted = d.targets.scalars.filter { $0 >= 0 }
+            let expected: [Double] = corpus.lines.flatMap { line -> [Double] in corpus.vocabulary.encode(line)!.map { Double($0) } + [0] }
+            #expect(counted == expected, "block \(block)")
+            #expect(d.count == corpus.lineOfEachSample(Array(corpus.lines.indices)).count)
+        }
+    }
+
+    @Test("Without windows the same line is still an error; a line that fits makes one sample either way")
+    func errorByDefault() throws {
+        #expect(throws: DataError.self) {
+            try TextCorpus.parse(bytes: Array("abcde\n".utf8), source: "t.txt", lowercase: false, keep: nil, blockSize: 4)
+        }
+        let fits = try TextCorpus.parse(
+            bytes: Array("abc\n".utf8), source: "t.txt", lowercase: false, keep: nil, blockSize: 4, longLines: .window)
+        #expect(fits.dataset(as: Float.self).targets.rowArrays == [[1, 2, 3, 0]])
+    }
+}

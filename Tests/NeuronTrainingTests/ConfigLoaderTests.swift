@@ -154,14 +154,15 @@ struct ConfigLoaderTests {
     func savedConfigText() throws {
         let saved =
             #"{"data":{"blockSize":16,"count":5,"featureColumns":["x"],"input":0.5,"keep":"a-z","kind":"csv","labelColumn":"y","limit":3,"#
-            + #""lowercase":true,"name":"sine","normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","#
+            + #""longLines":"window","lowercase":true,"name":"sine","normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","#
             + #""testLabels":"d","testPath":"t.csv","testSplit":0.25,"trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
             + #""model":{"inputShape":[28,28,1],"inputs":3,"layers":[{"activation":"tanh","units":2},{"activation":"relu","approximation":"tanh","epsilon":1e-05,"#
             + #""features":8,"filters":4,"global":true,"heads":2,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
             + #""stride":2},{"kind":"residual","layers":[{"activation":"tanh","units":2},{"activation":"relu","approximation":"tanh","epsilon":1e-05,"#
             + #""features":8,"filters":4,"global":true,"heads":2,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
             + #""stride":2}]}],"#
-            + #""loss":"halfSquaredError","neuron":{"bias":2,"weight":1}},"#
+            + #""loss":"halfSquaredError","neuron":{"bias":2,"weight":1},"#
+            + #""transformer":{"blocks":2,"dropout":0.1,"features":8,"heads":2,"mlpRatio":3,"positions":32,"tieWeights":true}},"#
             + #""optimizer":{"beta1":0.9,"beta2":0.999,"decay":"matrices","decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"#
             + #""momentum":0.5,"nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1,"warmupSteps":3},"weightDecay":0},"#
             + #""output":{"checkpointEvery":1,"checkpointSeconds":30,"directory":"runs/x","samples":4},"#
@@ -213,6 +214,9 @@ struct ConfigLoaderTests {
         (data.name, data.count, data.input, data.target) = (.sine, 5, 0.5, 0.25)
         (data.normalization, data.validationSplit, data.limit) = (DataConfig.Normalization.none, 0.5, 3)
         (data.lowercase, data.keep, data.blockSize, data.testSplit) = (true, "a-z", 16, 0.25)
+        data.longLines = .window
+        var transformer = TransformerConfig(blocks: 2, heads: 2, features: 8)
+        (transformer.mlpRatio, transformer.dropout, transformer.tieWeights, transformer.positions) = (3, 0.1, true, 32)
         var optimizer = OptimizerConfig()
         (optimizer.kind, optimizer.momentum, optimizer.nesterov, optimizer.decoupled) = (.adam, 0.5, true, true)
         (optimizer.schedule.kind, optimizer.schedule.every, optimizer.schedule.factor, optimizer.schedule.minimumFactor) = (.step, 2, 0.5, 0.1)
@@ -221,11 +225,11 @@ struct ConfigLoaderTests {
         (training.iterations, training.fit, training.smoothing, training.clipGradientNorm) = (7, .counts, 0.5, 1.5)
         var output = OutputConfig()
         (output.directory, output.checkpointEvery, output.samples) = ("runs/x", 1, 4)
-        return RunConfig(
-            model: ModelConfig(
-                inputs: 3, inputShape: [28, 28, 1], layers: [LayerConfig(units: 2), everyLayerKey, residual], loss: .halfSquaredError,
-                neuron: NeuronConfig(weight: 1, bias: 2)),
-            data: data, optimizer: optimizer, training: training, output: output)
+        var model = ModelConfig(
+            inputs: 3, inputShape: [28, 28, 1], layers: [LayerConfig(units: 2), everyLayerKey, residual], loss: .halfSquaredError,
+            neuron: NeuronConfig(weight: 1, bias: 2))
+        model.transformer = transformer
+        return RunConfig(model: model, data: data, optimizer: optimizer, training: training, output: output)
     }
 
     // MARK: Data paths
@@ -351,7 +355,7 @@ struct ConfigLoaderTests {
                 == "run.yaml:9:17: optimizer.learningRate: expected a number; found the string '0.1' (numbers are written without quotes)")
         #expect(
             failure("model:\n  - units: 4\n")
-                == "run.yaml:2:3: model: expected a mapping (keys inputs, inputShape, layers, loss, neuron); found a list")
+                == "run.yaml:2:3: model: expected a mapping (keys inputs, inputShape, layers, transformer, loss, neuron); found a list")
         #expect(
             failure("model:\n  layers: {units: 4}\n")
                 == "run.yaml:2:11: model.layers: expected a list, each item a mapping (keys kind, units, features, heads, activation, filters, kernel, stride, padding, pad, size, global, rate, momentum, epsilon, approximation, layers); found a mapping"
@@ -404,7 +408,7 @@ struct ConfigLoaderTests {
                 == "run.yaml:2:11: model.layers: expected at least one layer; found an empty list")
         #expect(
             failure("model:\n  inputs: 2\ndata: {kind: synthetic, name: xor}\n")
-                == "run.yaml:1:1: missing key 'layers' in model; a model needs layers (a network) or neuron (the single neuron)")
+                == "run.yaml:1:1: missing key 'layers' in model; a model needs layers (a network), transformer (a GPT) or neuron (the single neuron)")
         #expect(
             failure("model:\n  layers: [{units: 1}]\n  neuron: {}\ndata: {kind: sample, input: 1, target: 1}\n")
                 == "run.yaml:3:3: model: expected either layers (a network) or neuron (the single neuron), not both")

@@ -9,8 +9,20 @@
 ///
 /// A sample of n characters is the sequence `⏎ c1 … cn ⏎` (``Vocabulary/boundary`` at both
 /// ends): fed `⏎ c1 … cn`, the model is to predict `c1 … cn ⏎`, n + 1 positions. ``blockSize``
-/// positions hold lines of at most `blockSize - 1` characters.
+/// positions hold lines of at most `blockSize - 1` characters; a longer line is an error, or, with
+/// ``LongLines/window``, several samples (``dataset(_:as:)``).
 public struct TextCorpus: Sendable, Equatable, CustomStringConvertible {
+    /// What becomes of a line whose n + 1 positions are more than the block size.
+    public enum LongLines: String, Sendable, Codable, CaseIterable {
+        /// The line is an error naming it.
+        case error
+        /// The line is cut into samples so that every target is predicted once, with as much
+        /// context as the block holds: the first `blockSize` positions, then for each later target
+        /// the `blockSize` inputs just before it, every target but that last one masked (−1). The
+        /// loss then counts each character of the line once, as nanoGPT crops its context when it samples.
+        case window
+    }
+
     /// The file the lines were read from, as given.
     public let path: String
     /// The samples: the lines kept, lowercased when asked.
@@ -22,9 +34,11 @@ public struct TextCorpus: Sendable, Equatable, CustomStringConvertible {
     /// The positions of a sample's features and targets rows: the longest sample's characters + 1
     /// unless given.
     public let blockSize: Int
-    /// The number of non-empty lines that ``load(_:lowercase:keep:blockSize:maximumBytes:)`` dropped
-    /// for a character outside `keep`.
+    /// The number of non-empty lines that ``load(_:lowercase:keep:blockSize:longLines:maximumBytes:)``
+    /// dropped for a character outside `keep`.
     public let droppedCount: Int
+    /// What a line longer than the block becomes: an error when read, or windows in ``dataset(_:as:)``.
+    public let longLines: LongLines
 
     /// The number of samples.
     public var count: Int { lines.count }
@@ -42,16 +56,19 @@ public struct TextCorpus: Sendable, Equatable, CustomStringConvertible {
     ///   - keep: keep only lines whose every character is in this class; the others are dropped
     ///     and counted in ``droppedCount``.
     ///   - blockSize: the positions of a sample (at least 2); a kept line longer than
-    ///     `blockSize - 1` characters is an error. Nil: the longest kept line's characters + 1.
+    ///     `blockSize - 1` characters is an error unless `longLines` is ``LongLines/window``. Nil:
+    ///     the longest kept line's characters + 1.
+    ///   - longLines: what a line longer than the block becomes (default ``LongLines/error``).
     ///   - maximumBytes: the largest file read, at least 1.
     /// - Throws: ``DataError`` naming the file, and the line where it applies: a missing,
     ///   unreadable or too large file, invalid UTF-8 (with the byte offset), a control
     ///   character, a file with no line, or no line kept (with the count dropped), a line longer
-    ///   than the block size; a block size below 2 or a limit below 1
+    ///   than the block size (unless windowed); a block size below 2 or a limit below 1
     ///   (``DataError/invalidArgument(name:value:expected:)``); features and targets too large
     ///   for the machine's memory (``DataError/exceedsMemory(path:what:bytes:memory:)``).
     public static func load(
-        _ path: String, lowercase: Bool = false, keep: CharacterClass? = nil, blockSize: Int? = nil, maximumBytes: Int
+        _ path: String, lowercase: Bool = false, keep: CharacterClass? = nil, blockSize: Int? = nil, longLines: LongLines = .error,
+        maximumBytes: Int
     ) throws(DataError) -> TextCorpus {
         guard maximumBytes >= 1 else {
             throw .invalidArgument(name: "maximum bytes", value: "\(maximumBytes)", expected: "at least 1")
@@ -61,16 +78,17 @@ public struct TextCorpus: Sendable, Equatable, CustomStringConvertible {
                 name: "block size", value: "\(blockSize)", expected: "at least 2 (the boundary token and one character)")
         }
         let bytes = try DataFile.bytes(at: path, maximumBytes: maximumBytes)
-        return try parse(bytes: bytes, source: path, lowercase: lowercase, keep: keep, blockSize: blockSize)
+        return try parse(bytes: bytes, source: path, lowercase: lowercase, keep: keep, blockSize: blockSize, longLines: longLines)
     }
 
-    /// The reader behind ``load(_:lowercase:keep:blockSize:maximumBytes:)``, over a file's bytes;
-    /// `source` names them in errors. `blockSize`, when given, is at least 2.
+    /// The reader behind ``load(_:lowercase:keep:blockSize:longLines:maximumBytes:)``, over a
+    /// file's bytes; `source` names them in errors. `blockSize`, when given, is at least 2.
     static func parse(
-        bytes: [UInt8], source: String, lowercase: Bool, keep: CharacterClass?, blockSize: Int?
+        bytes: [UInt8], source: String, lowercase: Bool, keep: CharacterClass?, blockSize: Int?, longLines: LongLines = .error
     ) throws(DataError) -> TextCorpus {
         let newline = UInt8(ascii: "\n"), carriageReturn = UInt8(ascii: "\r")
-        let maximumLength = blockSize.map { $0 - 1 } ?? .max  // the characters a line may hold
+        // The characters a line may hold: windows take a line of any length.
+        let maximumLength = longLines == .window ? .max : blockSize.map { $0 - 1 } ?? .max
         var lines = [String](), lineNumbers = [Int]()
         var dropped = 0, longestKept = 0
         var seen = Set<Unicode.Scalar>()
@@ -132,19 +150,26 @@ public struct TextCorpus: Sendable, Equatable, CustomStringConvertible {
             throw .noLinesKept(path: source, dropped: dropped, keep: keep.description, lowercased: lowercase)
         }
         let size = blockSize ?? longestKept + 1
-        // features and targets: (lines, size) each, checked as Double, the larger scalar
-        let (elements, overflow) = lines.count.multipliedReportingOverflow(by: size)
+        // A line's samples: one, and with windows one more per target past the block. Each line
+        // holds at most the file's bytes, so the sum cannot overflow.
+        let samples = lines.reduce(0) { $0 + Self.sampleCount(characters: $1.unicodeScalars.count, blockSize: size) }
+        // features and targets: (samples, size) each, checked as Double, the larger scalar
+        let (elements, overflow) = samples.multipliedReportingOverflow(by: size)
         let (bytesNeeded, overflow2) = elements.multipliedReportingOverflow(by: 2 * MemoryLayout<Double>.size)
         let memory = PhysicalMemory.bytes
         guard !overflow, !overflow2, bytesNeeded <= memory else {
             throw .exceedsMemory(
-                path: source, what: "its \(lines.count) samples at block size \(size) as features and targets in Double",
+                path: source, what: "its \(samples) samples at block size \(size) as features and targets in Double",
                 bytes: overflow || overflow2 ? .max : bytesNeeded, memory: memory)
         }
         return TextCorpus(
             path: source, lines: lines, lineNumbers: lineNumbers, vocabulary: Vocabulary(characters: seen), blockSize: size,
-            droppedCount: dropped)
+            droppedCount: dropped, longLines: longLines)
     }
+
+    /// The samples a line of `characters` makes: its n + 1 positions fill one sample of the block,
+    /// and each target past the block takes one more (only when windowed: otherwise the line fits).
+    static func sampleCount(characters: Int, blockSize: Int) -> Int { 1 + max(0, characters + 1 - blockSize) }
 
     /// The character (Unicode scalar) whose UTF-8 starts at `bytes[i]`, before `end`; `i` steps past it.
     /// - Throws: ``DataError/invalidUTF8(path:line:offset:found:)`` at the first invalid sequence
@@ -179,36 +204,54 @@ public struct TextCorpus: Sendable, Equatable, CustomStringConvertible {
         if kept, length <= maximumLength { line.append(character) }
     }
 
-    /// The samples at `indices` (all, in order, when nil) as a dataset of token indices.
+    /// The lines at `indices` (all, in order, when nil) as a dataset of token indices, a row per
+    /// sample: one per line, or, for a windowed line longer than the block, its windows in order.
     ///
-    ///     // features: (indices.count, blockSize)  ⏎ c1 … cn, then 0 (the boundary: harmless as input)
-    ///     // targets:  (indices.count, blockSize)  c1 … cn ⏎, then −1 (no target: the loss skips it)
+    ///     // features: (samples, blockSize)  ⏎ c1 … cn, then 0 (the boundary: harmless as input)
+    ///     // targets:  (samples, blockSize)  c1 … cn ⏎, then −1 (no target: the loss skips it)
+    ///     // a window of target k past the block: features c(k−blockSize+1) … ck, targets −1 … −1 c(k+1)
     ///
     /// Feature names are the positions `t0`, `t1`, …; no labels, no class names.
     /// - Parameters:
-    ///   - indices: samples, each in `0..<count`; nil: every sample in file order.
+    ///   - indices: lines, each in `0..<count`; nil: every line in file order.
     ///   - as: the scalar type of the dataset.
     public func dataset<Scalar: TensorScalar>(_ indices: [Int]? = nil, as: Scalar.Type = Scalar.self) -> Dataset<Scalar> {
-        let rows = indices ?? Array(lines.indices)
-        var features = [Scalar](repeating: 0, count: rows.count * blockSize)
-        var targets = [Scalar](repeating: -1, count: rows.count * blockSize)
-        for (row, sample) in rows.enumerated() {
-            precondition(lines.indices.contains(sample), "sample \(sample) is outside 0..<\(count)")
-            let base = row * blockSize
-            var position = 0
-            for character in lines[sample].unicodeScalars {
-                // Every character of a sample is in the vocabulary built from the samples.
-                let token = Scalar(vocabulary.index(of: character)!)
-                features[base + position + 1] = token
-                targets[base + position] = token
-                position += 1
+        let chosen = indices ?? Array(lines.indices)
+        let rows = lineOfEachSample(chosen).count
+        var features = [Scalar](repeating: 0, count: rows * blockSize)
+        var targets = [Scalar](repeating: -1, count: rows * blockSize)
+        var row = 0
+        for line in chosen {
+            precondition(lines.indices.contains(line), "line \(line) is outside 0..<\(count)")
+            // Every character of a line is in the vocabulary built from the lines.
+            let characters = lines[line].unicodeScalars.map { Scalar(vocabulary.index(of: $0)!) }
+            let inputs = [Scalar(Vocabulary.boundary)] + characters, outputs = characters + [Scalar(Vocabulary.boundary)]
+            // The first sample: the first blockSize positions (all of them when the line fits).
+            let first = min(blockSize, inputs.count)
+            for t in 0..<first {
+                features[row * blockSize + t] = inputs[t]
+                targets[row * blockSize + t] = outputs[t]
             }
-            targets[base + position] = Scalar(Vocabulary.boundary)
+            row += 1
+            // Each later target k: the blockSize inputs ending at k, and only that target counted.
+            for k in blockSize..<max(blockSize, inputs.count) {
+                for t in 0..<blockSize { features[row * blockSize + t] = inputs[k - blockSize + 1 + t] }
+                targets[row * blockSize + blockSize - 1] = outputs[k]
+                row += 1
+            }
         }
         return Dataset(
-            unchecked: Tensor(matrix: features, rows: rows.count, columns: blockSize),
-            targets: Tensor(matrix: targets, rows: rows.count, columns: blockSize),
+            unchecked: Tensor(matrix: features, rows: rows, columns: blockSize),
+            targets: Tensor(matrix: targets, rows: rows, columns: blockSize),
             labels: nil, classNames: nil, featureNames: (0..<blockSize).map { "t\($0)" })
+    }
+
+    /// The line of each row of ``dataset(_:as:)`` for the lines at `indices`: each line once, or,
+    /// windowed, once per sample it makes.
+    public func lineOfEachSample(_ indices: [Int]) -> [Int] {
+        indices.flatMap { line in
+            Array(repeating: line, count: Self.sampleCount(characters: lines[line].unicodeScalars.count, blockSize: blockSize))
+        }
     }
 
     /// The first `count` samples (all when there are fewer), with the vocabulary and block size
@@ -217,7 +260,7 @@ public struct TextCorpus: Sendable, Equatable, CustomStringConvertible {
         let n = max(0, min(count, lines.count))
         return TextCorpus(
             path: path, lines: Array(lines[..<n]), lineNumbers: Array(lineNumbers[..<n]), vocabulary: vocabulary, blockSize: blockSize,
-            droppedCount: droppedCount)
+            droppedCount: droppedCount, longLines: longLines)
     }
 
     /// Which samples go to training, validation and test: `0..<count` shuffled with `generator`,

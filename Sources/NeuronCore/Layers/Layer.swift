@@ -107,3 +107,18 @@ public protocol TokenInput<Scalar>: Layer {
     /// The number of distinct tokens: indices run from 0 to `vocabulary - 1`.
     var vocabulary: Int { get }
 }
+
+/// A layer that computes with an earlier layer's parameters instead of its own (a ``TiedHead``
+/// reads the token ``Embedding``'s table, nanoGPT's `lm_head.weight = wte.weight`).
+///
+/// Its own ``Layer/parameterShapes`` are empty, so optimizers, checkpoints and reports see the
+/// shared tensors once, under the earlier layer's name. The network checks when it is built that
+/// layer ``sharedLayer`` comes before it and holds exactly ``sharedShapes``, then hands it that
+/// layer's slice of the parameter and gradient buffers: both backward passes add into the one
+/// gradient (this layer's first, as backward runs from the output).
+public protocol ParameterSharing<Scalar>: Layer {
+    /// The index in the network of the layer whose parameters this one computes with.
+    var sharedLayer: Int { get }
+    /// The parameter tensors it expects that layer to hold, in buffer order.
+    var sharedShapes: [(name: String, shape: [Int])] { get }
+}

@@ -1,18 +1,23 @@
 // The learned position embedding (GPT-2's `wpe`): a vector per position added to whatever sits
 // there, so that the layers after it can tell positions apart. Forward is a copy and a bias add
 // whose "row" is a whole sample, `(time · features)`; backward is the column sums of `dy` over the
-// batch, and `dy` itself handed back. Nothing is kept for backward.
+// batch, and `dy` itself handed back. Nothing is kept for backward. The table may hold more
+// positions than a sample has (nanoGPT's `block_size` rows for shorter batches): a sample of `time`
+// positions reads, and trains, only the first `time` rows.
 
 /// A learned vector per position added to a sequence, e.g. `PositionEmbedding(8×64)`:
 /// `y[b, t] = x[b, t] + weight[t]`.
 ///
 /// Input and output are `(batch, time, features)`. Its parameter slice holds
-/// `weight: (time, features)` row-major.
+/// `weight: (positions, features)` row-major, nn.Embedding(positions, features)'s layout; a
+/// sample uses the first `time` rows.
 public struct PositionEmbedding<Scalar: TensorScalar>: Layer {
     /// Positions per sample.
     public let time: Int
     /// Features per position.
     public let features: Int
+    /// The table's rows, at least `time`: the longest sequence the table could serve.
+    public let positions: Int
 
     /// What forward computes and backward's own buffer; sized when a batch shape is first seen,
     /// then reused.
@@ -26,31 +31,40 @@ public struct PositionEmbedding<Scalar: TensorScalar>: Layer {
     /// The layer's caches.
     public private(set) var cache = Cache()
 
-    /// A vector of `features` for each of `time` positions.
-    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` unless both sizes are at least 1 and
-    ///   the table can be counted.
-    public init(time: Int, features: Int) throws(NetworkError) {
-        let name = "PositionEmbedding(\(time)×\(features))"
+    /// A vector of `features` for each of `positions` positions (default `time`), of which a
+    /// sample of `time` positions uses the first `time`.
+    /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` unless every size is at least 1, the
+    ///   table holds at least `time` rows, and it can be counted.
+    public init(time: Int, features: Int, positions: Int? = nil) throws(NetworkError) {
+        let positions = positions ?? time
+        let name = positions == time ? "PositionEmbedding(\(time)×\(features))" : "PositionEmbedding(\(time) of \(positions)×\(features))"
         guard time >= 1, features >= 1 else {
             throw .invalidLayer(name, reason: "time and features must be at least 1, got \(time) and \(features)")
         }
-        guard heldCount([time, features]) != nil else {
-            throw .invalidLayer(name, reason: "\(time) × \(features) entries are more than can be held")
+        guard positions >= time else {
+            throw .invalidLayer(name, reason: "a table of \(positions) positions cannot serve samples of \(time) positions")
+        }
+        guard heldCount([positions, features]) != nil else {
+            throw .invalidLayer(name, reason: "\(positions) × \(features) entries are more than can be held")
         }
         self.time = time
         self.features = features
+        self.positions = positions
     }
 
-    /// `PositionEmbedding(8×64)`: time × features.
-    public var description: String { "PositionEmbedding(\(time)×\(features))" }
+    /// `PositionEmbedding(8×64)`: time × features; `PositionEmbedding(8 of 16×64)` when the
+    /// table holds more positions than a sample.
+    public var description: String {
+        positions == time ? "PositionEmbedding(\(time)×\(features))" : "PositionEmbedding(\(time) of \(positions)×\(features))"
+    }
 
     public var inputShape: [Int] { [time, features] }
     public var outputShape: [Int] { [time, features] }
 
-    public var parameterShapes: [(name: String, shape: [Int])] { [("weight", [time, features])] }
+    public var parameterShapes: [(name: String, shape: [Int])] { [("weight", [positions, features])] }
 
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
-        try! PositionEmbedding<Other>(time: time, features: features)  // sizes were checked when self was built
+        try! PositionEmbedding<Other>(time: time, features: features, positions: positions)  // sizes were checked when self was built
     }
 
     public var output: Tensor<Scalar> { cache.output }
@@ -63,7 +77,7 @@ public struct PositionEmbedding<Scalar: TensorScalar>: Layer {
         parameters: UnsafeMutableBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         using generator: inout SeededGenerator
     ) {
-        for i in 0..<time * features { parameters[i] = Scalar(0.02 * generator.normal()) }
+        for i in 0..<positions * features { parameters[i] = Scalar(0.02 * generator.normal()) }
     }
 
     // MARK: Forward
@@ -73,13 +87,14 @@ public struct PositionEmbedding<Scalar: TensorScalar>: Layer {
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
     ) {
-        // x, y: (batch, time, features)  weight: (time, features), one row of time · features per sample
+        // x, y: (batch, time, features)  weight: (positions, features), its first time rows one row of time · features per sample
         cache.output.resize(batch: x.count / (time * features), time: time, features: features)
+        let used = UnsafeBufferPointer(rebasing: parameters[0..<time * features])
         x.withUnsafeBufferPointer { x in
             cache.output.withUnsafeMutableBufferPointer { y in
                 _ = y.update(fromContentsOf: x)
-                // y += weight, every sample a row
-                Kernels.addBias(parameters, to: y)
+                // y += weight[0..<time], every sample a row
+                Kernels.addBias(used, to: y)
             }
         }
     }
@@ -92,10 +107,11 @@ public struct PositionEmbedding<Scalar: TensorScalar>: Layer {
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
         computeInputGradient: Bool
     ) {
-        // x, dx, dy: (batch, time, features)  dweight: (time, features)
+        // x, dx, dy: (batch, time, features)  dweight: (positions, features), of which the first time rows take gradient
+        let used = UnsafeMutableBufferPointer(rebasing: gradients[0..<time * features])
         dy.withUnsafeBufferPointer { dy in
-            // dweight += Σ over the batch of dy (each sample a row of time · features)
-            Kernels.addColumnSums(dy, to: gradients)
+            // dweight[0..<time] += Σ over the batch of dy (each sample a row of time · features)
+            Kernels.addColumnSums(dy, to: used)
         }
         guard computeInputGradient else { return }
         // dx = dy, into a buffer of this layer's own: holding dy's would make its owner copy it when it next writes
@@ -109,9 +125,9 @@ public struct PositionEmbedding<Scalar: TensorScalar>: Layer {
 extension Naive {
     /// The definition of ``PositionEmbedding``'s forward pass, one entry at a time.
     ///
-    ///     // x: (batch, time, features)  weight: (time, features)  →  y: (batch, time, features)
+    ///     // x: (batch, time, features)  weight: (positions ≥ time, features)  →  y: (batch, time, features)
     public static func positionEmbeddingForward<Scalar>(_ x: Tensor<Scalar>, weight: Tensor<Scalar>) -> Tensor<Scalar> {
-        let (time, features) = (weight.rows, weight.columns)
+        let (time, features) = (x.shape[1], weight.columns)
         let batch = x.count / (time * features)
         var y = Tensor<Scalar>(zeros: [batch, time, features])
         for b in 0..<batch {
@@ -126,11 +142,14 @@ extension Naive {
     }
 
     /// The definition of ``PositionEmbedding``'s weight gradient, entry by entry: the sum of `dy`
-    /// over the batch at that position and feature. (Its input gradient is `dy` itself.)
+    /// over the batch at that position and feature, 0 in the rows past `time`. (Its input gradient
+    /// is `dy` itself.)
     ///
-    ///     // dy: (batch, time, features)  →  dweight: (time, features)
-    public static func positionEmbeddingBackward<Scalar>(outputGradient dy: Tensor<Scalar>, time: Int, features: Int) -> Tensor<Scalar> {
-        var dw = Tensor<Scalar>(zeros: [time, features])
+    ///     // dy: (batch, time, features)  →  dweight: (positions, features)
+    public static func positionEmbeddingBackward<Scalar>(
+        outputGradient dy: Tensor<Scalar>, time: Int, features: Int, positions: Int? = nil
+    ) -> Tensor<Scalar> {
+        var dw = Tensor<Scalar>(zeros: [positions ?? time, features])
         for t in 0..<time {
             for i in 0..<features {
                 var sum: Scalar = 0

@@ -1,6 +1,7 @@
 // Drawing lines from a trained character model: every line starts as the boundary token (and a
 // prefix, when given), and the model's distribution at the last filled position chooses the next
-// token, until the boundary token comes back or the block is full. The models are causal (a
+// token, until the boundary token comes back or the line reaches its most characters. Past the
+// block, the model reads the line's last `time` tokens (nanoGPT's crop). The models are causal (a
 // position sees only itself and the positions before it), so the positions not yet filled, left
 // as the boundary token, change nothing that is read.
 
@@ -46,62 +47,71 @@ public struct SamplingRule: Sendable, Equatable {
 
 extension Network {
     /// The model's probabilities for the token after `prefix` (token indices, the boundary token
-    /// first), under `rule`: one forward pass of the sequence.
+    /// first), under `rule`: one forward pass of the prefix's last `time` tokens (a longer prefix
+    /// is cropped to the context the network reads, as nanoGPT crops it).
     ///
-    ///     // prefix: n tokens, 1 ≤ n ≤ time  →  one probability per token of the vocabulary
+    ///     // prefix: n ≥ 1 tokens, the last min(n, time) read  →  one probability per token of the vocabulary
     ///
-    /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the prefix is empty, longer than the
-    ///   network's positions, or not the network's tokens.
+    /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the prefix is empty or the network is
+    ///   not a sequence model.
     public mutating func nextTokenProbabilities(after prefix: [Int], rule: SamplingRule) throws(NetworkError) -> [Double] {
-        let time = inputShape[0]
         guard inputShape.count == 1, outputShape.count == 2 else {
             throw .shapeMismatch("\(self) is not a sequence model (it takes \(TensorError.format(inputShape)), not positions of tokens)")
         }
-        guard (1...time).contains(prefix.count) else {
-            throw .shapeMismatch("a prefix of \(prefix.count) tokens, but \(self) reads 1 to \(time) positions")
-        }
+        let time = inputShape[0]
+        guard !prefix.isEmpty else { throw .shapeMismatch("an empty prefix, but \(self) needs at least the boundary token to read") }
+        let context = prefix.suffix(time)
         var x = Tensor<Scalar>(zeros: [1, time])
-        for (t, token) in prefix.enumerated() { x[0, t] = Scalar(token) }
+        for (t, token) in context.enumerated() { x[0, t] = Scalar(token) }
         try forward(x)
         let vocabulary = outputShape[1], logits = layers[layers.count - 1].output
-        let row = (prefix.count - 1) * vocabulary
+        let row = (context.count - 1) * vocabulary
         return rule.probabilities(logits.scalars[row..<row + vocabulary])
     }
 
     /// `count` lines drawn from a character model, each continuing `prefix` (token indices of its
     /// characters, without the boundary token) until the model gives the boundary token or the
-    /// block's positions run out; token indices in, token indices out (prefix included).
+    /// line holds `maximumLength` characters; token indices in, token indices out (prefix
+    /// included). Once a line fills the block, the model reads its last `time` tokens: lines may
+    /// be longer than the block.
     ///
-    ///     // count lines, drawn together: (count, time) token batches, one forward pass per position
+    ///     // count lines, drawn together: (count, time) token batches, one forward pass per character
     ///
+    /// - Parameter maximumLength: the most characters a line holds, prefix included, so that a
+    ///   model that never closes a line still ends; default four blocks.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the network is not a sequence model or the
-    ///   prefix leaves no position to fill.
+    ///   prefix leaves no character to draw.
     public mutating func sampleLines(
-        count: Int, prefix: [Int] = [], rule: SamplingRule, using generator: inout SeededGenerator
+        count: Int, prefix: [Int] = [], rule: SamplingRule, maximumLength: Int? = nil, using generator: inout SeededGenerator
     ) throws(NetworkError) -> [[Int]] {
         guard inputShape.count == 1, outputShape.count == 2 else {
             throw .shapeMismatch("\(self) is not a sequence model (it takes \(TensorError.format(inputShape)), not positions of tokens)")
         }
-        let time = inputShape[0], vocabulary = outputShape[1]
-        guard prefix.count < time else {
-            throw .shapeMismatch("a prefix of \(prefix.count) characters fills the \(time - 1) characters \(self) reads")
+        let time = inputShape[0], vocabulary = outputShape[1], maximumLength = maximumLength ?? 4 * time
+        guard prefix.count < maximumLength else {
+            throw .shapeMismatch("a prefix of \(prefix.count) characters leaves none to draw in lines of at most \(maximumLength)")
         }
         guard count >= 1 else { return [] }
-        var x = Tensor<Scalar>(zeros: [count, time])  // the boundary token everywhere: line starts, and positions to come
+        // Every open line has the same length (one token per pass), so all read the same window.
+        var x = Tensor<Scalar>(zeros: [count, time])
         var lines = Array(repeating: prefix, count: count), open = Array(repeating: true, count: count)
-        for n in 0..<count { for (t, token) in prefix.enumerated() { x[n, t + 1] = Scalar(token) } }
-        for t in prefix.count..<time where open.contains(true) {
+        for length in prefix.count..<maximumLength where open.contains(true) {
+            // The window: the last `time` tokens of `⏎ line` (position i of it is the boundary
+            // for i = 0, else the line's token i − 1); positions past it hold what they held,
+            // which a causal model does not read.
+            let window = min(time, length + 1), start = length + 1 - window, read = window - 1
+            for n in 0..<count where open[n] {
+                for t in 0..<window {
+                    let i = start + t
+                    x[n, t] = Scalar(i == 0 ? Vocabulary.boundary : lines[n][i - 1])
+                }
+            }
             try forward(x)
             let logits = layers[layers.count - 1].output
             for n in 0..<count where open[n] {
-                let row = (n * time + t) * vocabulary
+                let row = (n * time + read) * vocabulary
                 let token = Self.draw(rule.probabilities(logits.scalars[row..<row + vocabulary]), using: &generator)
-                if token == 0 {
-                    open[n] = false
-                } else {
-                    lines[n].append(token)
-                    if t + 1 < time { x[n, t + 1] = Scalar(token) }
-                }
+                if token == Vocabulary.boundary { open[n] = false } else { lines[n].append(token) }
             }
         }
         return lines

@@ -65,8 +65,9 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// - Throws: ``NetworkError`` when a layer's output shape is not the next one's input shape
     ///   (naming both layers and shapes), when a softmax is not the last layer, when softmax
     ///   and cross-entropy do not come together, when a layer that reads token indices
-    ///   (``TokenInput``) is not the first, or when ``Loss/sequenceCrossEntropy`` does not follow
-    ///   logits of shape `[time, vocabulary]` (an identity activation, or none).
+    ///   (``TokenInput``) is not the first, when ``Loss/sequenceCrossEntropy`` does not follow
+    ///   logits of shape `[time, vocabulary]` (an identity activation, or none), or when a
+    ///   ``ParameterSharing`` layer names a layer that is not earlier or does not hold the tensors it expects.
     public init(_ layers: [any Layer<Scalar>], loss: Loss) throws(NetworkError) {
         guard !layers.isEmpty else { throw .invalidLayer("Network[]", reason: "a network needs at least one layer") }
         for (i, (a, b)) in zip(layers, layers.dropFirst()).enumerated() where a.outputShape != b.inputShape {
@@ -135,9 +136,28 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         // A class index per position for the sequence loss, whose softmax runs over each position's vocabulary.
         (targetCount, softmaxColumns) = loss == .sequenceCrossEntropy ? (outputShape[0], outputShape[1]) : (outputCount, outputCount)
         tokenVocabulary = (layers[0] as? any TokenInput)?.vocabulary
-        (parameterTensors, layerRanges) = try lay(\.parameterShapes)
+        var (tensors, ranges) = try lay(\.parameterShapes)
+        // A layer that computes with an earlier layer's parameters is handed that layer's slice.
+        for (i, layer) in layers.enumerated() {
+            guard let sharing = layer as? any ParameterSharing<Scalar> else { continue }
+            let j = sharing.sharedLayer
+            guard j < i else {
+                throw .invalidLayer("layer \(i) \(layer)", reason: "it uses layer \(j)'s parameters, but only an earlier layer's can be shared")
+            }
+            let held = layers[j].parameterShapes, expected = sharing.sharedShapes
+            guard held.map(\.name) == expected.map(\.name), held.map(\.shape) == expected.map(\.shape) else {
+                func list(_ shapes: [(name: String, shape: [Int])]) -> String {
+                    shapes.isEmpty ? "none" : shapes.map { "\($0.name) \(TensorError.format($0.shape))" }.joined(separator: ", ")
+                }
+                throw .invalidLayer(
+                    "layer \(i) \(layer)", reason: "it uses layer \(j)'s \(list(expected)), but layer \(j) \(layers[j]) holds \(list(held))")
+            }
+            ranges[i] = ranges[j]
+        }
+        (parameterTensors, layerRanges) = (tensors, ranges)
         (stateTensors, stateRanges) = try lay(\.stateShapes)
-        parameters = Array(repeating: 0, count: layerRanges.last!.upperBound)
+        // The last layer's range ends the buffer unless it shares an earlier layer's.
+        parameters = Array(repeating: 0, count: layerRanges.map(\.upperBound).max()!)
         gradients = parameters
         state = Array(repeating: 0, count: stateRanges.last!.upperBound)
     }

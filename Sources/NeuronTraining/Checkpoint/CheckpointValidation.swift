@@ -253,7 +253,12 @@ extension RunConfig {
             try check(n >= 1 && n <= CheckpointState.maximumSteps, "training.iterations", n, "1 to \(CheckpointState.maximumSteps)")
         }
         let config = desugared, model = config.model, o = config.optimizer, t = config.training
-        try check(!model.layers.isEmpty, "model.layers", "no layers", "at least one layer")
+        if let transformer = model.transformer {
+            try check(model.layers.isEmpty, "model.layers", "\(model.layers.count) layers beside a transformer", "none")
+            if let (key, value, expected) = transformer.firstProblem() { try check(false, "model.transformer.\(key)", value, expected) }
+        } else {
+            try check(!model.layers.isEmpty, "model.layers", "no layers", "at least one layer")
+        }
         for (i, layer) in model.layers.enumerated() where layer.kind == .dense {
             try check((layer.units ?? 0) >= 1, "model.layers[\(i)].units", layer.units ?? 0, "1 or more")
         }

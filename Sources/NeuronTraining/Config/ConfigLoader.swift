@@ -384,7 +384,17 @@ private struct ConfigChecker {
     func validatePairing(_ config: RunConfig) throws(ConfigError) {
         guard config.model.neuron == nil else { return }
         let model = config.model
-        if config.data.kind == .text {
+        if model.transformer != nil {
+            try require(
+                config.data.kind == .text, "text for a transformer, which reads token indices (model.transformer)", at: "data.kind",
+                found: "'\(config.data.kind.rawValue)'")
+            if let positions = model.transformer?.positions, let block = config.data.blockSize, block > positions {
+                throw error(
+                    at: "model.transformer.positions",
+                    "model.transformer.positions: the position table's \(positions) rows cannot serve data.blockSize \(block) positions; give positions of at least \(block), or leave it out for the block size"
+                )
+            }
+        } else if config.data.kind == .text {
             try require(
                 model.takesTokens, "an embedding as the first layer: text data is read as token indices", at: "model.layers[0].kind",
                 found: "'\(model.layers[0].kind.rawValue)'")
@@ -394,12 +404,13 @@ private struct ConfigChecker {
                 "model.layers[0].kind: an embedding reads token indices, which only text data gives (data.kind is \(config.data.kind.rawValue))")
         }
         if config.training.fit == .counts {
+            let layers = model.layers.map(\.kind.rawValue).joined(separator: ", ")
+            let found = model.transformer != nil ? "a transformer" : "\(model.layers.count) layer\(model.layers.count == 1 ? "" : "s") (\(layers))"
             try require(
-                model.layers.count == 1 && model.takesTokens && model.layers[0].features == nil,
+                model.transformer == nil && model.layers.count == 1 && model.takesTokens && model.layers[0].features == nil,
                 "a bigram model for training.fit: counts: one embedding layer whose features are left out (the vocabulary's size, a table of logits)",
                 at: "model.layers",
-                found:
-                    "\(model.layers.count) layer\(model.layers.count == 1 ? "" : "s") (\(model.layers.map(\.kind.rawValue).joined(separator: ", ")))")
+                found: found)
         }
         if let samples = config.output.samples {
             try require(model.takesTokens || samples == 0, "0: only a text model samples lines", at: "output.samples", found: "\(samples)")
@@ -411,9 +422,10 @@ private struct ConfigChecker {
     /// plain gradient steps for `training.iterations` (``RunConfig/desugared``), so the keys that
     /// would say otherwise are refused rather than ignored.
     func validateNeuron(_ config: RunConfig) throws(ConfigError) {
-        guard let neuron = config.model.neuron, config.model.layers.isEmpty else {
+        guard let neuron = config.model.neuron, config.model.layers.isEmpty, config.model.transformer == nil else {
+            let other = config.model.transformer == nil ? "layers (a network)" : "transformer (a GPT)"
             throw ConfigError(
-                source, at: nodes.keys["model.neuron"]?.mark, "model: expected either layers (a network) or neuron (the single neuron), not both")
+                source, at: nodes.keys["model.neuron"]?.mark, "model: expected either \(other) or neuron (the single neuron), not both")
         }
         for (key, value) in [("weight", neuron.weight), ("bias", neuron.bias)] {
             try require(value.isFinite, "a finite number", at: "model.neuron.\(key)", found: "\(value)")
@@ -455,8 +467,21 @@ private struct ConfigChecker {
     }
 
     func validateModel(_ model: inout ModelConfig) throws(ConfigError) {
+        if let transformer = model.transformer {
+            guard !nodes.has("model.layers") else {
+                throw ConfigError(
+                    source, at: nodes.keys["model.transformer"]?.mark,
+                    "model: expected either layers (a network of the layers listed) or transformer (a GPT by its sizes), not both")
+            }
+            try validateTransformer(transformer, inputs: model.inputs)
+            if let loss = model.loss {
+                try require(loss == .sequenceCrossEntropy, "sequenceCrossEntropy for a transformer", at: "model.loss", found: "'\(loss.rawValue)'")
+            }
+            model.loss = .sequenceCrossEntropy
+            return
+        }
         guard nodes.has("model.layers") else {
-            throw missing("layers", in: "model", because: "a model needs layers (a network) or neuron (the single neuron)")
+            throw missing("layers", in: "model", because: "a model needs layers (a network), transformer (a GPT) or neuron (the single neuron)")
         }
         try require(!model.layers.isEmpty, "at least one layer", at: "model.layers", found: "an empty list")
         if let inputs = model.inputs { try atLeastOne(inputs, at: "model.inputs") }
@@ -506,6 +531,17 @@ private struct ConfigChecker {
                 loss == .halfSquaredError,
                 "halfSquaredError: softmaxCrossEntropy needs a softmax output layer, and the last layer's activation is \(last.rawValue)",
                 at: "model.loss", found: "'\(loss.rawValue)'")
+        }
+    }
+
+    /// A transformer's sizes; the block against the position table once the data is read.
+    func validateTransformer(_ transformer: TransformerConfig, inputs: Int?) throws(ConfigError) {
+        if let (key, value, expected) = transformer.firstProblem() {
+            throw self.expected(expected, at: "model.transformer.\(key)", found: value)
+        }
+        if let inputs { try atLeastOne(inputs, at: "model.inputs") }
+        if nodes.has("model.inputShape") {
+            throw ConfigError(source, at: nodes.keys["model.inputShape"]?.mark, "model.inputShape does not apply to a transformer, which reads text")
         }
     }
 

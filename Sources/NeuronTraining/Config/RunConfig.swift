@@ -59,8 +59,10 @@ public struct ModelConfig: Sendable, Equatable, Codable {
     /// engine stores images), for models with image layers; IDX data gives it, CSV rows need it.
     /// A run records the shape it used here.
     public var inputShape: [Int]?
-    /// The layers, input side first. Empty when `neuron` is set.
+    /// The layers, input side first. Empty when `neuron` or `transformer` is set.
     public var layers: [LayerConfig] = []
+    /// A GPT described by its sizes instead of `layers` (``TransformerConfig``).
+    public var transformer: TransformerConfig?
     /// The loss; when absent, ``effectiveLoss`` chooses it from the output layer.
     public var loss: Loss?
     /// The single neuron of Docs/Reference.md §1–3 instead of layers: its starting weight and bias
@@ -94,9 +96,9 @@ public struct ModelConfig: Sendable, Equatable, Codable {
         return layers.last?.effectiveActivation == .softmax ? .softmaxCrossEntropy : .halfSquaredError
     }
 
-    /// Whether the model reads token sequences (text): its first layer is an embedding. Its loss
-    /// is then the per-position cross-entropy over the vocabulary.
-    public var takesTokens: Bool { layers.first?.kind == .embedding }
+    /// Whether the model reads token sequences (text): a transformer, or a first layer that is an
+    /// embedding. Its loss is then the per-position cross-entropy over the vocabulary.
+    public var takesTokens: Bool { transformer != nil || layers.first?.kind == .embedding }
 
     /// Whether the model reads samples as images: it has a convolution, a pool or a flatten.
     public var takesImages: Bool { layers.contains { $0.takesImages } }
@@ -253,6 +255,49 @@ public struct LayerConfig: Sendable, Equatable, Codable {
     var takesImages: Bool { kind.takesImages || (layers ?? []).contains { $0.kind.takesImages } }
 }
 
+/// nanoGPT's model by its sizes: `Embedding(features) → PositionEmbedding → [Dropout] → blocks ×
+/// (Residual[LayerNorm → attention(heads) → [Dropout]], Residual[LayerNorm → Dense(mlpRatio·features)
+/// → GELU → Dense(features) → [Dropout]]) → LayerNorm → head`, the head a dense layer of a score
+/// per token or, with `tieWeights`, the embedding's own table (``TiedHead``). Text data only.
+public struct TransformerConfig: Sendable, Equatable, Codable {
+    /// The transformer blocks, at least 1.
+    public var blocks: Int
+    /// Attention heads per block, at least 1, dividing `features`.
+    public var heads: Int
+    /// Each position's vector size throughout, at least 1.
+    public var features: Int
+    /// The MLP's hidden width as a multiple of `features`, at least 1; default 4 (GPT-2's).
+    public var mlpRatio: Int = 4
+    /// Dropout after the embeddings and at the end of each residual branch, in [0, 1); default 0 (none).
+    public var dropout: Double = 0
+    /// The head scores with the token embedding's table (no head weight, no bias); default false.
+    public var tieWeights: Bool = false
+    /// The position table's rows, at least the block size; default: the data's block size.
+    public var positions: Int?
+
+    public init(blocks: Int, heads: Int, features: Int) { (self.blocks, self.heads, self.features) = (blocks, heads, features) }
+
+    /// The most blocks: each is a handful of layers built before any memory check, so a hostile
+    /// count must not be able to build millions of them.
+    public static let maximumBlocks = 1024
+
+    /// The first key out of range, its value as written and what it allows; nil when every key
+    /// is in range. The config loader's check, and a checkpoint's.
+    func firstProblem() -> (key: String, value: String, expected: String)? {
+        let largest = 1 << 24
+        if !(1...Self.maximumBlocks).contains(blocks) { return ("blocks", "\(blocks)", "a whole number from 1 to \(Self.maximumBlocks)") }
+        if !(1...largest).contains(heads) { return ("heads", "\(heads)", "a whole number from 1 to \(largest)") }
+        if !(1...largest).contains(features) { return ("features", "\(features)", "a whole number from 1 to \(largest)") }
+        if features % heads != 0 {
+            return ("heads", "\(heads)", "a number of heads dividing model.transformer.features, \(features), into heads of equal size")
+        }
+        if !(1...largest).contains(mlpRatio) { return ("mlpRatio", "\(mlpRatio)", "a whole number from 1 to \(largest)") }
+        if !(dropout >= 0 && dropout < 1) { return ("dropout", "\(dropout)", "a number in [0, 1)") }
+        if let positions, !(1...largest).contains(positions) { return ("positions", "\(positions)", "a whole number from 1 to \(largest)") }
+        return nil
+    }
+}
+
 /// The single neuron's starting parameters.
 public struct NeuronConfig: Sendable, Equatable, Codable {
     public var weight: Double = 0.5
@@ -336,6 +381,8 @@ public struct DataConfig: Sendable, Equatable, Codable {
     /// Positions per sequence: a line of n characters takes n + 1 (the boundary token first);
     /// default: the longest line's.
     public var blockSize: Int?
+    /// A line longer than the block: an error (the default) or cut into windows.
+    public var longLines: TextCorpus.LongLines?
     /// Share of the lines held out as the test part, evaluated after training; default 0.1.
     public var testSplit: Double?
     // common
@@ -493,6 +540,7 @@ public struct OutputConfig: Sendable, Equatable, Codable {
 // The choices NeuronCore defines, named in configs by their raw values.
 extension Activation: ConfigChoice {}
 extension GELUApproximation: ConfigChoice {}
+extension TextCorpus.LongLines: ConfigChoice {}
 extension Loss: ConfigChoice {}
 extension CSV.Task: ConfigChoice {}
 
@@ -524,7 +572,7 @@ extension RunConfig: ConfigSection {
 }
 
 extension ModelConfig: DefaultedConfigSection {
-    enum CodingKeys: String, CodingKey, CaseIterable { case inputs, inputShape, layers, loss, neuron }
+    enum CodingKeys: String, CodingKey, CaseIterable { case inputs, inputShape, layers, transformer, loss, neuron }
 
     init() { self.init(inputs: nil) }
 
@@ -533,6 +581,7 @@ extension ModelConfig: DefaultedConfigSection {
         case .inputs: ConfigField(\.inputs)
         case .inputShape: ConfigField(\.inputShape)
         case .layers: ConfigField(\.layers)
+        case .transformer: ConfigField(\.transformer)
         case .loss: ConfigField(\.loss)
         case .neuron: ConfigField(\.neuron)
         }
@@ -600,6 +649,31 @@ extension LayerConfig.Kind {
     }
 }
 
+extension TransformerConfig: ConfigSection {
+    enum CodingKeys: String, CodingKey, CaseIterable { case blocks, heads, features, mlpRatio, dropout, tieWeights, positions }
+
+    static func field(_ key: CodingKeys) -> ConfigField<Self> {
+        switch key {
+        case .blocks: ConfigField(\.blocks, required: true)
+        case .heads: ConfigField(\.heads, required: true)
+        case .features: ConfigField(\.features, required: true)
+        case .mlpRatio: ConfigField(\.mlpRatio)
+        case .dropout: ConfigField(\.dropout)
+        case .tieWeights: ConfigField(\.tieWeights)
+        case .positions: ConfigField(\.positions)
+        }
+    }
+
+    // The sizes have no default to start from; the other keys do.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            blocks: try container.decode(Int.self, forKey: .blocks), heads: try container.decode(Int.self, forKey: .heads),
+            features: try container.decode(Int.self, forKey: .features))
+        try decodeGivenKeys(from: decoder)
+    }
+}
+
 extension NeuronConfig: DefaultedConfigSection {
     enum CodingKeys: String, CodingKey, CaseIterable { case weight, bias }
 
@@ -619,7 +693,7 @@ extension DataConfig: ConfigSection {
         case trainImages, trainLabels, testImages, testLabels  // idx
         case name, count  // synthetic
         case input, target  // sample
-        case lowercase, keep, blockSize, testSplit  // text
+        case lowercase, keep, blockSize, longLines, testSplit  // text
         case normalization, validationSplit, limit
     }
 
@@ -642,6 +716,7 @@ extension DataConfig: ConfigSection {
         case .lowercase: ConfigField(\.lowercase)
         case .keep: ConfigField(\.keep)
         case .blockSize: ConfigField(\.blockSize)
+        case .longLines: ConfigField(\.longLines)
         case .testSplit: ConfigField(\.testSplit)
         case .normalization: ConfigField(\.normalization)
         case .validationSplit: ConfigField(\.validationSplit)
@@ -658,7 +733,7 @@ extension DataConfig.Kind {
         case .idx: [.trainImages, .trainLabels, .testImages, .testLabels, .normalization, .validationSplit, .limit]
         case .synthetic: [.name, .count, .normalization, .validationSplit, .limit]
         case .sample: [.input, .target]
-        case .text: [.path, .lowercase, .keep, .blockSize, .validationSplit, .testSplit, .limit]
+        case .text: [.path, .lowercase, .keep, .blockSize, .longLines, .validationSplit, .testSplit, .limit]
         }
     }
 }

@@ -11,11 +11,12 @@ extension ModelConfig {
 
     /// The layers this model describes for `features` per sample (a text model: positions per
     /// sequence, over a `vocabulary` of that many tokens), each built for the shape the one before
-    /// it gives (a neuron config's once ``RunConfig/desugared``).
+    /// it gives (a neuron config's once ``RunConfig/desugared``; a transformer's from its sizes).
     /// - Throws: ``LayerBuildError`` naming the layer whose settings do not fit the shape it receives.
     public func layers<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, features: Int, vocabulary: Int? = nil) throws(LayerBuildError)
         -> [any Layer<Scalar>]
     {
+        if let transformer { return try transformer.layers(Scalar.self, time: features, vocabulary: vocabulary) }
         var shape = sampleShape(features: features)
         var built: [any Layer<Scalar>] = []
         for (i, layer) in layers.enumerated() {
@@ -47,9 +48,11 @@ extension ModelConfig {
             }
             return network
         } catch let .layersDoNotChain(index, _, _, _, _) {
-            throw LayerBuildError(index: index + 1, error: .invalidLayer("\(layers[index + 1])", reason: "cannot follow \(layers[index])"))
+            throw LayerBuildError(
+                index: index + 1, error: .invalidLayer("\(layers[index + 1])", reason: "cannot follow \(layers[index])"),
+                inTransformer: transformer != nil)
         } catch {
-            throw LayerBuildError(index: layers.count - 1, error: error)
+            throw LayerBuildError(index: layers.count - 1, error: error, inTransformer: transformer != nil)
         }
     }
 }
@@ -57,15 +60,77 @@ extension ModelConfig {
 /// A configured layer that cannot be built for the shape it receives, e.g. a 2×2 pool over a
 /// 1×1 map: the layer's index in `model.layers` and what does not fit.
 public struct LayerBuildError: Error, Equatable, CustomStringConvertible {
-    /// The layer's index in `model.layers`.
+    /// The layer's index in `model.layers` (in a transformer's layers, in order).
     public var index: Int
-    /// The layer's key at fault when one is (a dense layer's `units`).
+    /// The layer's key at fault when one is (a dense layer's `units`; a transformer's `positions`).
     public var key: String? = nil
     /// What does not fit, naming the layer and the shapes.
     public var error: NetworkError
-    /// The config key at fault: `model.layers[2]`, `model.layers[0].units`.
-    public var path: String { "model.layers[\(index)]" + (key.map { ".\($0)" } ?? "") }
+    /// Whether the layer is one a `model.transformer` builds, whose keys the path then names.
+    public var inTransformer = false
+    /// The config key at fault: `model.layers[2]`, `model.layers[0].units`, `model.transformer.positions`.
+    public var path: String {
+        (inTransformer ? "model.transformer" : "model.layers[\(index)]") + (key.map { ".\($0)" } ?? "")
+    }
     public var description: String { "\(path): \(error)" }
+}
+
+extension TransformerConfig {
+    /// nanoGPT's model for sequences of `time` tokens of a `vocabulary`, layer by layer:
+    ///
+    ///     Embedding(features) → PositionEmbedding(positions) → [Dropout]
+    ///     → blocks × (Residual[LayerNorm → CausalSelfAttention(heads) → [Dropout]],
+    ///                 Residual[LayerNorm → Dense(mlpRatio·features) → GELU → Dense(features) → [Dropout]])
+    ///     → LayerNorm → Dense(vocabulary, identity), or the TiedHead on the embedding's table
+    ///
+    /// the dropouts only when `dropout` is above 0. The sizes are the loader's to check; what only
+    /// the data decides is checked here.
+    /// - Throws: ``LayerBuildError`` at `model.transformer` for a model without a vocabulary (not
+    ///   text), at `model.transformer.positions` for a block longer than the position table.
+    public func layers<Scalar: TensorScalar>(_: Scalar.Type = Scalar.self, time: Int, vocabulary: Int?) throws(LayerBuildError)
+        -> [any Layer<Scalar>]
+    {
+        var built: [any Layer<Scalar>] = []
+        func error(_ reason: String, key: String? = nil) -> LayerBuildError {
+            LayerBuildError(index: built.count, key: key, error: .invalidLayer("a transformer", reason: reason), inTransformer: true)
+        }
+        guard let vocabulary else { throw error("reads token indices, which only text data gives") }
+        if let positions, positions < time {
+            throw error(
+                "the block (data.blockSize, or the longest line's characters + 1) is \(time) positions, but model.transformer.positions gives the position table \(positions) rows",
+                key: "positions")
+        }
+        let sequence = [time, features], hidden = [time, mlpRatio * features]
+        do {
+            built = [try Embedding<Scalar>(vocabulary: vocabulary, features: features, time: time)]
+            built.append(try PositionEmbedding<Scalar>(time: time, features: features, positions: positions))
+            if dropout > 0 { built.append(try Dropout<Scalar>(input: sequence, rate: dropout)) }
+            for _ in 0..<blocks {
+                var attention: [any Layer<Scalar>] = [
+                    try LayerNorm<Scalar>(shape: sequence), try CausalSelfAttention<Scalar>(time: time, features: features, heads: heads),
+                ]
+                var mlp: [any Layer<Scalar>] = [
+                    try LayerNorm<Scalar>(shape: sequence), try Dense<Scalar>(features, mlpRatio * features, activation: .identity, time: time),
+                    try GELU<Scalar>(shape: hidden), try Dense<Scalar>(mlpRatio * features, features, activation: .identity, time: time),
+                ]
+                if dropout > 0 {
+                    attention.append(try Dropout<Scalar>(input: sequence, rate: dropout))
+                    mlp.append(try Dropout<Scalar>(input: sequence, rate: dropout))
+                }
+                built.append(try Residual<Scalar>(attention))
+                built.append(try Residual<Scalar>(mlp))
+            }
+            built.append(try LayerNorm<Scalar>(shape: sequence))
+            if tieWeights {
+                built.append(try TiedHead<Scalar>(time: time, features: features, vocabulary: vocabulary))
+            } else {
+                built.append(try Dense<Scalar>(features, vocabulary, activation: .identity, time: time))
+            }
+        } catch {
+            throw LayerBuildError(index: built.count, error: error, inTransformer: true)
+        }
+        return built
+    }
 }
 
 extension LayerConfig {

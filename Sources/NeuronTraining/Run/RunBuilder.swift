@@ -150,6 +150,8 @@ public enum RunBuilder {
             scalarBytes: scalarBytes)
         if budget.data > budget.parameters.adding(budget.activations) {
             try checkFits(budget, origin: origin, key: "data.limit", change: "use fewer rows (data.limit)")
+        } else if config.model.transformer != nil {
+            try checkFits(budget, origin: origin, key: "model.transformer.features", change: "use fewer features or a smaller training.batchSize")
         } else {
             let widest = layers.indices.max { layers[$0].outputShape.reduce(1, *) < layers[$1].outputShape.reduce(1, *) } ?? 0
             let key = config.model.layers[widest].kind == .conv2d ? "filters" : "units"

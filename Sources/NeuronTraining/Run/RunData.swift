@@ -151,8 +151,18 @@ extension TextCorpus {
     ) {
         var generator = RunData<Double>.splitGenerator(seed: seed)
         let keep = try config.keep.map { (text: String) throws(DataError) -> CharacterClass in try CharacterClass(text) }
-        var corpus = try TextCorpus.load(
-            config.path!, lowercase: config.lowercase ?? false, keep: keep, blockSize: config.blockSize, maximumBytes: RunData<Double>.textByteLimit)
+        let loaded = Result { () throws(DataError) in
+            try TextCorpus.load(
+                config.path!, lowercase: config.lowercase ?? false, keep: keep, blockSize: config.blockSize,
+                longLines: config.longLines ?? .error, maximumBytes: RunData<Double>.textByteLimit)
+        }
+        if case let .failure(.lineTooLong(path, line, length, blockSize)) = loaded {
+            throw origin.error(
+                at: "data.blockSize",
+                "\(path):\(line): a line of \(length) characters; block size \(blockSize) (data.blockSize) holds lines of at most \(blockSize - 1) characters; data.longLines: window cuts longer lines into windows"
+            )
+        }
+        var corpus = try loaded.get()
         if let limit = config.limit, limit < corpus.lines.count { corpus = corpus.prefix(limit) }
         do {
             return (
