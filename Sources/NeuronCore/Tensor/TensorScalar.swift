@@ -1,5 +1,5 @@
 // What differs between Float and Double, and nothing else: the BLAS routines (s or d), the C
-// library's scalar functions, and tanh and erf over a buffer (vectorized approximations for Float,
+// library's scalar functions, and tanh, erf and exp over a buffer (vectorized approximations for Float,
 // the C library's for Double). Every other loop is one generic body in the `Kernels` namespace
 // (`Kernels/`), specialized there by one rule; a new layer adds kernels there, not requirements here.
 //
@@ -48,6 +48,12 @@ where RawSignificand: FixedWidthInteger {
     /// erf of every element in place, as fast as the type allows: Double calls the C library's
     /// erf; Float uses a vectorizable rational approximation (GELU's forward pass).
     static func erf(inPlace values: UnsafeMutableBufferPointer<Self>)
+
+    // MARK: exp over a buffer (Tensor/VectorExp.swift)
+
+    /// e^x of every element in place, as fast as the type allows: Double calls the C library's
+    /// exp; Float uses a vectorizable polynomial (the attention's softmax, GELU's backward pass).
+    static func exp(inPlace values: UnsafeMutableBufferPointer<Self>)
 }
 
 extension Float: TensorScalar {}
