@@ -55,6 +55,18 @@ struct EmbeddingTests {
         #expect(LayerHarness(try Embedding<Double>(vocabulary: 100, features: 50, time: 1), seed: 2).parameters != h.parameters)
     }
 
+    @Test("A tied table's N(0, 0.02²): the same draws scaled; survives conversion; a spread that is not > 0 is refused")
+    func smallInitialisation() throws {
+        let unit = LayerHarness(try Embedding<Double>(vocabulary: 100, features: 50, time: 1), seed: 1).parameters
+        let small = try Embedding<Double>(vocabulary: 100, features: 50, time: 1, standardDeviation: 0.02)
+        let drawn = LayerHarness(small, seed: 1).parameters
+        #expect(zip(drawn, unit).allSatisfy { abs($0 - 0.02 * $1) <= 1e-15 })
+        #expect((small.converted(to: Float.self) as? Embedding<Float>)?.standardDeviation == 0.02)
+        #expect(
+            message { () throws(NetworkError) in try Embedding<Float>(vocabulary: 3, features: 4, time: 2, standardDeviation: 0) }
+                == "Embedding(3→4): its initial standard deviation must be finite and > 0, got 0.0")
+    }
+
     @Test("Describes itself; shapes [time] → [time, features]; one weight in nn.Embedding's layout; sizes checked")
     func shapes() throws {
         let embedding = try Embedding<Float>(vocabulary: 27, features: 64, time: 8)

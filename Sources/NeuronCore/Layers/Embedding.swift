@@ -18,6 +18,8 @@ public struct Embedding<Scalar: TensorScalar>: TokenInput {
     public let features: Int
     /// Positions per sample: tokens per sequence.
     public let time: Int
+    /// The spread of the initial entries: N(0, standardDeviation²).
+    public let standardDeviation: Double
 
     /// What forward computes and backward's own buffer; sized when a batch shape is first seen,
     /// then reused.
@@ -32,10 +34,14 @@ public struct Embedding<Scalar: TensorScalar>: TokenInput {
     public private(set) var cache = Cache()
 
     /// An embedding of `vocabulary` tokens in `features` dimensions, for sequences of `time` tokens.
+    /// - Parameters:
+    ///   - standardDeviation: the initial entries' spread: 1 as nn.Embedding draws them; 0.02 as
+    ///     GPT-2 draws a table that also scores the output (a tied head, whose logits would
+    ///     otherwise start at about √features in size).
     /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` unless every size is at least 1, the
-    ///   vocabulary is at most 2^24 (the indices Float holds exactly), and the table and each
-    ///   sample's output can be counted.
-    public init(vocabulary: Int, features: Int, time: Int) throws(NetworkError) {
+    ///   vocabulary is at most 2^24 (the indices Float holds exactly), the table and each
+    ///   sample's output can be counted, and the standard deviation is finite and > 0.
+    public init(vocabulary: Int, features: Int, time: Int, standardDeviation: Double = 1) throws(NetworkError) {
         let name = "Embedding(\(vocabulary)→\(features))"
         guard vocabulary >= 1, features >= 1, time >= 1 else {
             throw .invalidLayer(name, reason: "vocabulary, features and time must be at least 1, got \(vocabulary), \(features) and \(time)")
@@ -46,9 +52,13 @@ public struct Embedding<Scalar: TensorScalar>: TokenInput {
         guard heldCount([vocabulary, features]) != nil, heldCount([time, features]) != nil else {
             throw .invalidLayer(name, reason: "its table or its output per sample has more entries than can be held")
         }
+        guard standardDeviation.isFinite, standardDeviation > 0 else {
+            throw .invalidLayer(name, reason: "its initial standard deviation must be finite and > 0, got \(standardDeviation)")
+        }
         self.vocabulary = vocabulary
         self.features = features
         self.time = time
+        self.standardDeviation = standardDeviation
     }
 
     /// `Embedding(27→64)`: vocabulary → features.
@@ -60,18 +70,19 @@ public struct Embedding<Scalar: TensorScalar>: TokenInput {
     public var parameterShapes: [(name: String, shape: [Int])] { [("weight", [vocabulary, features])] }
 
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
-        try! Embedding<Other>(vocabulary: vocabulary, features: features, time: time)  // sizes were checked when self was built
+        // Sizes and spread were checked when self was built.
+        try! Embedding<Other>(vocabulary: vocabulary, features: features, time: time, standardDeviation: standardDeviation)
     }
 
     public var output: Tensor<Scalar> { cache.output }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
 
-    /// Every entry drawn from N(0, 1), as nn.Embedding draws them.
+    /// Every entry drawn from N(0, standardDeviation²): N(0, 1) by default, as nn.Embedding draws them.
     public func initialize(
         parameters: UnsafeMutableBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         using generator: inout SeededGenerator
     ) {
-        for i in 0..<vocabulary * features { parameters[i] = Scalar(generator.normal()) }
+        for i in 0..<vocabulary * features { parameters[i] = Scalar(standardDeviation * generator.normal()) }
     }
 
     // MARK: Forward

@@ -102,7 +102,8 @@ extension TransformerConfig {
         }
         let sequence = [time, features], hidden = [time, mlpRatio * features]
         do {
-            built = [try Embedding<Scalar>(vocabulary: vocabulary, features: features, time: time)]
+            // A tied table also scores the output: drawn small, as GPT-2 draws it, so the first logits are not √features in size.
+            built = [try Embedding<Scalar>(vocabulary: vocabulary, features: features, time: time, standardDeviation: tieWeights ? 0.02 : 1)]
             built.append(try PositionEmbedding<Scalar>(time: time, features: features, positions: positions))
             if dropout > 0 { built.append(try Dropout<Scalar>(input: sequence, rate: dropout)) }
             for _ in 0..<blocks {
