@@ -40,9 +40,13 @@ CASES = {
     # the W8 character GRU: (vocabulary, features, hidden, time), batch, -, loss, lr, checkSteps
     "W8gru": ([27, 64, 64, 16], 32, "", "sequenceCrossEntropy", "0.1", "3"),
     "smallGru": ([7, 5, 3, 4], 3, "", "sequenceCrossEntropy", "0.5", "4"),
+    # the W9 GPT: (vocabulary, time, features, heads, blocks), batch, -, loss, lr (AdamW), checkSteps
+    "W9gpt": ([27, 16, 64, 4, 4], 32, "", "sequenceCrossEntropy", "0.0005", "3"),
+    "smallGpt": ([7, 5, 6, 2, 2], 3, "", "sequenceCrossEntropy", "0.01", "4"),
 }
 CNN_CASES = ("W7cnn", "smallCnn")
 GRU_CASES = ("W8gru", "smallGru")
+GPT_CASES = ("W9gpt", "smallGpt")
 
 
 def check_shared_batches(folder, check):
@@ -121,6 +125,45 @@ def write_gru_case(path, name, seed):
     for key, shape in shapes.items():
         tensors[key] = rng.uniform(-bound, bound, shape).astype(np.float32)
     save_file(tensors, path, metadata={"loss": loss, "learningRate": lr, "checkSteps": check})
+    return int(check)
+
+
+def write_gpt_case(path, name, seed):
+    """A W9/W10 exchange file (README.md, "W9, W10"): rows as write_gru_case makes them, nn.Embedding's
+    N(0, 1), the position table, every weight N(0, 0.1²) (larger than nanoGPT's 0.02, so that the
+    scores are not all but zero), LayerNorm scales near 1 and every bias small but not zero, so
+    that their gradients matter; AdamW with weight decay 0.01."""
+    import numpy as np
+    from safetensors.numpy import save_file
+    sys.path.insert(0, HERE)
+    import peer_common as pc
+    (vocabulary, time, features, heads, blocks), batch, _, loss, lr, check = CASES[name]
+    rng = np.random.default_rng(seed)
+    x = np.zeros((batch, time), dtype=np.float32)
+    t = np.full((batch, time), -1, dtype=np.float32)
+    for row in range(batch):
+        n = int(rng.integers(1, time))
+        tokens = rng.integers(1, vocabulary, n)
+        x[row, 1:n + 1] = tokens
+        t[row, :n] = tokens
+        t[row, n] = 0
+    f, m = features, 4 * features
+    shapes = {"wte": (vocabulary, f), "wpe": (time, f), "ln1_w": (f,), "ln1_b": (f,), "attn_w": (3 * f, f),
+              "attn_b": (3 * f,), "proj_w": (f, f), "proj_b": (f,), "ln2_w": (f,), "ln2_b": (f,), "fc_w": (m, f),
+              "fc_b": (m,), "fc2_w": (f, m), "fc2_b": (f,), "lnf_w": (f,), "lnf_b": (f,), "head_w": (vocabulary, f),
+              "head_b": (vocabulary,)}
+    tensors = {"x": x, "t": t}
+    for role, _, key in pc.gpt_names(blocks):
+        shape = shapes[role]
+        if role == "wte":
+            tensors[key] = rng.standard_normal(shape).astype(np.float32)
+        elif role.endswith("_w") and len(shape) == 1:   # a LayerNorm's scale
+            tensors[key] = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32)
+        else:
+            tensors[key] = (0.1 * rng.standard_normal(shape)).astype(np.float32)
+    save_file(tensors, path, metadata={"loss": loss, "learningRate": lr, "checkSteps": check, "heads": str(heads),
+                                       "optimizer": "adamw", "weightDecay": "0.01", "beta1": "0.9",
+                                       "beta2": "0.999", "epsilon": "1e-08"})
     return int(check)
 
 
@@ -255,7 +298,12 @@ def main():
                 return 2
             path = os.path.join(d, f"{name}.safetensors")
             cnn = name in CNN_CASES
-            if name in GRU_CASES:
+            if name in GPT_CASES:
+                n_check = write_gpt_case(path, name, seed=1234 + k)
+                peers = [("torch", "torch_gpt.py", ()), ("jax", "jax_gpt.py", ())]
+                if args.compile:
+                    peers.append(("torch.compile", "torch_gpt.py", ("--compile",)))
+            elif name in GRU_CASES:
                 n_check = write_gru_case(path, name, seed=1234 + k)
                 peers = [("torch", "torch_gru.py", ()), ("jax", "jax_gru.py", ())]
                 if args.compile:
@@ -270,7 +318,7 @@ def main():
                          ("jax", "jax_peer.py", ())]
                 if args.compile:
                     peers.append(("torch.compile", "torch_peer.py", ("--compile",)))
-            kind = "gru" if name in GRU_CASES else "cnn"
+            kind = "gpt" if name in GPT_CASES else "gru" if name in GRU_CASES else "cnn"
             print(f"{name}: {CASES[name][0]} batch {CASES[name][1]} {CASES[name][2] or kind} {CASES[name][3]}")
             results = []
             for peer, script, extra in peers:
@@ -298,7 +346,7 @@ def main():
                 first = results[0][1]["checkLosses"]
                 check(first[-1] < first[0], f"{results[0][0]}: the loss falls over the check steps "
                                             f"({first[0]:.6f} → {first[-1]:.6f})")
-            limit = 2e-5 if cnn else RTOL
+            limit = 2e-5 if cnn or name in GPT_CASES else RTOL
             for label, r in results[1:]:
                 a, b = results[0][1]["checkLosses"], r["checkLosses"]
                 worst = max((abs(p - q) / max(abs(p), abs(q), 1e-30) for p, q in zip(a, b)), default=0.0)
