@@ -19,6 +19,8 @@ struct TransformerWorkload {
     var heads: Int
     var features: Int
     var time: Int
+    /// Issue 25's target: the best peer's time over ours at least this.
+    var target: Double
     var batch = 32
     let vocabulary = 27
     let learningRate: Float = 5e-4
@@ -27,9 +29,9 @@ struct TransformerWorkload {
     static let text = "Data/words-small.txt"
 
     /// The shipped transformer's size (`Data/words-transformer.yaml` at block 16).
-    static let w9 = TransformerWorkload(id: "W9", blocks: 4, heads: 4, features: 64, time: 16)
+    static let w9 = TransformerWorkload(id: "W9", blocks: 4, heads: 4, features: 64, time: 16, target: 2)
     /// A size where the products dominate.
-    static let w10 = TransformerWorkload(id: "W10", blocks: 6, heads: 6, features: 192, time: 64)
+    static let w10 = TransformerWorkload(id: "W10", blocks: 6, heads: 6, features: 192, time: 64, target: 1.2)
 
     var title: String {
         "GPT: \(blocks) blocks, \(heads) heads, \(features) features, MLP \(4 * features), vocabulary \(vocabulary); batch \(batch), time \(time); AdamW"
@@ -267,6 +269,15 @@ extension Benchmarks {
                 timing: timing, allocations: measured.allocationsPerStep, flops: w.flops, ceiling: ceiling, specs: specs,
                 peers: &measured.peers))
         print(String(format: "  %.1f MFLOP a step; allocations per step counted at one BLAS thread", w.flops / 1e6))
+        let gaps = measured.peers.values.compactMap(\.checkLosses).flatMap { zip($0, checkLosses).map { abs($0 - $1) / abs($1) } }
+        if let worst = gaps.max() { print(String(format: "  the peers' check losses within %.1e relative of ours", worst)) }
+        let timed = specs.compactMap { spec in measured.peers[spec.name]?.ratio.map { (spec.column, $0) } }
+        if let best = timed.min(by: { $0.1 < $1.1 }) {
+            print(
+                String(
+                    format: "  best peer / Neuron: %.2f× (%@); target ≥ %.1f×: %@", best.1, best.0, w.target,
+                    best.1 >= w.target ? "met" : "not met"))
+        }
         print("  by part (median forward / backward):")
         let parted = layers.reduce(0) { $0 + $1.forward + $1.backward } + update
         print(

@@ -6,7 +6,9 @@ and jax_cnn.py (NHWC and NCHW) for the CNN; torch_gru.py and jax_gru.py for the 
 checks that every peer's check losses agree with the first one's within 1e-5 relative (2e-5 for the
 CNN, whose sums run over 1,600-long products in orders that differ more) and that each reports
 --steps timings; then F2's shared batches and F3's peer (torch_words_gru.py, two epochs of
-Data/words-small.txt, its own split and shared lines, a wrong vocabulary refused).
+Data/words-small.txt, its own split and shared lines, a wrong vocabulary refused); for the GPT
+(W9, W10) torch_gpt.py and jax_gpt.py, and F4's peer (torch_words_gpt.py, two epochs on shared
+lines of Data/words-small.txt, a line longer than the block refused).
 
     $NEURON_PEERS_VENV/bin/python3 Benchmarks/peers/selftest.py [--steps 20] [--no-torch] [--no-jax] [--compile]
 
@@ -211,6 +213,48 @@ def check_words(folder, args, check):
                                                              f"{p.stderr.strip()[-200:]}")
 
 
+def check_words_gpt(folder, args, check):
+    """F4's peer (torch_words_gpt.py) for two epochs on shared lines of Data/words-small.txt from
+    W9-sized weights; a line longer than the block is refused."""
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+    text = os.path.join(HERE, "..", "..", "Data", "words-small.txt")
+    init = os.path.join(folder, "F4.safetensors")
+    write_gpt_case(init, "W9gpt", seed=98)
+    tensors = {k: v for k, v in load_file(init).items() if k.startswith("layers.")}
+    save_file(tensors, init, metadata={"heads": "4", "learningRate": "0.0005", "weightDecay": "0.01", "beta1": "0.9",
+                                       "beta2": "0.999", "epsilon": "1e-08", "batchSize": "32", "keep": "a-z",
+                                       "blockSize": "16"})
+    with open(text) as f:
+        words = [line.strip() for line in f if line.strip()]
+    fitting = [i for i, w in enumerate(words) if len(w) <= 15]
+    longer = [i for i, w in enumerate(words) if len(w) > 15]
+    lines = {"lineCount": len(words), "vocabulary": [""] + [chr(c) for c in range(ord("a"), ord("z") + 1)],
+             "blockSize": 16, "batchSize": 32, "rows": fitting[:800], "testRows": fitting[800:1000],
+             "orders": [list(range(800)), list(reversed(range(800)))]}
+    cases = [("good", lines, None)]
+    if longer:
+        cases.append(("long", dict(lines, testRows=fitting[800:999] + longer[:1]), "does not fit block size 16"))
+    for name, content, expected in cases:
+        path = os.path.join(folder, f"gpt-lines-{name}.json")
+        with open(path, "w") as f:
+            json.dump(content, f)
+        cmd = [sys.executable, os.path.join(HERE, "torch_words_gpt.py"), "--text", text, "--init", init, "--batches", path,
+               "--target", "0", "--max-epochs", "2", "--threads", str(args.threads)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if expected is None:
+            try:
+                r = json.loads(p.stdout.splitlines()[-1])
+                ok = (p.returncode == 0 and r["peer"] == "torch" and r["epochs"] == 2 and not r["reached"]
+                      and len(r["testLosses"]) == 2 and r["testLosses"][1] < r["testLosses"][0] < np.log(27) + 1)
+                check(ok, f"torch_words_gpt.py on shared lines: test losses {r['testLosses']} (falling)")
+            except (IndexError, KeyError, ValueError):
+                check(False, f"torch_words_gpt.py ran: {p.stderr.strip()[-300:]}")
+        else:
+            check(p.returncode != 0 and expected in p.stderr, f"torch_words_gpt.py refused shared lines ({name}): "
+                                                             f"{p.stderr.strip()[-200:]}")
+
+
 def write_case(path, name, seed):
     import numpy as np
     from safetensors.numpy import save_file
@@ -356,6 +400,7 @@ def main():
         check_shared_batches(d, check)
         if have["torch"] and not args.no_words:
             check_words(d, args, check)
+            check_words_gpt(d, args, check)
     print(f"selftest: {passed + failed} checks, peer runs skipped (library missing): {skipped}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
