@@ -252,9 +252,9 @@ extension Benchmarks {
         // 2e-5: AdamW moves each parameter by about lr·sign(g) on the first step, so a gradient near
         // 0 computed in another order moves its parameter by a different amount.
         var measured = try againstPeers(
-            w.id, specs: specs, checkLosses: checkLosses, tolerance: 2e-5, peerSteps: quick ? 5 : (large ? 20 : 200),
+            w.id, specs: specs, checkLosses: checkLosses, tolerance: 2e-5, peerSteps: quick ? 5 : (large ? 12 : 200),
             writeFile: { try w.writeExchangeFile(to: $0, checkSteps: checkSteps) },
-            time: { try w.time(blocks: quick ? 3 : (large ? 15 : 30)) })
+            time: { try w.time(blocks: quick ? 3 : (large ? 12 : 30)) })
         let timing = Timing(measured.seconds)
         let gflops = w.flops / timing.median / 1e9
         var (network, x, t) = try w.make()

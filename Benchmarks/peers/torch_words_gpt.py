@@ -60,7 +60,7 @@ def main():
     parser.add_argument("--init", required=True, help="F4.safetensors: initial weights + recipe")
     parser.add_argument("--batches", required=True, help="Neuron's lines and batches (JSON)")
     parser.add_argument("--target", type=float, required=True, help="test loss to reach (at or below)")
-    parser.add_argument("--max-epochs", type=int, default=6)
+    parser.add_argument("--max-epochs", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")
     args = parser.parse_args()
