@@ -17,7 +17,7 @@ struct Benchmarks: AsyncParsableCommand {
 
     @Argument(
         help:
-            "Workloads to run: W1…W8, F1, F2, F3, ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1, F2 and F3)."
+            "Workloads to run: W1…W10, F1…F4, ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1…F4)."
     )
     var workloads: [String] = []
 
@@ -48,7 +48,9 @@ struct Benchmarks: AsyncParsableCommand {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
         let known = Set(
-            Workload.all.map(\.id) + ["W7", "W8", "F1", "F2", "F3", "ceiling", "observer", "dashboard", "neuron", "attention", "scaling"])
+            Workload.all.map(\.id) + [
+                "W7", "W8", "W9", "W10", "F1", "F2", "F3", "F4", "ceiling", "observer", "dashboard", "neuron", "attention", "scaling",
+            ])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
         }
@@ -75,16 +77,20 @@ struct Benchmarks: AsyncParsableCommand {
         print("Machine: \(report.machine)")
         print("Timings: median [p10–p90] per training step (forward, backward, SGD update), float32.\n")
 
-        if ["ceiling", "scaling", "W7", "W8"].contains(where: selected) || Workload.all.contains(where: { selected($0.id) }) {
+        if ["ceiling", "scaling", "W7", "W8", "W9", "W10"].contains(where: selected) || Workload.all.contains(where: { selected($0.id) }) {
             report.ceiling = try ceiling()
         }
         let chosen = Workload.all.filter { selected($0.id) }
         if !chosen.isEmpty { report.workloads = try await compare(chosen, ceiling: report.ceiling?.best) }
         if selected("W7") { report.convolution = try convolution(ceiling: report.ceiling?.best) }
         if selected("W8") { report.recurrent = try recurrent(ceiling: report.ceiling?.best) }
+        for w in [TransformerWorkload.w9, .w10] where selected(w.id) {
+            report.transformers.append(try transformer(w, ceiling: report.ceiling?.best))
+        }
         if selected("F1") { report.fashion = try fashion(.mlp) }
         if selected("F2") { report.fashionCNN = try fashion(.cnn) }
         if selected("F3") { report.words = try words() }
+        if selected("F4") { report.transformerWords = try transformerWords() }
         if selected("observer") { report.observer = try await observerCost() }
         if selected("dashboard") { report.dashboard = try await dashboardCost() }
         if selected("neuron") { try neuronStruct() }
@@ -551,7 +557,9 @@ struct Report: Encodable {
     var observer: Observer?
     var convolution: Convolution?
     var recurrent: Recurrent?
+    var transformers: [Transformer] = []
     var words: Words?
+    var transformerWords: Words?
     var dashboard: Benchmarks.DashboardCost?
 }
 

@@ -114,12 +114,20 @@ func layerTimes(_ network: inout Network<Float>, x: Tensor<Float>, targets: Tens
 func timeSGDSteps(
     _ network: Network<Float>, x: Tensor<Float>, targets t: Tensor<Float>, learningRate: Float, blocks: Int
 ) throws -> (seconds: [Double], allocationsPerStep: Double) {
+    try timeSteps(network, x: x, targets: t, optimizer: try SGD<Float>(learningRate: learningRate), blocks: blocks)
+}
+
+/// Per-step seconds of `network` stepping on one batch with `optimizer`, in blocks of at least
+/// `blockTarget`, and its heap allocations per step over `counted` steps after the timed ones (W7–W10).
+func timeSteps<O: Optimizer<Float>>(
+    _ network: Network<Float>, x: Tensor<Float>, targets t: Tensor<Float>, optimizer: O, blocks: Int,
+    blockTarget: Duration = .milliseconds(20), counted steps: Int = 20
+) throws -> (seconds: [Double], allocationsPerStep: Double) {
     var network = network
-    var sgd = try SGD<Float>(learningRate: learningRate)
-    let seconds = try measureSteps(blocks: blocks, blockTarget: .milliseconds(20)) { try network.trainStep(x, targets: t, optimizer: &sgd) }
-    let steps = 20
+    var optimizer = optimizer
+    let seconds = try measureSteps(blocks: blocks, blockTarget: blockTarget) { try network.trainStep(x, targets: t, optimizer: &optimizer) }
     allocation_counter_start()
-    for _ in 0..<steps { try network.trainStep(x, targets: t, optimizer: &sgd) }
+    for _ in 0..<steps { try network.trainStep(x, targets: t, optimizer: &optimizer) }
     let allocations = allocation_counter_stop()
     return (seconds, Double(allocations) / Double(steps))
 }

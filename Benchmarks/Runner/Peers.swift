@@ -49,6 +49,14 @@ struct PeerSpec: Sendable {
         PeerSpec(name: "torch.compile", column: "torch.compile", script: "torch_gru.py", arguments: ["--compile"]),
         PeerSpec(name: "jax", column: "JAX (jit)", script: "jax_gru.py"),
     ]
+
+    /// The W9 and W10 peers: the same GPT in `torch.nn` (eager, and its whole step compiled) and
+    /// in `jax.numpy` (the whole step in one jit).
+    static let transformer: [PeerSpec] = [
+        PeerSpec(name: "torch", column: "PyTorch", script: "torch_gpt.py"),
+        PeerSpec(name: "torch.compile", column: "torch.compile", script: "torch_gpt.py", arguments: ["--compile"]),
+        PeerSpec(name: "jax", column: "JAX (jit)", script: "jax_gpt.py"),
+    ]
 }
 
 struct PeerError: Error, CustomStringConvertible {
@@ -198,17 +206,19 @@ extension Benchmarks {
     }
 }
 
-/// Writes a step workload's exchange file for its peers (W7, W8; Benchmarks/peers/README.md):
+/// Writes a step workload's exchange file for its peers (W7–W10; Benchmarks/peers/README.md):
 /// `x` and `t` as given, the parameters under our names in PyTorch's layouts (as our checkpoints
-/// store them), the loss, the learning rate and the number of check steps; its path.
+/// store them), the loss, the learning rate, the number of check steps and `metadata`; its path.
 func writePeerExchange(
     _ id: String, network: Network<Float>, x: Tensor<Float>, targets t: Tensor<Float>, learningRate: Float, checkSteps: Int,
-    to directory: String
+    to directory: String, metadata: [String: String] = [:]
 ) throws -> String {
     var entries = [SafeTensors.entry("x", x), SafeTensors.entry("t", t)]
     entries += network.parameterTensors.map { SafeTensors.entry($0.name, Checkpoint.fileLayout(network.parameter($0), order: $0.pytorchOrder)) }
     let path = (directory as NSString).appendingPathComponent("\(id).safetensors")
     try SafeTensors.write(
-        entries, metadata: ["loss": network.loss.rawValue, "learningRate": "\(learningRate)", "checkSteps": "\(checkSteps)"], to: path)
+        entries,
+        metadata: metadata.merging(["loss": network.loss.rawValue, "learningRate": "\(learningRate)", "checkSteps": "\(checkSteps)"]) { $1 },
+        to: path)
     return path
 }

@@ -128,7 +128,7 @@ extension Benchmarks {
     /// each epoch that the run drew the order the peer was given. Prints a line per epoch to
     /// standard error, since a run takes minutes.
     func wordsRun(
-        _ engine: NetworkTrainingEngine<Float, Adam<Float>>, test: Dataset<Float>, target: Double, orders: [[Int]]
+        _ engine: NetworkTrainingEngine<Float, Adam<Float>>, test: Dataset<Float>, target: Double, orders: [[Int]], id: String = "F3"
     ) throws -> (seconds: Double, epochs: Int, reached: Bool, losses: [Double]) {
         var run = engine
         let clock = ContinuousClock()
@@ -138,12 +138,12 @@ extension Benchmarks {
             let epoch = run.epoch
             seconds += clock.measure { while run.epoch == epoch && !run.isFinished { _ = run.step() } }.seconds
             guard run.resumePoint().position?.batches.order == orders[epoch] else {
-                throw ValidationError("F3: epoch \(epoch + 1) drew another order than the one given to the peer")
+                throw ValidationError("\(id): epoch \(epoch + 1) drew another order than the one given to the peer")
             }
             var network = run.network
             let loss = try testLoss(&network, test)  // untimed
             losses.append(loss)
-            progress(String(format: "F3: epoch %d of at most %d, %.1f s of training, test loss %.4f", run.epoch, run.totalEpochs, seconds, loss))
+            progress(String(format: "%@: epoch %d of at most %d, %.1f s of training, test loss %.4f", id, run.epoch, run.totalEpochs, seconds, loss))
             if loss <= target { return (seconds, run.epoch, true, losses) }
         }
         return (seconds, run.epoch, false, losses)

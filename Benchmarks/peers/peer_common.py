@@ -470,6 +470,113 @@ def load_gru_workload(path):
     return {"x": x, "t": t, "params": params, "sizes": sizes, "lr": lr, "check_steps": check_steps}
 
 
+# The GPT of W9, W10 and F4 (issue 25): our layer indices and names, PyTorch's layouts (nn.Linear's
+# (out, in); nanoGPT's c_attn rows q, then k, then v, head h their rows h·size ..< (h + 1)·size).
+#   0                     layers.0.weight (vocabulary, features): the token embedding
+#   1                     layers.1.weight (time, features): the position embedding
+#   2 + 2k (block k)      layers.i.body.0.{weight,bias} (features): LayerNorm
+#                         layers.i.body.1.c_attn.{weight (3·features, features), bias (3·features)}
+#                         layers.i.body.1.c_proj.{weight (features, features), bias (features)}
+#   3 + 2k                layers.j.body.0.{weight,bias} (features): LayerNorm
+#                         layers.j.body.1.{weight (mlp, features), bias (mlp)}: then GELU (erf)
+#                         layers.j.body.3.{weight (features, mlp), bias (features)}
+#   2 + 2·blocks          layers.n.{weight,bias} (features): the final LayerNorm
+#   3 + 2·blocks          layers.h.{weight (vocabulary, features), bias (vocabulary)}: the head
+# Metadata: heads; AdamW's weightDecay (every parameter decayed), beta1, beta2, epsilon.
+
+def gpt_names(blocks):
+    """Every GPT tensor's name under ours, with its role: (role, block or None, our name)."""
+    names = [("wte", None, "layers.0.weight"), ("wpe", None, "layers.1.weight")]
+    for k in range(blocks):
+        a, m = f"layers.{2 + 2 * k}.body", f"layers.{3 + 2 * k}.body"
+        names += [("ln1_w", k, f"{a}.0.weight"), ("ln1_b", k, f"{a}.0.bias"),
+                  ("attn_w", k, f"{a}.1.c_attn.weight"), ("attn_b", k, f"{a}.1.c_attn.bias"),
+                  ("proj_w", k, f"{a}.1.c_proj.weight"), ("proj_b", k, f"{a}.1.c_proj.bias"),
+                  ("ln2_w", k, f"{m}.0.weight"), ("ln2_b", k, f"{m}.0.bias"),
+                  ("fc_w", k, f"{m}.1.weight"), ("fc_b", k, f"{m}.1.bias"),
+                  ("fc2_w", k, f"{m}.3.weight"), ("fc2_b", k, f"{m}.3.bias")]
+    n = 2 + 2 * blocks
+    names += [("lnf_w", None, f"layers.{n}.weight"), ("lnf_b", None, f"layers.{n}.bias"),
+              ("head_w", None, f"layers.{n + 1}.weight"), ("head_b", None, f"layers.{n + 1}.bias")]
+    return names
+
+
+def check_gpt_params(tensors, meta, path):
+    """Checks the GPT's tensors against each other and the heads; returns (params, sizes): params
+    our name -> C-contiguous float32 array, sizes a dict of vocabulary, time, features, mlp,
+    blocks, heads."""
+    import numpy as np
+    blocks = sum(1 for name in tensors if name.endswith(".body.1.c_attn.weight"))
+    if "layers.0.weight" not in tensors or "layers.1.weight" not in tensors or blocks == 0:
+        raise PeerError(f"{path}: not a GPT: it needs layers.0.weight, layers.1.weight and at least one "
+                        "layers.<i>.body.1.c_attn.weight")
+    (vocabulary, features), time = tensors["layers.0.weight"].shape, tensors["layers.1.weight"].shape[0]
+    mlp = tensors["layers.3.body.1.weight"].shape[0] if "layers.3.body.1.weight" in tensors else 0
+    try:
+        heads = int(meta["heads"])
+    except (KeyError, ValueError) as e:
+        raise PeerError(f"{path}: metadata heads missing or not a number: {e}") from e
+    if heads < 1 or features % heads:
+        raise PeerError(f"{path}: {features} features do not split into {heads} heads")
+    f, v, n = features, vocabulary, mlp
+    shapes = {"wte": (v, f), "wpe": (time, f), "ln1_w": (f,), "ln1_b": (f,), "attn_w": (3 * f, f), "attn_b": (3 * f,),
+              "proj_w": (f, f), "proj_b": (f,), "ln2_w": (f,), "ln2_b": (f,), "fc_w": (n, f), "fc_b": (n,),
+              "fc2_w": (f, n), "fc2_b": (f,), "lnf_w": (f,), "lnf_b": (f,), "head_w": (v, f), "head_b": (v,)}
+    params = {}
+    expected = gpt_names(blocks)
+    for role, _, name in expected:
+        if name not in tensors:
+            raise PeerError(f"{path}: tensor {name!r} is missing ({blocks} blocks need it)")
+        a = tensors[name]
+        if a.dtype != np.float32 or tuple(a.shape) != shapes[role]:
+            raise PeerError(f"{path}: {name} is {a.dtype} {tuple(a.shape)}, expected F32 {shapes[role]} "
+                            f"(vocabulary {v}, time {time}, features {f}, MLP {n}; PyTorch layouts)")
+        params[name] = np.ascontiguousarray(a)
+    extra = sorted(set(k for k in tensors if k.startswith("layers.")) - set(params))
+    if extra:
+        raise PeerError(f"{path}: tensors {extra} belong to no GPT of {blocks} blocks")
+    return params, {"vocabulary": v, "time": time, "features": f, "mlp": n, "blocks": blocks, "heads": heads}
+
+
+def adamw_metadata(meta, path):
+    """AdamW's hyperparameters from the metadata: lr, weight decay, betas, epsilon."""
+    try:
+        return {"lr": float(meta["learningRate"]), "weight_decay": float(meta["weightDecay"]),
+                "betas": (float(meta.get("beta1", "0.9")), float(meta.get("beta2", "0.999"))),
+                "eps": float(meta.get("epsilon", "1e-8"))}
+    except (KeyError, ValueError) as e:
+        raise PeerError(f"{path}: bad or missing AdamW metadata (learningRate, weightDecay, beta1, beta2, epsilon): {e}") from e
+
+
+def load_gpt_workload(path):
+    """Reads a W9/W10 exchange file. Returns a dict with x (batch, time) int64 tokens, t (batch,
+    time) int64 targets (-1: padding), params (our name -> array, PyTorch layouts), sizes (see
+    check_gpt_params), adamw (see adamw_metadata), check_steps."""
+    from safetensors.numpy import load_file
+    if not os.path.isfile(path):
+        raise PeerError(f"no such file: {path}")
+    try:
+        tensors = load_file(path)
+        meta = read_metadata(path)
+    except Exception as e:
+        raise PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    for name in ("x", "t"):
+        if name not in tensors:
+            raise PeerError(f"{path}: tensor {name!r} is missing")
+    params, sizes = check_gpt_params(tensors, meta, path)
+    x = token_rows(tensors["x"], "x", sizes["vocabulary"], path, padding=False)
+    t = token_rows(tensors["t"], "t", sizes["vocabulary"], path, padding=True)
+    if t.shape != x.shape or x.shape[1] != sizes["time"]:
+        raise PeerError(f"{path}: x is {x.shape} and t {t.shape}: both must be (batch, {sizes['time']})")
+    if not (t >= 0).any():
+        raise PeerError(f"{path}: every target is padding: the loss would count nothing")
+    if meta.get("loss", "sequenceCrossEntropy") != "sequenceCrossEntropy":
+        raise PeerError(f"{path}: metadata loss {meta.get('loss')!r}: the GPT trains with sequenceCrossEntropy")
+    _, check_steps = _step_metadata(meta, path)
+    return {"x": x, "t": t, "params": params, "sizes": sizes, "adamw": adamw_metadata(meta, path),
+            "check_steps": check_steps}
+
+
 def time_jax_steps(jax, step, fresh, x, t, check, args):
     """Times `args.steps` jitted steps from `fresh()` parameters after `args.warmup` untimed ones,
     each step timed to the moment its results are ready; checks that the loss after them is

@@ -6,7 +6,9 @@ and jax_cnn.py (NHWC and NCHW) for the CNN; torch_gru.py and jax_gru.py for the 
 checks that every peer's check losses agree with the first one's within 1e-5 relative (2e-5 for the
 CNN, whose sums run over 1,600-long products in orders that differ more) and that each reports
 --steps timings; then F2's shared batches and F3's peer (torch_words_gru.py, two epochs of
-Data/words-small.txt, its own split and shared lines, a wrong vocabulary refused).
+Data/words-small.txt, its own split and shared lines, a wrong vocabulary refused); for the GPT
+(W9, W10) torch_gpt.py and jax_gpt.py, and F4's peer (torch_words_gpt.py, two epochs on shared
+lines of Data/words-small.txt, a line longer than the block refused).
 
     $NEURON_PEERS_VENV/bin/python3 Benchmarks/peers/selftest.py [--steps 20] [--no-torch] [--no-jax] [--compile]
 
@@ -40,9 +42,13 @@ CASES = {
     # the W8 character GRU: (vocabulary, features, hidden, time), batch, -, loss, lr, checkSteps
     "W8gru": ([27, 64, 64, 16], 32, "", "sequenceCrossEntropy", "0.1", "3"),
     "smallGru": ([7, 5, 3, 4], 3, "", "sequenceCrossEntropy", "0.5", "4"),
+    # the W9 GPT: (vocabulary, time, features, heads, blocks), batch, -, loss, lr (AdamW), checkSteps
+    "W9gpt": ([27, 16, 64, 4, 4], 32, "", "sequenceCrossEntropy", "0.0005", "3"),
+    "smallGpt": ([7, 5, 6, 2, 2], 3, "", "sequenceCrossEntropy", "0.01", "4"),
 }
 CNN_CASES = ("W7cnn", "smallCnn")
 GRU_CASES = ("W8gru", "smallGru")
+GPT_CASES = ("W9gpt", "smallGpt")
 
 
 def check_shared_batches(folder, check):
@@ -124,6 +130,45 @@ def write_gru_case(path, name, seed):
     return int(check)
 
 
+def write_gpt_case(path, name, seed):
+    """A W9/W10 exchange file (README.md, "W9, W10"): rows as write_gru_case makes them, nn.Embedding's
+    N(0, 1), the position table, every weight N(0, 0.1²) (larger than nanoGPT's 0.02, so that the
+    scores are not all but zero), LayerNorm scales near 1 and every bias small but not zero, so
+    that their gradients matter; AdamW with weight decay 0.01."""
+    import numpy as np
+    from safetensors.numpy import save_file
+    sys.path.insert(0, HERE)
+    import peer_common as pc
+    (vocabulary, time, features, heads, blocks), batch, _, loss, lr, check = CASES[name]
+    rng = np.random.default_rng(seed)
+    x = np.zeros((batch, time), dtype=np.float32)
+    t = np.full((batch, time), -1, dtype=np.float32)
+    for row in range(batch):
+        n = int(rng.integers(1, time))
+        tokens = rng.integers(1, vocabulary, n)
+        x[row, 1:n + 1] = tokens
+        t[row, :n] = tokens
+        t[row, n] = 0
+    f, m = features, 4 * features
+    shapes = {"wte": (vocabulary, f), "wpe": (time, f), "ln1_w": (f,), "ln1_b": (f,), "attn_w": (3 * f, f),
+              "attn_b": (3 * f,), "proj_w": (f, f), "proj_b": (f,), "ln2_w": (f,), "ln2_b": (f,), "fc_w": (m, f),
+              "fc_b": (m,), "fc2_w": (f, m), "fc2_b": (f,), "lnf_w": (f,), "lnf_b": (f,), "head_w": (vocabulary, f),
+              "head_b": (vocabulary,)}
+    tensors = {"x": x, "t": t}
+    for role, _, key in pc.gpt_names(blocks):
+        shape = shapes[role]
+        if role == "wte":
+            tensors[key] = rng.standard_normal(shape).astype(np.float32)
+        elif role.endswith("_w") and len(shape) == 1:   # a LayerNorm's scale
+            tensors[key] = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32)
+        else:
+            tensors[key] = (0.1 * rng.standard_normal(shape)).astype(np.float32)
+    save_file(tensors, path, metadata={"loss": loss, "learningRate": lr, "checkSteps": check, "heads": str(heads),
+                                       "optimizer": "adamw", "weightDecay": "0.01", "beta1": "0.9",
+                                       "beta2": "0.999", "epsilon": "1e-08"})
+    return int(check)
+
+
 def check_words(folder, args, check):
     """F3's peer (torch_words_gru.py) for two epochs on Data/words-small.txt from W8-sized weights:
     its own split, then Neuron-style shared lines; a vocabulary that is not its reading's is refused."""
@@ -165,6 +210,48 @@ def check_words(folder, args, check):
             check(p.returncode == 0, f"torch_words_gru.py on shared lines ({name}) ran: {p.stderr.strip()[-300:]}")
         else:
             check(p.returncode != 0 and expected in p.stderr, f"torch_words_gru.py refused shared lines ({name}): "
+                                                             f"{p.stderr.strip()[-200:]}")
+
+
+def check_words_gpt(folder, args, check):
+    """F4's peer (torch_words_gpt.py) for two epochs on shared lines of Data/words-small.txt from
+    W9-sized weights; a line longer than the block is refused."""
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+    text = os.path.join(HERE, "..", "..", "Data", "words-small.txt")
+    init = os.path.join(folder, "F4.safetensors")
+    write_gpt_case(init, "W9gpt", seed=98)
+    tensors = {k: v for k, v in load_file(init).items() if k.startswith("layers.")}
+    save_file(tensors, init, metadata={"heads": "4", "learningRate": "0.0005", "weightDecay": "0.01", "beta1": "0.9",
+                                       "beta2": "0.999", "epsilon": "1e-08", "batchSize": "32", "keep": "a-z",
+                                       "blockSize": "16"})
+    with open(text) as f:
+        words = [line.strip() for line in f if line.strip()]
+    fitting = [i for i, w in enumerate(words) if len(w) <= 15]
+    longer = [i for i, w in enumerate(words) if len(w) > 15]
+    lines = {"lineCount": len(words), "vocabulary": [""] + [chr(c) for c in range(ord("a"), ord("z") + 1)],
+             "blockSize": 16, "batchSize": 32, "rows": fitting[:800], "testRows": fitting[800:1000],
+             "orders": [list(range(800)), list(reversed(range(800)))]}
+    cases = [("good", lines, None)]
+    if longer:
+        cases.append(("long", dict(lines, testRows=fitting[800:999] + longer[:1]), "does not fit block size 16"))
+    for name, content, expected in cases:
+        path = os.path.join(folder, f"gpt-lines-{name}.json")
+        with open(path, "w") as f:
+            json.dump(content, f)
+        cmd = [sys.executable, os.path.join(HERE, "torch_words_gpt.py"), "--text", text, "--init", init, "--batches", path,
+               "--target", "0", "--max-epochs", "2", "--threads", str(args.threads)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if expected is None:
+            try:
+                r = json.loads(p.stdout.splitlines()[-1])
+                ok = (p.returncode == 0 and r["peer"] == "torch" and r["epochs"] == 2 and not r["reached"]
+                      and len(r["testLosses"]) == 2 and r["testLosses"][1] < r["testLosses"][0] < np.log(27) + 1)
+                check(ok, f"torch_words_gpt.py on shared lines: test losses {r['testLosses']} (falling)")
+            except (IndexError, KeyError, ValueError):
+                check(False, f"torch_words_gpt.py ran: {p.stderr.strip()[-300:]}")
+        else:
+            check(p.returncode != 0 and expected in p.stderr, f"torch_words_gpt.py refused shared lines ({name}): "
                                                              f"{p.stderr.strip()[-200:]}")
 
 
@@ -255,7 +342,12 @@ def main():
                 return 2
             path = os.path.join(d, f"{name}.safetensors")
             cnn = name in CNN_CASES
-            if name in GRU_CASES:
+            if name in GPT_CASES:
+                n_check = write_gpt_case(path, name, seed=1234 + k)
+                peers = [("torch", "torch_gpt.py", ()), ("jax", "jax_gpt.py", ())]
+                if args.compile:
+                    peers.append(("torch.compile", "torch_gpt.py", ("--compile",)))
+            elif name in GRU_CASES:
                 n_check = write_gru_case(path, name, seed=1234 + k)
                 peers = [("torch", "torch_gru.py", ()), ("jax", "jax_gru.py", ())]
                 if args.compile:
@@ -270,7 +362,7 @@ def main():
                          ("jax", "jax_peer.py", ())]
                 if args.compile:
                     peers.append(("torch.compile", "torch_peer.py", ("--compile",)))
-            kind = "gru" if name in GRU_CASES else "cnn"
+            kind = "gpt" if name in GPT_CASES else "gru" if name in GRU_CASES else "cnn"
             print(f"{name}: {CASES[name][0]} batch {CASES[name][1]} {CASES[name][2] or kind} {CASES[name][3]}")
             results = []
             for peer, script, extra in peers:
@@ -298,7 +390,7 @@ def main():
                 first = results[0][1]["checkLosses"]
                 check(first[-1] < first[0], f"{results[0][0]}: the loss falls over the check steps "
                                             f"({first[0]:.6f} → {first[-1]:.6f})")
-            limit = 2e-5 if cnn else RTOL
+            limit = 2e-5 if cnn or name in GPT_CASES else RTOL
             for label, r in results[1:]:
                 a, b = results[0][1]["checkLosses"], r["checkLosses"]
                 worst = max((abs(p - q) / max(abs(p), abs(q), 1e-30) for p, q in zip(a, b)), default=0.0)
@@ -308,6 +400,7 @@ def main():
         check_shared_batches(d, check)
         if have["torch"] and not args.no_words:
             check_words(d, args, check)
+            check_words_gpt(d, args, check)
     print(f"selftest: {passed + failed} checks, peer runs skipped (library missing): {skipped}")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -1,0 +1,300 @@
+// W9 and W10: one AdamW training step of a small GPT (token and position embeddings, blocks of
+// LayerNorm → causal self-attention and LayerNorm → GELU MLP, each a residual, a final LayerNorm
+// and a head), built from NeuronCore's layers; the first loss checked against the naive loops,
+// then timed, its allocations counted at one BLAS thread and its time split by layer, and with
+// --peers against PyTorch (eager and compiled) and JAX on the same weights and batch.
+import AllocationCounter
+import ArgumentParser
+import Foundation
+import NeuronCore
+import NeuronTraining
+
+/// A GPT's training step at one size: `blocks` blocks of `heads` heads over `features`, an MLP
+/// of `4·features`, `time` positions, `batch` rows of packed words, sequence cross-entropy over
+/// the 27 tokens of a–z and the boundary, AdamW (every parameter decayed, as the shipped
+/// `Data/words-transformer.yaml` decays them), in Float.
+struct TransformerWorkload {
+    var id: String
+    var blocks: Int
+    var heads: Int
+    var features: Int
+    var time: Int
+    /// Issue 25's target: the best peer's time over ours at least this.
+    var target: Double
+    var batch = 32
+    let vocabulary = 27
+    let learningRate: Float = 5e-4
+    let weightDecay: Float = 0.01
+    /// The words the batch is drawn from, relative to the package.
+    static let text = "Data/words-small.txt"
+
+    /// The shipped transformer's size (`Data/words-transformer.yaml` at block 16).
+    static let w9 = TransformerWorkload(id: "W9", blocks: 4, heads: 4, features: 64, time: 16, target: 2)
+    /// A size where the products dominate.
+    static let w10 = TransformerWorkload(id: "W10", blocks: 6, heads: 6, features: 192, time: 64, target: 1.2)
+
+    var title: String {
+        "GPT: \(blocks) blocks, \(heads) heads, \(features) features, MLP \(4 * features), vocabulary \(vocabulary); batch \(batch), time \(time); AdamW"
+    }
+
+    /// Embedding → PositionEmbedding → `blocks` × (Residual[LayerNorm, attention], Residual[LayerNorm,
+    /// Dense(4·features), GELU (erf), Dense(features)]) → LayerNorm → Dense(vocabulary), every
+    /// dense layer at every position.
+    func layers() throws -> [any Layer<Float>] {
+        let sequence = [time, features]
+        var layers: [any Layer<Float>] = [
+            try Embedding<Float>(vocabulary: vocabulary, features: features, time: time),
+            try PositionEmbedding<Float>(time: time, features: features),
+        ]
+        for _ in 0..<blocks {
+            layers.append(
+                try Residual<Float>([
+                    try LayerNorm<Float>(shape: sequence), try CausalSelfAttention<Float>(time: time, features: features, heads: heads),
+                ]))
+            layers.append(
+                try Residual<Float>([
+                    try LayerNorm<Float>(shape: sequence), try Dense<Float>(features, 4 * features, activation: .identity, time: time),
+                    try GELU<Float>(shape: [time, 4 * features]), try Dense<Float>(4 * features, features, activation: .identity, time: time),
+                ]))
+        }
+        layers.append(try LayerNorm<Float>(shape: sequence))
+        layers.append(try Dense<Float>(features, vocabulary, activation: .identity, time: time))
+        return layers
+    }
+
+    /// The optimizer of every engine: PyTorch's `AdamW(lr, weight_decay)` with its default betas and epsilon.
+    func optimizer() throws -> Adam<Float> {
+        try Adam<Float>(learningRate: learningRate, weightDecay: weightDecay, decoupled: true)
+    }
+
+    /// The network (seed 1: the layers' own initializations) and `batch` rows of words drawn
+    /// from `Data/words-small.txt` (seed 2) and packed one after another as a text run reads a
+    /// word — features `⏎ w1 ⏎ w2 …`, targets `w1 ⏎ w2 ⏎ …` — as many whole words as fit in
+    /// `time` positions, the rest padding (features 0, targets −1).
+    func make() throws -> (network: Network<Float>, x: Tensor<Float>, t: Tensor<Float>) {
+        var network = try Network<Float>(try layers(), loss: .sequenceCrossEntropy)
+        network.initialize(seed: 1)
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../\(Self.text)").standardized.path
+        let corpus = try TextCorpus.load(path, maximumBytes: 1 << 20)
+        guard corpus.vocabulary.count == vocabulary else {
+            throw ValidationError("\(Self.text) has \(corpus.vocabulary.count) tokens; \(id) is built for \(vocabulary)")
+        }
+        var words = corpus.lines.filter { $0.unicodeScalars.count < time }
+        var generator = SeededGenerator(seed: 2)
+        generator.shuffle(&words)
+        var x = [Float](repeating: 0, count: batch * time), t = [Float](repeating: -1, count: batch * time)
+        var next = 0
+        for row in 0..<batch {
+            // The row's tokens ⏎ w1 ⏎ w2 … ⏎: features all but the last, targets all but the first.
+            var tokens = [Vocabulary.boundary]
+            while next < words.count, tokens.count + words[next].unicodeScalars.count + 1 <= time + 1 {
+                tokens += words[next].unicodeScalars.map { corpus.vocabulary.index(of: $0)! } + [Vocabulary.boundary]
+                next += 1
+            }
+            guard tokens.count > 1 else { throw ValidationError("\(Self.text) has too few words for \(batch) rows") }
+            for position in 0..<tokens.count - 1 {
+                x[row * time + position] = Float(tokens[position])
+                t[row * time + position] = Float(tokens[position + 1])
+            }
+        }
+        return (network, try Tensor(shape: [batch, time], scalars: x), try Tensor(shape: [batch, time], scalars: t))
+    }
+
+    /// Floating-point operations in one step, counting `2·m·n·k` per product: per block the query,
+    /// key and value projections `2·P·F·3F`, the output projection `2·P·F·F`, the MLP's two
+    /// `2·P·F·4F`, the scores and the weighted sums `2·B·T²·F` each (the full `(time, time)`
+    /// products BLAS computes, of which the mask discards nearly half); the head `2·P·F·V`
+    /// (P = batch·time positions). Backward computes each product's weight and input gradients,
+    /// twice the forward's; the embeddings are lookups.
+    var flops: Double {
+        let (b, t, f, v) = (Double(batch), Double(time), Double(features), Double(vocabulary))
+        let p = b * t
+        let block = 2 * p * f * (3 * f + f + 8 * f) + 4 * b * t * t * f
+        return 3 * (Double(blocks) * block + 2 * p * f * v)
+    }
+
+    /// The losses before each of `steps` AdamW steps, through the engine.
+    func engineLosses(steps: Int) throws -> [Double] {
+        var (network, x, t) = try make()
+        var adam = try optimizer()
+        return try (0..<steps).map { _ in Double(try network.trainStep(x, targets: t, optimizer: &adam)) }
+    }
+
+    /// The engine's loss on the first `rows` rows before any step, and the same from the naive
+    /// loops: each layer's forward pass from its definition, then the softmax and the loss at
+    /// the counted positions.
+    func firstLoss(rows: Int) throws -> (engine: Double, naive: Double) {
+        var (network, x, t) = try make()
+        let part = rows * time
+        let xs = try Tensor<Float>(shape: [rows, time], scalars: Array(x.scalars[..<part]))
+        let ts = try Tensor<Float>(shape: [rows, time], scalars: Array(t.scalars[..<part]))
+        let engine = Double(try network.loss(xs, targets: ts, mode: .training))
+        var tensors: [String: Tensor<Float>] = [:]
+        for p in network.parameterTensors { tensors[p.name] = network.parameter(p) }
+
+        // h: (rows, time, features), then (rows, time, vocabulary) after the head
+        func apply(_ layer: any Layer<Float>, _ h: Tensor<Float>, _ name: String) throws -> Tensor<Float> {
+            let positions = rows * time
+            func p(_ tensor: String) -> Tensor<Float> { tensors["\(name).\(tensor)"]! }
+            switch layer {
+            case is Embedding<Float>:
+                return try Naive.embeddingForward(h, weight: p("weight")).reshaped(to: [rows, time, features])
+            case is PositionEmbedding<Float>:
+                return Naive.positionEmbeddingForward(h, weight: p("weight"))
+            case let norm as LayerNorm<Float>:
+                return Naive.layerNormForward(h, weight: p("weight"), bias: p("bias"), epsilon: norm.epsilon)
+            case let attention as CausalSelfAttention<Float>:
+                return Naive.causalSelfAttentionForward(
+                    h, attentionWeight: p("c_attn.weight"), attentionBias: p("c_attn.bias"), projectionWeight: p("c_proj.weight"),
+                    projectionBias: p("c_proj.bias"), heads: attention.heads
+                ).output
+            case let dense as Dense<Float>:
+                let flat = try h.reshaped(to: [positions, dense.inputs])
+                return try Naive.denseForward(flat, weight: p("weight"), bias: p("bias"), activation: dense.activation).output
+                    .reshaped(to: [rows, time, dense.outputs])
+            case let gelu as GELU<Float>:
+                return Naive.geluForward(h, approximation: gelu.approximation)
+            case let residual as Residual<Float>:
+                var f = h
+                for (j, inner) in residual.body.layers.enumerated() { f = try apply(inner, f, "\(name).body.\(j)") }
+                var y = h
+                for i in 0..<y.count { y[i] += f[i] }
+                return y
+            default:
+                throw ValidationError("\(id): no naive forward for \(layer.description)")
+            }
+        }
+        var h = xs
+        for (i, layer) in network.layers.enumerated() { h = try apply(layer, h, "layers.\(i)") }
+        let probabilities = Naive.softmax(try h.reshaped(to: [rows * time, vocabulary]))
+        return (engine, Double(Naive.loss(.sequenceCrossEntropy, output: probabilities, targets: ts)))
+    }
+
+    /// Writes the exchange file for the peers (Benchmarks/peers/README.md, "W9, W10"): `x` and
+    /// `t` as F32 `(batch, time)` (−1: padding), the parameters under our names in PyTorch's
+    /// layouts, and the heads, AdamW's hyperparameters and the number of check steps.
+    func writeExchangeFile(to directory: String, checkSteps: Int) throws -> String {
+        let (network, x, t) = try make()
+        let adam = try optimizer()
+        return try writePeerExchange(
+            id, network: network, x: x, targets: t, learningRate: learningRate, checkSteps: checkSteps, to: directory,
+            metadata: [
+                "heads": "\(heads)", "optimizer": "adamw", "weightDecay": "\(weightDecay)", "beta1": "\(adam.beta1)",
+                "beta2": "\(adam.beta2)", "epsilon": "\(adam.epsilon)",
+            ])
+    }
+
+    /// Seconds of `blocks` single steps at the run's thread count, and heap allocations per step at one BLAS
+    /// thread (OpenBLAS's threaded gemm allocates a job buffer per product; the engine's own
+    /// target is 0).
+    func time(blocks: Int) throws -> (seconds: [Double], allocationsPerStep: Double) {
+        let (network, x, t) = try make()
+        // Each step timed alone, as the peers time theirs: on a shared machine a block of many
+        // steps takes in every preemption, where the median of single steps passes over them.
+        let seconds = try timeSteps(network, x: x, targets: t, optimizer: try optimizer(), blocks: blocks, blockTarget: .zero).seconds
+        let threads = BLAS.threadCount
+        BLAS.threadCount = 1
+        defer { BLAS.threadCount = threads }
+        let allocations = try timeSteps(network, x: x, targets: t, optimizer: try optimizer(), blocks: 1, counted: 5).allocationsPerStep
+        return (seconds, allocations)
+    }
+
+    /// Median seconds of AdamW's update of every parameter.
+    func updateTime(blocks: Int) throws -> Double {
+        var (network, x, t) = try make()
+        var adam = try optimizer()
+        try network.lossAndGradients(x, targets: t)
+        let gradients = network.gradients
+        return Timing(measureSteps(blocks: blocks) { adam.update(parameters: &network.parameters, gradients: gradients) }).median
+    }
+}
+
+extension Report {
+    /// W9's or W10's figures.
+    struct Transformer: Encodable {
+        var id: String
+        var title: String
+        var flops: Double
+        var checkLosses: [Double]
+        /// The first step's loss through the engine and through the naive loops, on `naiveRows` rows.
+        var firstLoss: Double
+        var naiveFirstLoss: Double
+        var naiveRows: Int
+        /// Our per-step seconds, block by block, round after round.
+        var seconds: [Double]
+        var timing: Timing
+        var gflops: Double
+        var ceilingPercent: Double?
+        /// At one BLAS thread.
+        var allocationsPerStep: Double
+        var layers: [LayerTime]
+        /// Median seconds of AdamW's update.
+        var update: Double
+        var peers: [String: PeerTiming] = [:]
+    }
+}
+
+extension Benchmarks {
+    /// W9 or W10: the engine's first loss checked against the naive loops, then timed with its
+    /// per-layer split; with `--peers`, PyTorch (eager and compiled) and JAX on the same weights
+    /// and batch, each checked to agree on the losses of the first steps before it is timed, in
+    /// interleaved rounds.
+    func transformer(_ w: TransformerWorkload, ceiling: Double?) throws -> Report.Transformer {
+        let checkSteps = 3
+        // W10's naive loops on two rows: the full batch would take them minutes.
+        let naiveRows = w.time > 16 ? 2 : w.batch
+        let first = try w.firstLoss(rows: naiveRows)
+        // 1e-5: the same sums in other orders, in Float, through 2·blocks + 3 normalizations.
+        guard agree([first.engine], [first.naive], tolerance: 1e-5) else {
+            throw ValidationError("\(w.id) check failed: engine loss \(first.engine) vs naive \(first.naive) on \(naiveRows) rows")
+        }
+        let checkLosses = try w.engineLosses(steps: checkSteps)
+        let large = w.flops > 5e9
+        let specs = PeerSpec.transformer
+        // 2e-5: AdamW moves each parameter by about lr·sign(g) on the first step, so a gradient near
+        // 0 computed in another order moves its parameter by a different amount.
+        var measured = try againstPeers(
+            w.id, specs: specs, checkLosses: checkLosses, tolerance: 2e-5, peerSteps: quick ? 5 : (large ? 12 : 200),
+            writeFile: { try w.writeExchangeFile(to: $0, checkSteps: checkSteps) },
+            time: { try w.time(blocks: quick ? 3 : (large ? 12 : 200)) })
+        let timing = Timing(measured.seconds)
+        let gflops = w.flops / timing.median / 1e9
+        var (network, x, t) = try w.make()
+        let layers = try layerTimes(&network, x: x, targets: t, repeats: quick ? 3 : (large ? 5 : 30))
+        let update = try w.updateTime(blocks: quick ? 3 : 15)
+        let losses = checkLosses.map { String(format: "%.6f", $0) }.joined(separator: ", ")
+        print(
+            "\(w.id): \(w.title), float32 (checked: first loss \(String(format: "%.6f", first.engine)) = naive within 1e-5 on \(naiveRows) rows; losses \(losses))"
+        )
+        print(
+            stepTable(
+                timing: timing, allocations: measured.allocationsPerStep, flops: w.flops, ceiling: ceiling, specs: specs,
+                peers: &measured.peers))
+        print(String(format: "  %.1f MFLOP a step; allocations per step counted at one BLAS thread", w.flops / 1e6))
+        let gaps = measured.peers.values.compactMap(\.checkLosses).flatMap { zip($0, checkLosses).map { abs($0 - $1) / abs($1) } }
+        if let worst = gaps.max() { print(String(format: "  the peers' check losses within %.1e relative of ours", worst)) }
+        let timed = specs.compactMap { spec in measured.peers[spec.name]?.ratio.map { (spec.column, $0) } }
+        if let best = timed.min(by: { $0.1 < $1.1 }) {
+            print(
+                String(
+                    format: "  best peer / Neuron: %.2f× (%@); target ≥ %.1f×: %@", best.1, best.0, w.target,
+                    best.1 >= w.target ? "met" : "not met"))
+        }
+        print("  by part (median forward / backward):")
+        let parted = layers.reduce(0) { $0 + $1.forward + $1.backward } + update
+        print(
+            table(
+                layers.map { [String($0.layer.prefix(90)), format($0.forward), format($0.backward)] } + [
+                    ["AdamW update", format(update), ""],
+                    [
+                        "the step less these parts (loss head, zeroing, the fold)",
+                        timing.median > parted ? format(timing.median - parted) : "< 0: the parts, timed alone, sum past the step (noise)", "",
+                    ],
+                ]))
+        print()
+        return Report.Transformer(
+            id: w.id, title: w.title, flops: w.flops, checkLosses: checkLosses, firstLoss: first.engine, naiveFirstLoss: first.naive,
+            naiveRows: naiveRows, seconds: measured.seconds, timing: timing, gflops: gflops, ceilingPercent: ceiling.map { gflops / $0 * 100 },
+            allocationsPerStep: measured.allocationsPerStep, layers: layers, update: update, peers: measured.peers)
+    }
+}

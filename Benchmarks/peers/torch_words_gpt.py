@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""F4 for PyTorch CPU: W9's GPT trained on a word list, on Neuron's lines and batches, until the
+test loss reaches --target, training time only (evaluation excluded).
+
+    python3 Benchmarks/peers/torch_words_gpt.py --text /usr/share/dict/american-english \
+        --init DIR/F4.safetensors --batches DIR/F4-lines.json --target 1.9 --max-epochs 6 --threads 2 [--verbose]
+
+The lines are read as torch_words_gru.py reads them (as Neuron's TextCorpus does: lowercased when
+the recipe says so, kept when every character is in `keep`); the vocabulary is the boundary token
+0 then the characters by code point; a word of n characters is the features ⏎ c1 … cn (then 0)
+and the targets c1 … cn ⏎ (then -1) over `blockSize` positions. --batches gives the lines Neuron
+trains and tests on (indices among the kept lines; each must fit the block), each epoch's order
+over the training lines, and what Neuron read (line count, vocabulary, block size), checked here.
+The network is torch_gpt.build_gpt_model's, eager; the loss F.cross_entropy(ignore_index=-1);
+the optimizer torch.optim.AdamW (fused) with the recipe's rate, weight decay (every parameter),
+betas and epsilon. After each epoch the test loss, -log softmax(z)[target] averaged over every
+counted position of the test lines, is measured in batches of 1,000 (untimed).
+
+--init: the initial weights (our names, PyTorch's layouts, as W9's exchange file, without x and t)
+with metadata heads, learningRate, weightDecay, beta1, beta2, epsilon, batchSize, lowercase, keep,
+blockSize. Prints one JSON line:
+{"peer","version","threads","reached","epochs","trainSeconds","testLosses"}.
+"""
+import argparse
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_common as pc  # noqa: E402
+
+PROG = "torch_words_gpt"
+
+
+def load_recipe(path):
+    """(params, sizes, recipe) from an F4 file: the GPT's tensors, checked, and the recipe."""
+    from safetensors.numpy import load_file
+    if not os.path.isfile(path):
+        raise pc.PeerError(f"no such file: {path}")
+    try:
+        tensors = load_file(path)
+        meta = pc.read_metadata(path)
+    except Exception as e:
+        raise pc.PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    params, sizes = pc.check_gpt_params(tensors, meta, path)
+    try:
+        recipe = dict(pc.adamw_metadata(meta, path), batch=int(meta["batchSize"]), block=int(meta["blockSize"]),
+                      lowercase=meta.get("lowercase", "false") == "true", keep=meta.get("keep") or None)
+    except (KeyError, ValueError) as e:
+        raise pc.PeerError(f"{path}: bad or missing recipe metadata (batchSize, blockSize): {e}") from e
+    if recipe["block"] != sizes["time"]:
+        raise pc.PeerError(f"{path}: block size {recipe['block']}, but the position table has {sizes['time']} rows")
+    return params, sizes, recipe
+
+
+def main():
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("--text", default="/usr/share/dict/american-english", help="the word list, one word a line")
+    parser.add_argument("--init", required=True, help="F4.safetensors: initial weights + recipe")
+    parser.add_argument("--batches", required=True, help="Neuron's lines and batches (JSON)")
+    parser.add_argument("--target", type=float, required=True, help="test loss to reach (at or below)")
+    parser.add_argument("--max-epochs", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--verbose", action="store_true", help="progress on stderr")
+    args = parser.parse_args()
+    if args.max_epochs < 1:
+        raise pc.PeerError("--max-epochs must be >= 1")
+    pc.pin_threads(args.threads)
+
+    import numpy as np
+    import torch
+    torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
+    from torch_gpt import build_gpt_model, sequence_cross_entropy
+    from torch_words_gru import load_shared, read_lines, token_rows
+
+    params, sizes, r = load_recipe(args.init)
+    lines = read_lines(args.text, r["lowercase"], r["keep"])
+    vocabulary = [""] + sorted(set("".join(lines)))
+    if len(vocabulary) != sizes["vocabulary"]:
+        raise pc.PeerError(f"the text has {len(vocabulary)} tokens, the embedding {sizes['vocabulary']}")
+    block = r["block"]
+    rows, test_rows, orders = load_shared(args.batches, lines, vocabulary, block, r["batch"], args.max_epochs)
+    longest = max(len(lines[i]) for i in np.concatenate([rows, test_rows]))
+    if longest > block - 1:
+        raise pc.PeerError(f"{args.batches}: a line of {longest} characters does not fit block size {block}")
+    index = {c: i for i, c in enumerate(vocabulary)}
+    x, t = (torch.from_numpy(a) for a in token_rows(np, [lines[i] for i in rows], index, block))
+    tx, tt = (torch.from_numpy(a) for a in token_rows(np, [lines[i] for i in test_rows], index, block))
+
+    model = build_gpt_model(torch, params, sizes)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=r["lr"], betas=r["betas"], eps=r["eps"],
+                                  weight_decay=r["weight_decay"], fused=True)
+    batches = math.ceil(len(x) / r["batch"])
+
+    def test_loss():
+        """The mean over every counted position of the test lines (sums of batches of 1,000)."""
+        total, counted = 0.0, 0
+        with torch.no_grad():
+            for i in range(0, len(tx), 1000):
+                logits, targets = model(tx[i:i + 1000]), tt[i:i + 1000]
+                total += float(torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-1, reduction="sum"))
+                counted += int((targets >= 0).sum())
+        return total / counted
+
+    train_seconds, losses, reached, epoch = 0.0, [], False, 0
+    while epoch < args.max_epochs:
+        epoch += 1
+        model.train()
+        order = torch.from_numpy(orders[epoch - 1])
+        start = time.perf_counter()
+        for k in range(batches):
+            idx = order[k * r["batch"]:(k + 1) * r["batch"]]
+            optimizer.zero_grad(set_to_none=True)
+            loss = sequence_cross_entropy(torch, model(x[idx]), t[idx])
+            loss.backward()
+            optimizer.step()
+        seconds = time.perf_counter() - start
+        train_seconds += seconds
+        model.eval()
+        tested = test_loss()
+        losses.append(tested)
+        if args.verbose:
+            print(f"{PROG}: epoch {epoch}: {seconds:.2f} s, last loss {loss.item():.4f}, test loss {tested:.4f}",
+                  file=sys.stderr)
+        if not math.isfinite(loss.item()):
+            raise pc.PeerError(f"training diverged (loss {loss.item()}) in epoch {epoch}")
+        if tested <= args.target:
+            reached = True
+            break
+
+    pc.emit({"peer": "torch", "version": torch.__version__, "threads": args.threads, "reached": reached,
+             "epochs": epoch, "trainSeconds": train_seconds, "testLosses": losses})
+
+
+if __name__ == "__main__":
+    pc.run(PROG, main)
