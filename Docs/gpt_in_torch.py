@@ -33,14 +33,14 @@ class Block(nn.Module):
         x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
 
-class GPT(nn.Module):                                      # nanoGPT's module names; the head has a bias
-    def __init__(self, tokens, block_size, features, heads, hidden, blocks, approximate="none", eps=1e-5):
+class GPT(nn.Module):                                      # nanoGPT's module names
+    def __init__(self, tokens, positions, features, heads, hidden, blocks, approximate="none", eps=1e-5, tied=False):
         super().__init__()
         self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(tokens, features), wpe=nn.Embedding(block_size, features),
+            wte=nn.Embedding(tokens, features), wpe=nn.Embedding(positions, features),
             h=nn.ModuleList(Block(features, heads, hidden, approximate, eps) for _ in range(blocks)),
             ln_f=nn.LayerNorm(features, eps)))
-        self.lm_head = nn.Linear(features, tokens)
+        self.lm_head = nn.Linear(features, tokens, bias=not tied)   # tied: nanoGPT's, no bias
 
     def forward(self, x):                                  # x: (batch, time) tokens, the boundary token (0) first
         x = self.transformer.wte(x) + self.transformer.wpe(torch.arange(x.shape[1]))
@@ -48,14 +48,25 @@ class GPT(nn.Module):                                      # nanoGPT's module na
             x = block(x)
         return self.lm_head(self.transformer.ln_f(x))      # (batch, time, tokens): the next token's scores
 
+def layer_list(model):
+    """The run's layers: model.layers, or those model.transformer stands for (Docs/Config.md)."""
+    if not model.get("transformer"):
+        return model["layers"]
+    c = model["transformer"]
+    dropout = [{"kind": "dropout"}] if c.get("dropout", 0) > 0 else []
+    attention = {"kind": "residual", "layers": [{"kind": "layerNorm"}, {"kind": "attention", "heads": c["heads"]}] + dropout}
+    mlp = {"kind": "residual", "layers": [{"kind": "layerNorm"}, {"kind": "dense"}, {"kind": "gelu"}, {"kind": "dense"}] + dropout}
+    head = {"kind": "tiedHead"} if c.get("tieWeights", False) else {"kind": "dense"}
+    return [{"kind": "embedding"}, {"kind": "positionEmbedding"}] + dropout + [attention, mlp] * c["blocks"] + [{"kind": "layerNorm"}, head]
+
 def load(path):
-    """The run's GPT and vocabulary: our names renamed to nanoGPT's, walking the config's layer list."""
+    """The run's GPT, its block and vocabulary: our names renamed to nanoGPT's, walking the layer list."""
     tensors = load_file(path)
     with safe_open(path, framework="pt") as f:
         state = json.loads(f.metadata()["neuron.state"])
     top = {"embedding": "transformer.wte", "positionEmbedding": "transformer.wpe", "layerNorm": "transformer.ln_f", "dense": "lm_head"}
-    rename, blocks = {}, 0                                 # our prefix → nanoGPT's; dropout (off in evaluation) has none
-    for i, layer in enumerate(state["config"]["model"]["layers"]):
+    rename, blocks, tied = {}, 0, False                    # our prefix → nanoGPT's; dropout (off in evaluation) has none
+    for i, layer in enumerate(layer_list(state["config"]["model"])):
         kind, body = layer.get("kind", "dense"), layer.get("layers", [])
         if kind == "residual" and body[1].get("kind") == "attention":    # [layerNorm, attention, (dropout)]
             h, heads, eps = f"transformer.h.{blocks}", body[1]["heads"], body[0].get("epsilon", 1e-5)
@@ -64,17 +75,24 @@ def load(path):
             approximate = body[2].get("approximation", "none")
             rename |= {f"layers.{i}.body.0": f"{h}.ln_2", f"layers.{i}.body.1": f"{h}.mlp.c_fc", f"layers.{i}.body.3": f"{h}.mlp.c_proj"}
             blocks += 1
+        elif kind == "tiedHead":                           # no tensors: the head scores with layers.0.weight
+            tied = True
         elif kind in top:
             rename[f"layers.{i}"] = top[kind]
     state_dict = {new + name[len(old):]: t for name, t in tensors.items() for old, new in rename.items() if name.startswith(old + ".")}
-    (tokens, features), block_size = state_dict["lm_head.weight"].shape, state_dict["transformer.wpe.weight"].shape[0]
-    model = GPT(tokens, block_size, features, heads, state_dict["transformer.h.0.mlp.c_fc.weight"].shape[0], blocks, approximate, eps)
+    if tied:
+        state_dict["lm_head.weight"] = state_dict["transformer.wte.weight"]
+    (tokens, features), positions = state_dict["transformer.wte.weight"].shape, state_dict["transformer.wpe.weight"].shape[0]
+    model = GPT(tokens, positions, features, heads, state_dict["transformer.h.0.mlp.c_fc.weight"].shape[0], blocks, approximate, eps, tied)
     model.load_state_dict(state_dict)                      # strict: every tensor of the module, each exactly once
-    return model.eval(), state["vocabulary"]               # token i is vocabulary[i]; "" is the boundary
+    if tied:
+        model.lm_head.weight = model.transformer.wte.weight   # one table, as nanoGPT ties it
+    block = len(state["featureNames"])                     # the positions a sample holds: t0 … t(block−1)
+    return model.eval(), block, state["vocabulary"]        # token i is vocabulary[i]; "" is the boundary
 
 if __name__ == "__main__":                                 # python gpt_in_torch.py RUN/checkpoint.safetensors qu
-    model, vocabulary = load(sys.argv[1])
-    x = torch.tensor([[0] + [vocabulary.index(c) for c in sys.argv[2]]])
+    model, block, vocabulary = load(sys.argv[1])
+    x = torch.tensor([([0] + [vocabulary.index(c) for c in sys.argv[2]])[-block:]])   # the context's last block, as sampling crops
     with torch.no_grad():
         p = torch.softmax(model(x)[0, -1], dim=-1)         # what neuron sample --prefix qu --probabilities prints
     print(json.dumps(p.tolist()))

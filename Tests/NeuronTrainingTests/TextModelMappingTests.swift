@@ -11,9 +11,12 @@ import Testing
 /// nested layers (tensors `body.j.…`), `nn.LayerNorm` (biased variance, epsilon inside the root),
 /// `nn.GELU` in both forms, nanoGPT's causal self-attention (q, k, v the three row blocks of
 /// `c_attn`, each head its own columns of them, scores scaled by 1/√size, later positions masked,
-/// softmax, then `c_proj`), dropout as evaluation runs it (not at all); then the softmax of the
-/// last position's scores: the probabilities of the character after the prefix. It walks the
-/// config's layer list as the checkpoint stores it, in float64 from the stored tensors.
+/// softmax, then `c_proj`), dropout as evaluation runs it (not at all), a tied head (the token
+/// embedding's table `layers.0.weight` as `lm_head.weight`, no bias); then the softmax of the last
+/// position's scores: the probabilities of the character after the prefix, the context cropped to
+/// its last block as sampling crops it. It walks the config's layer list as the checkpoint stores
+/// it, or the list `model.transformer` stands for, written out here from Docs/Config.md's rule, in
+/// float64 from the stored tensors.
 private let numpyNextCharacter = #"""
     import json, math, sys
     import numpy as np
@@ -25,11 +28,22 @@ private let numpyNextCharacter = #"""
     with safe_open(path, framework="np") as f:
         state = json.loads(f.metadata()["neuron.state"])
     vocabulary = state["vocabulary"]                   # token i is vocabulary[i]; "" is the boundary
-    tokens = [0] + [vocabulary.index(c) for c in prefix]
+    block = len(state["featureNames"])                 # the positions a sample holds: t0 … t(block−1)
+    tokens = ([0] + [vocabulary.index(c) for c in prefix])[-block:]   # a longer context cropped to its last block
     sigmoid = lambda z: 1 / (1 + np.exp(-z))
     erf = np.vectorize(math.erf)
     activations = {"tanh": np.tanh, "sigmoid": sigmoid, "relu": lambda z: np.maximum(z, 0), "identity": lambda z: z}
 
+    def layer_list(model):                             # model.layers, or the layers model.transformer stands for (Docs/Config.md)
+        if not model.get("transformer"):
+            return model["layers"]
+        c = model["transformer"]
+        dropout = [{"kind": "dropout"}] if c.get("dropout", 0) > 0 else []
+        attention = {"kind": "residual", "layers": [{"kind": "layerNorm"}, {"kind": "attention", "heads": c["heads"]}] + dropout}
+        mlp = {"kind": "residual", "layers": [{"kind": "layerNorm"}, {"units": c.get("mlpRatio", 4) * c["features"], "activation": "identity"},
+                                             {"kind": "gelu"}, {"units": c["features"], "activation": "identity"}] + dropout}
+        head = {"kind": "tiedHead"} if c.get("tieWeights", False) else {"units": len(vocabulary), "activation": "identity"}
+        return [{"kind": "embedding"}, {"kind": "positionEmbedding"}] + dropout + [attention, mlp] * c["blocks"] + [{"kind": "layerNorm"}, head]
     def softmax_rows(z):
         e = np.exp(z - z.max(axis=-1, keepdims=True))
         return e / e.sum(axis=-1, keepdims=True)
@@ -47,6 +61,8 @@ private let numpyNextCharacter = #"""
                 h = np.hstack([padded[j : j + len(h)] for j in range(k)])
             elif kind == "dense":                      # nn.Linear at every position
                 h = activations[layer.get("activation", "tanh")](h @ p("weight").T + p("bias"))
+            elif kind == "tiedHead":                   # the token embedding's table as the head's weight, no bias
+                h = h @ t["layers.0.weight"].T
             elif kind in ("rnn", "gru"):               # nn.RNN / nn.GRU, hx = h0
                 state_h, out = p("h0"), []
                 W, U, b, c = p("weight_ih_l0"), p("weight_hh_l0"), p("bias_ih_l0"), p("bias_hh_l0")
@@ -89,7 +105,7 @@ private let numpyNextCharacter = #"""
                 raise SystemExit(f"the NumPy mapping has no layer kind {kind!r}")
         return h
 
-    print(json.dumps(softmax_rows(run(state["config"]["model"]["layers"], "layers.", None)[-1]).tolist()))
+    print(json.dumps(softmax_rows(run(layer_list(state["config"]["model"]), "layers.", None)[-1]).tolist()))
     """#
 
 /// A GPT of 2 blocks as nanoGPT builds one, from the layer kinds there are: features 8, 2 heads,
@@ -115,18 +131,43 @@ private let gptVariant = """
      {kind: layerNorm, epsilon: 0.001}, {units: 27, activation: identity}]
     """
 
-/// The prefixes the mappings are held to: none (the boundary token alone), short ones, and one of
-/// 17 characters, which fills every position of words-small.txt's block (its longest line's 17 and the end).
-private let prefixes = ["", "q", "th", "unbelievab", "uncharacteristics"]
+/// A GPT from `model.transformer`'s sizes (2 blocks, 2 heads, features 8, a position table of 12
+/// rows), trained on blocks of 8 positions with the longer words cut into windows, so that
+/// sampling crops: `tieWeights` chooses the head.
+private func transformer(tied: Bool) -> TrainedModel {
+    TrainedModel(
+        model: "{transformer: {blocks: 2, heads: 2, features: 8, positions: 12, tieWeights: \(tied)}}",
+        data: "blockSize: 8, longLines: window",
+        prefixes: ["", "q", "th", "quickly", "unbelievab", "uncharacteristics"])
+}
 
-/// A text model of `layers` trained one epoch on words-small.txt (25 Adam steps: weights well away
-/// from their initial values, layer norms' ones and zeros included), its checkpoint written to
-/// `directory` and read back as `neuron sample` reads it.
-private func trainedCheckpoint(layers: String, in directory: CheckpointTestDirectory) throws -> LoadedCheckpoint {
+/// A text model the mappings are held to: its `model:` and extra `data:` keys, and the prefixes.
+struct TrainedModel: Sendable, CustomTestStringConvertible {
+    var model: String
+    var data = ""
+    /// None (the boundary token alone), short ones, and one of 17 characters, which fills every
+    /// position of words-small.txt's default block (its longest line's 17 and the end); for a
+    /// block of 8, "quickly" fills it and the two after are cropped to their last 8 tokens.
+    var prefixes = ["", "q", "th", "unbelievab", "uncharacteristics"]
+
+    init(model: String, data: String = "", prefixes: [String]? = nil) {
+        (self.model, self.data) = (model, data)
+        if let prefixes { self.prefixes = prefixes }
+    }
+
+    init(layers: String) { self.init(model: "{layers: \(layers)}") }
+
+    var testDescription: String { data.isEmpty ? model : "\(model), data: {\(data)}" }
+}
+
+/// The model trained one epoch on words-small.txt (25 Adam steps without windows: weights well
+/// away from their initial values, layer norms' ones and zeros included), its checkpoint written
+/// to `directory` and read back as `neuron sample` reads it.
+private func trainedCheckpoint(_ trained: TrainedModel, in directory: CheckpointTestDirectory) throws -> LoadedCheckpoint {
     let config = try config(
         """
-        model: {layers: \(layers)}
-        data: {kind: text, path: words-small.txt}
+        model: \(trained.model)
+        data: {kind: text, path: words-small.txt\(trained.data.isEmpty ? "" : ", " + trained.data)}
         optimizer: {kind: adam, learningRate: 0.01}
         training: {epochs: 1, batchSize: 32, seed: 11}
         """)
@@ -139,7 +180,7 @@ private func trainedCheckpoint(layers: String, in directory: CheckpointTestDirec
 
 /// The engine's probabilities of the character after each of `prefixes`, by `neuron sample
 /// --probabilities`'s path.
-private func engineProbabilities(_ saved: LoadedCheckpoint) throws -> [[Double]] {
+private func engineProbabilities(_ saved: LoadedCheckpoint, _ prefixes: [String]) throws -> [[Double]] {
     let vocabulary = try #require(saved.state.vocabulary)
     var network = try Prediction<Float>.network(saved)
     return try prefixes.map { prefix in
@@ -165,25 +206,29 @@ struct TextModelMappingTests {
     @Test(
         "The NumPy mapping reproduces neuron sample's probabilities of the next character",
         arguments: [
-            "[{kind: embedding, features: 8}, {kind: gru, units: 12}, {units: 27, activation: identity}]",
-            "[{kind: embedding, features: 8}, {kind: rnn, units: 12}, {units: 27, activation: identity}]",
-            "[{kind: embedding, features: 6}, {kind: positionEmbedding}, {kind: context, size: 3}, {units: 16, activation: tanh}, {units: 27, activation: identity}]",
-            "[{kind: embedding}]",
-            gpt, gptVariant,
+            TrainedModel(layers: "[{kind: embedding, features: 8}, {kind: gru, units: 12}, {units: 27, activation: identity}]"),
+            TrainedModel(layers: "[{kind: embedding, features: 8}, {kind: rnn, units: 12}, {units: 27, activation: identity}]"),
+            TrainedModel(
+                layers:
+                    "[{kind: embedding, features: 6}, {kind: positionEmbedding}, {kind: context, size: 3}, {units: 16, activation: tanh}, {units: 27, activation: identity}]"
+            ),
+            TrainedModel(layers: "[{kind: embedding}]"),
+            TrainedModel(layers: gpt), TrainedModel(layers: gptVariant),
+            transformer(tied: false), transformer(tied: true),
         ])
-    func nextCharacter(layers: String) throws {
+    func nextCharacter(_ trained: TrainedModel) throws {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         try requireSafetensors(in: directory)
-        let swift = try engineProbabilities(try trainedCheckpoint(layers: layers, in: directory))
-        for (prefix, engine) in zip(prefixes, swift) {
+        let swift = try engineProbabilities(try trainedCheckpoint(trained, in: directory), trained.prefixes)
+        for (prefix, engine) in zip(trained.prefixes, swift) {
             let numpy = try JSONDecoder().decode(
                 [Double].self, from: Data(try python(numpyNextCharacter, [directory.file("checkpoint.safetensors"), prefix], in: directory).utf8))
-            expectAgreement(engine, numpy, tolerance: 2e-6, sumTolerance: 1e-9, "\(layers) after '\(prefix)'")
+            expectAgreement(engine, numpy, tolerance: 2e-6, sumTolerance: 1e-9, "\(trained) after '\(prefix)'")
         }
         // A model that gave every prefix the same distribution would agree with a mapping that ignored the prefix.
         let spread = swift.dropFirst().map { p in zip(p, swift[0]).map { abs($0 - $1) }.max()! }.max()!
-        #expect(spread > 0.01, "\(layers): the prefixes' distributions differ by at most \(spread)")
+        #expect(spread > 0.01, "\(trained): the prefixes' distributions differ by at most \(spread)")
     }
 
     @Test("Docs/Text.md shows Docs/gpt_in_torch.py verbatim, the snippet the test below runs")
@@ -198,16 +243,17 @@ struct TextModelMappingTests {
     /// above); runs where the benchmarks' peers venv is set up.
     @Test(
         "Docs/gpt_in_torch.py's torch module reproduces neuron sample's probabilities of the next character",
-        .enabled(if: peersTorch != nil, "needs torch in the peers' venv (Benchmarks/peers/setup.sh)"))
-    func torchSnippet() throws {
+        .enabled(if: peersTorch != nil, "needs torch in the peers' venv (Benchmarks/peers/setup.sh)"),
+        arguments: [TrainedModel(layers: gpt), transformer(tied: false), transformer(tied: true)])
+    func torchSnippet(_ trained: TrainedModel) throws {
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
         let snippet = try String(contentsOfFile: docsDirectory + "/gpt_in_torch.py", encoding: .utf8)
-        let swift = try engineProbabilities(try trainedCheckpoint(layers: gpt, in: directory))
-        for (prefix, engine) in zip(prefixes, swift) {
+        let swift = try engineProbabilities(try trainedCheckpoint(trained, in: directory), trained.prefixes)
+        for (prefix, engine) in zip(trained.prefixes, swift) {
             let output = try python(snippet, [directory.file("checkpoint.safetensors"), prefix], in: directory, executable: peersTorch!)
             let torch = try JSONDecoder().decode([Double].self, from: Data(output.utf8))
-            expectAgreement(engine, torch, tolerance: 2e-6, sumTolerance: 1e-5, "torch after '\(prefix)'")
+            expectAgreement(engine, torch, tolerance: 2e-6, sumTolerance: 1e-5, "torch, \(trained), after '\(prefix)'")
         }
     }
 }
