@@ -35,6 +35,9 @@ public struct Embedding<Scalar: TensorScalar>: TokenInput {
 
     /// An embedding of `vocabulary` tokens in `features` dimensions, for sequences of `time` tokens.
     /// - Parameters:
+    ///   - vocabulary: the number of distinct tokens.
+    ///   - features: the length of each token's vector.
+    ///   - time: tokens per sequence.
     ///   - standardDeviation: the initial entries' spread: 1 as nn.Embedding draws them; 0.02 as
     ///     GPT-2 draws a table that also scores the output (a tied head, whose logits would
     ///     otherwise start at about √features in size).

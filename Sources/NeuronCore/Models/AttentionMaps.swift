@@ -122,7 +122,9 @@ extension Network {
     ///
     ///     // line: n tokens  →  per attention layer: (heads, m, m), m = min(n + 1, time) positions
     ///
-    /// - Parameter vocabulary: names the positions' characters in ``AttentionMaps/labels``; nil: the token indices.
+    /// - Parameters:
+    ///   - line: the line's characters as token indices, without the boundary token.
+    ///   - vocabulary: names the positions' characters in ``AttentionMaps/labels``; nil: the token indices.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the network is not a sequence model;
     ///   ``NetworkError/invalidLayer(_:reason:)`` when it has no attention layer;
     ///   ``NetworkError/invalidValue(_:)`` for an empty line or a token the network does not have.

@@ -77,8 +77,13 @@ extension Network {
     ///
     ///     // count lines, drawn together: (count, time) token batches, one forward pass per character
     ///
-    /// - Parameter maximumLength: the most characters a line holds, prefix included, so that a
-    ///   model that never closes a line still ends; default four blocks.
+    /// - Parameters:
+    ///   - count: the number of lines, drawn together.
+    ///   - prefix: the characters every line starts with, as token indices.
+    ///   - rule: how a character is drawn from the model's probabilities.
+    ///   - maximumLength: the most characters a line holds, prefix included, so that a
+    ///     model that never closes a line still ends; default four blocks.
+    ///   - generator: the source of every draw.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the network is not a sequence model or the
     ///   prefix leaves no character to draw.
     public mutating func sampleLines(

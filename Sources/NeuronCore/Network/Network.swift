@@ -408,8 +408,12 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     ///
     ///     // x: (batch, inputShape…)  targets: (batch, targetCount)
     ///
-    /// - Parameter maximumGradientNorm: when given (> 0), the gradients' global norm is clipped to
-    ///   it before the update (``clipGradientNorm(maximum:)``).
+    /// - Parameters:
+    ///   - x: the batch's inputs.
+    ///   - targets: the batch's targets.
+    ///   - optimizer: updates the parameters from the gradients.
+    ///   - maximumGradientNorm: when given (> 0), the gradients' global norm is clipped to
+    ///     it before the update (``clipGradientNorm(maximum:)``).
     /// - Returns: the batch's loss before the update.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` naming both shapes when `x` or `targets` does not fit,
     ///   ``NetworkError/invalidValue(_:)`` for a token or class index out of range.

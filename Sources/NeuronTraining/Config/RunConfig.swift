@@ -258,7 +258,7 @@ public struct LayerConfig: Sendable, Equatable, Codable {
 /// nanoGPT's model by its sizes: `Embedding(features) → PositionEmbedding → [Dropout] → blocks ×
 /// (Residual[LayerNorm → attention(heads) → [Dropout]], Residual[LayerNorm → Dense(mlpRatio·features)
 /// → GELU → Dense(features) → [Dropout]]) → LayerNorm → head`, the head a dense layer of a score
-/// per token or, with `tieWeights`, the embedding's own table (``TiedHead``). Text data only.
+/// per token or, with `tieWeights`, the embedding's own table (`TiedHead`). Text data only.
 public struct TransformerConfig: Sendable, Equatable, Codable {
     /// The transformer blocks, at least 1.
     public var blocks: Int

@@ -222,11 +222,15 @@ extension LayerConfig {
 extension OptimizerConfig {
     /// The optimizer this config names, its schedule counted in steps: `epochs` epochs of
     /// `stepsPerEpoch` steps.
-    /// - Parameter decayedRanges: the network's matrices (`Network.decayedRanges`), which weight
-    ///   decay shrinks under `decay: matrices`.
+    /// - Parameters:
+    ///   - scalar: the precision of the parameters it updates.
+    ///   - stepsPerEpoch: steps in an epoch, to count the schedule in steps.
+    ///   - epochs: the run's epochs.
+    ///   - decayedRanges: the network's matrices (`Network.decayedRanges`), which weight
+    ///     decay shrinks under `decay: matrices`.
     /// - Throws: `OptimizerError` for a hyperparameter out of range.
     public func optimizer<Scalar: TensorScalar>(
-        _: Scalar.Type = Scalar.self, stepsPerEpoch: Int, epochs: Int, decayedRanges: [Range<Int>]
+        _ scalar: Scalar.Type = Scalar.self, stepsPerEpoch: Int, epochs: Int, decayedRanges: [Range<Int>]
     ) throws(OptimizerError) -> any Optimizer<Scalar> {
         let schedule = try schedule.learningRateSchedule(stepsPerEpoch: stepsPerEpoch, epochs: epochs)
         let scope: WeightDecayScope = effectiveDecay == .matrices ? .matrices(decayedRanges) : .all
