@@ -121,8 +121,10 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     ///
     /// The loss and its gradients are means over a share of `b` rows out of the batch's `B`; they
     /// reach `combine` weighted by `b / B`, so that the shares' sum is the mean over the whole
-    /// batch, as ``step()`` computes it (an empty share gives zeros). The totals' correct count is
-    /// the share's.
+    /// batch, as ``step()`` computes it (an empty share gives zeros). Under
+    /// ``Loss/sequenceCrossEntropy`` the mean is over counted positions (padding left out), so `b`
+    /// and `B` count those instead of rows: shares of the same rows can hold different numbers of
+    /// them. The totals' correct count is the share's.
     ///
     ///     // gradients: (parameters)  weighted: (parameters)  totals: (loss · b/B, correct)
     ///
@@ -140,7 +142,7 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
             part.isEmpty || batch.contains(part.lowerBound) && part.upperBound <= batch.upperBound, "share \(part) is not within batch \(batch)")
         var (loss, correct): (Scalar, Int) = (0, 0)
         if !part.isEmpty { (loss, correct) = backward(part) }
-        let weight = Scalar(part.count) / Scalar(batch.count)
+        let weight = shareWeight(part, of: batch)
         if shared.count != network.gradients.count { shared = Array(repeating: 0, count: network.gradients.count) }
         shared.withUnsafeMutableBufferPointer { shared in
             if part.isEmpty {
@@ -159,6 +161,26 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         }
         optimizer.update(parameters: &network.parameters, gradients: shared)
         return finishStep(loss: Scalar(totals.loss), correct: totals.correct, samples: batch.count)
+    }
+
+    /// `b / B`: the share's part of what the batch's loss averages over, rows, or the counted
+    /// positions (targets ≥ 0) of the sequence loss.
+    private func shareWeight(_ part: Range<Int>, of batch: Range<Int>) -> Scalar {
+        guard network.loss == .sequenceCrossEntropy else { return Scalar(part.count) / Scalar(batch.count) }
+        let columns = dataset.outputCount
+        func counted(_ positions: Range<Int>) -> Int {
+            dataset.targets.withUnsafeBufferPointer { t in
+                var n = 0
+                for position in positions {
+                    let row = batches.order[position] * columns
+                    for j in row..<row + columns where t[j] >= 0 { n += 1 }
+                }
+                return n
+            }
+        }
+        let total = counted(batch)
+        // A batch of padding alone has a loss and gradients of 0 in every share: any weight keeps them so.
+        return total == 0 ? 0 : Scalar(counted(part)) / Scalar(total)
     }
 
     /// The next batch's positions; a new epoch draws its order and starts its sums here.
