@@ -88,15 +88,11 @@ def build_gpt_model(torch, params, sizes):
     return model
 
 
-def sequence_cross_entropy(torch, logits, t):
-    """-log softmax(z)[target] at every position whose target is not -1, mean over those."""
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), t.reshape(-1), ignore_index=-1)
-
-
 def main():
     args = pc.parse_step_args(PROG, __doc__.splitlines()[0], compile_flag=True)
 
     import torch
+    from torch_gru import sequence_cross_entropy
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
 

@@ -22,10 +22,8 @@ blockSize. Prints one JSON line:
 {"peer","version","threads","reached","epochs","trainSeconds","testLosses"}.
 """
 import argparse
-import math
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_common as pc  # noqa: E402
@@ -72,8 +70,9 @@ def main():
     import torch
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
-    from torch_gpt import build_gpt_model, sequence_cross_entropy
-    from torch_words_gru import load_shared, read_lines, token_rows
+    from torch_gpt import build_gpt_model
+    from torch_gru import sequence_cross_entropy
+    from torch_words_gru import load_shared, read_lines, token_rows, train_to_target
 
     params, sizes, r = load_recipe(args.init)
     lines = read_lines(args.text, r["lowercase"], r["keep"])
@@ -92,44 +91,9 @@ def main():
     model = build_gpt_model(torch, params, sizes)
     optimizer = torch.optim.AdamW(model.parameters(), lr=r["lr"], betas=r["betas"], eps=r["eps"],
                                   weight_decay=r["weight_decay"], fused=True)
-    batches = math.ceil(len(x) / r["batch"])
-
-    def test_loss():
-        """The mean over every counted position of the test lines (sums of batches of 1,000)."""
-        total, counted = 0.0, 0
-        with torch.no_grad():
-            for i in range(0, len(tx), 1000):
-                logits, targets = model(tx[i:i + 1000]), tt[i:i + 1000]
-                total += float(torch.nn.functional.cross_entropy(
-                    logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-1, reduction="sum"))
-                counted += int((targets >= 0).sum())
-        return total / counted
-
-    train_seconds, losses, reached, epoch = 0.0, [], False, 0
-    while epoch < args.max_epochs:
-        epoch += 1
-        model.train()
-        order = torch.from_numpy(orders[epoch - 1])
-        start = time.perf_counter()
-        for k in range(batches):
-            idx = order[k * r["batch"]:(k + 1) * r["batch"]]
-            optimizer.zero_grad(set_to_none=True)
-            loss = sequence_cross_entropy(torch, model(x[idx]), t[idx])
-            loss.backward()
-            optimizer.step()
-        seconds = time.perf_counter() - start
-        train_seconds += seconds
-        model.eval()
-        tested = test_loss()
-        losses.append(tested)
-        if args.verbose:
-            print(f"{PROG}: epoch {epoch}: {seconds:.2f} s, last loss {loss.item():.4f}, test loss {tested:.4f}",
-                  file=sys.stderr)
-        if not math.isfinite(loss.item()):
-            raise pc.PeerError(f"training diverged (loss {loss.item()}) in epoch {epoch}")
-        if tested <= args.target:
-            reached = True
-            break
+    reached, epoch, train_seconds, losses = train_to_target(
+        torch, model, optimizer, (x, t), (tx, tt), r["batch"], lambda epoch: torch.from_numpy(orders[epoch - 1]),
+        sequence_cross_entropy, args, prog=PROG)
 
     pc.emit({"peer": "torch", "version": torch.__version__, "threads": args.threads, "reached": reached,
              "epochs": epoch, "trainSeconds": train_seconds, "testLosses": losses})

@@ -140,6 +140,53 @@ def load_shared(path, lines, vocabulary, block, batch, epochs):
     return rows, test_rows, orders
 
 
+def train_to_target(torch, model, optimizer, train, test, batch, order_of, loss_of, args, prog=PROG):
+    """Epochs of steps over `train` = (x, t) in `order_of(epoch)`'s order, batches of `batch`, until
+    the test loss (the mean over every counted position of `test`'s lines, in sums of batches of
+    1,000, untimed) is at most args.target or args.max_epochs have run.
+    Returns (reached, epochs, training seconds, test losses)."""
+    (x, t), (tx, tt) = train, test
+    batches = math.ceil(len(x) / batch)
+
+    def test_loss():
+        total, counted = 0.0, 0
+        with torch.no_grad():
+            for i in range(0, len(tx), 1000):
+                logits, targets = model(tx[i:i + 1000]), tt[i:i + 1000]
+                total += float(torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-1, reduction="sum"))
+                counted += int((targets >= 0).sum())
+        return total / counted
+
+    train_seconds, losses, reached, epoch = 0.0, [], False, 0
+    while epoch < args.max_epochs:
+        epoch += 1
+        model.train()
+        start = time.perf_counter()
+        order = order_of(epoch)
+        for k in range(batches):
+            idx = order[k * batch:(k + 1) * batch]
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_of(torch, model(x[idx]), t[idx])
+            loss.backward()
+            optimizer.step()
+        seconds = time.perf_counter() - start
+        train_seconds += seconds
+
+        model.eval()
+        tested = test_loss()
+        losses.append(tested)
+        if args.verbose:
+            print(f"{prog}: epoch {epoch}: {seconds:.2f} s, last loss {loss.item():.4f}, test loss {tested:.4f}",
+                  file=sys.stderr)
+        if not math.isfinite(loss.item()):
+            raise pc.PeerError(f"training diverged (loss {loss.item()}) in epoch {epoch}")
+        if tested <= args.target:
+            reached = True
+            break
+    return reached, epoch, train_seconds, losses
+
+
 def main():
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--text", default="/usr/share/dict/american-english", help="the word list, one word a line")
@@ -188,49 +235,13 @@ def main():
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=r["lr"])
     n = len(x)
-    batches = math.ceil(n / r["batch"])
     shuffle = torch.Generator().manual_seed(r["seed"])
 
-    def test_loss():
-        """The mean over every counted position of the test lines (sums of batches of 1,000)."""
-        total, counted = 0.0, 0
-        with torch.no_grad():
-            for i in range(0, len(tx), 1000):
-                logits, targets = model(tx[i:i + 1000]), tt[i:i + 1000]
-                total += float(torch.nn.functional.cross_entropy(
-                    logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-1, reduction="sum"))
-                counted += int((targets >= 0).sum())
-        return total / counted
+    def order_of(epoch):
+        return torch.from_numpy(orders[epoch - 1]) if orders is not None else torch.randperm(n, generator=shuffle)
 
-    train_seconds = 0.0
-    losses = []
-    reached = False
-    epoch = 0
-    while epoch < args.max_epochs:
-        epoch += 1
-        model.train()
-        start = time.perf_counter()
-        order = torch.from_numpy(orders[epoch - 1]) if orders is not None else torch.randperm(n, generator=shuffle)
-        for k in range(batches):
-            idx = order[k * r["batch"]:(k + 1) * r["batch"]]
-            optimizer.zero_grad(set_to_none=True)
-            loss = sequence_cross_entropy(torch, model(x[idx]), t[idx])
-            loss.backward()
-            optimizer.step()
-        seconds = time.perf_counter() - start
-        train_seconds += seconds
-
-        model.eval()
-        tested = test_loss()
-        losses.append(tested)
-        if args.verbose:
-            print(f"{PROG}: epoch {epoch}: {seconds:.2f} s, last loss {loss.item():.4f}, test loss {tested:.4f}",
-                  file=sys.stderr)
-        if not math.isfinite(loss.item()):
-            raise pc.PeerError(f"training diverged (loss {loss.item()}) in epoch {epoch}")
-        if tested <= args.target:
-            reached = True
-            break
+    reached, epoch, train_seconds, losses = train_to_target(
+        torch, model, optimizer, (x, t), (tx, tt), r["batch"], order_of, sequence_cross_entropy, args)
 
     pc.emit({"peer": "torch", "version": torch.__version__, "threads": args.threads,
              "reached": reached, "epochs": epoch, "trainSeconds": train_seconds,
