@@ -80,27 +80,9 @@ extension Benchmarks {
                     "beta1": "\(adam.beta1)", "beta2": "\(adam.beta2)", "epsilon": "\(adam.epsilon)", "batchSize": "\(w.batch)",
                     "lowercase": "true", "keep": "a-z", "blockSize": "\(w.time)",
                 ], to: file)
-            let lines = directory.appendingPathComponent("neuron-bench-F4-lines.json")
-            try JSONEncoder().encode(shared).write(to: lines)
-            progress("F4: torch_words_gpt.py to \(target), up to \(Self.transformerWordsEpochs) epochs (its result follows when it ends)")
-            do {
-                let peer = try runner.run(
-                    "torch_words_gpt.py",
-                    [
-                        "--text", path, "--init", file, "--batches", lines.path, "--target", "\(target)",
-                        "--max-epochs", "\(Self.transformerWordsEpochs)",
-                    ])
-                words.peers[peer.peer] = Report.WordsPeer(
-                    version: peer.version, seconds: peer.trainSeconds, epochs: peer.epochs, reached: peer.reached, testLosses: peer.testLosses)
-                print(
-                    String(
-                        format: "   %@ %@: %@ in %d epochs; %@/Neuron %.2f× (test losses %@)", peer.peer, peer.version,
-                        peer.reached == true ? format(peer.trainSeconds ?? .nan) : "not reached", peer.epochs ?? 0,
-                        peer.peer, (peer.trainSeconds ?? .nan) / result.seconds,
-                        (peer.testLosses ?? []).map { String(format: "%.4f", $0) }.joined(separator: " ")))
-            } catch {
-                print("   torch_words_gpt.py failed: \(error)")
-            }
+            try runWordsPeer(
+                "torch_words_gpt.py", id: "F4", text: path, exchange: file, shared: shared, target: target,
+                epochs: Self.transformerWordsEpochs, neuronSeconds: result.seconds, runner: runner, into: &words)
         }
         print("")
         return words

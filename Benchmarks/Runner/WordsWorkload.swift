@@ -98,30 +98,38 @@ extension Benchmarks {
                     "blockSize": "\(text.corpus.blockSize)", "seed": "\(config.training.seed)",
                     "validationSplit": "\(config.data.validationSplit ?? 0.1)", "testSplit": "\(config.data.testSplit ?? 0.1)",
                 ], to: file)
-            let lines = directory.appendingPathComponent("neuron-bench-F3-lines.json")
-            try JSONEncoder().encode(shared).write(to: lines)
-            progress("F3: torch_words_gru.py to \(target), up to \(config.training.epochs) epochs (its result follows when it ends)")
-            do {
-                let peer = try runner.run(
-                    "torch_words_gru.py",
-                    [
-                        "--text", config.data.path!, "--init", file, "--batches", lines.path, "--target", "\(target)",
-                        "--max-epochs", "\(config.training.epochs)",
-                    ])
-                words.peers[peer.peer] = Report.WordsPeer(
-                    version: peer.version, seconds: peer.trainSeconds, epochs: peer.epochs, reached: peer.reached, testLosses: peer.testLosses)
-                print(
-                    String(
-                        format: "   %@ %@: %@ in %d epochs; %@/Neuron %.2f× (test losses %@)", peer.peer, peer.version,
-                        peer.reached == true ? format(peer.trainSeconds ?? .nan) : "not reached", peer.epochs ?? 0,
-                        peer.peer, (peer.trainSeconds ?? .nan) / result.seconds,
-                        (peer.testLosses ?? []).map { String(format: "%.4f", $0) }.joined(separator: " ")))
-            } catch {
-                print("   torch_words_gru.py failed: \(error)")
-            }
+            try runWordsPeer(
+                "torch_words_gru.py", id: "F3", text: config.data.path!, exchange: file, shared: shared, target: target,
+                epochs: config.training.epochs, neuronSeconds: result.seconds, runner: runner, into: &words)
         }
         print("")
         return words
+    }
+
+    /// Runs a words workload's PyTorch peer (`script`) on the lines and batches Neuron trained on
+    /// (written beside `exchange`, the initial weights and recipe) to `target`, records its result
+    /// in `words` and prints it against Neuron's `neuronSeconds`; a peer that fails is reported, not thrown.
+    func runWordsPeer(
+        _ script: String, id: String, text: String, exchange: String, shared: SharedLines, target: Double, epochs: Int,
+        neuronSeconds: Double, runner: Peers, into words: inout Report.Words
+    ) throws {
+        let lines = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(id)-lines.json")
+        try JSONEncoder().encode(shared).write(to: lines)
+        progress("\(id): \(script) to \(target), up to \(epochs) epochs (its result follows when it ends)")
+        do {
+            let peer = try runner.run(
+                script, ["--text", text, "--init", exchange, "--batches", lines.path, "--target", "\(target)", "--max-epochs", "\(epochs)"])
+            words.peers[peer.peer] = Report.WordsPeer(
+                version: peer.version, seconds: peer.trainSeconds, epochs: peer.epochs, reached: peer.reached, testLosses: peer.testLosses)
+            print(
+                String(
+                    format: "   %@ %@: %@ in %d epochs; %@/Neuron %.2f× (test losses %@)", peer.peer, peer.version,
+                    peer.reached == true ? format(peer.trainSeconds ?? .nan) : "not reached", peer.epochs ?? 0,
+                    peer.peer, (peer.trainSeconds ?? .nan) / neuronSeconds,
+                    (peer.testLosses ?? []).map { String(format: "%.4f", $0) }.joined(separator: " ")))
+        } catch {
+            print("   \(script) failed: \(error)")
+        }
     }
 
     /// Trains until the test loss reaches `target`, timing the steps alone; checks (untimed) after
