@@ -153,18 +153,22 @@ def parse_activations(meta, n_layers, path):
     return acts
 
 
-def load_workload(path):
-    """Reads a W1–W6 exchange file. Returns a dict with x, t, layers, activations, loss, lr,
-    check_steps, all arrays float32 and C-contiguous."""
-    import numpy as np
+def read_exchange(path):
+    """(tensors, metadata) of an exchange file, or a PeerError naming it: missing, or not safetensors."""
     from safetensors.numpy import load_file
     if not os.path.isfile(path):
         raise PeerError(f"no such file: {path}")
     try:
-        tensors = load_file(path)
-        meta = read_metadata(path)
+        return load_file(path), read_metadata(path)
     except Exception as e:  # safetensors raises its own error types
         raise PeerError(f"{path}: cannot read as safetensors: {e}") from e
+
+
+def load_workload(path):
+    """Reads a W1–W6 exchange file. Returns a dict with x, t, layers, activations, loss, lr,
+    check_steps, all arrays float32 and C-contiguous."""
+    import numpy as np
+    tensors, meta = read_exchange(path)
     for name in ("x", "t"):
         if name not in tensors:
             raise PeerError(f"{path}: tensor {name!r} is missing")
@@ -241,14 +245,7 @@ def load_fashion(folder):
 
 def load_fashion_init(path):
     """Reads F1.safetensors: returns (layers, activations, recipe dict)."""
-    from safetensors.numpy import load_file
-    if not os.path.isfile(path):
-        raise PeerError(f"no such file: {path}")
-    try:
-        tensors = load_file(path)
-        meta = read_metadata(path)
-    except Exception as e:
-        raise PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    tensors, meta = read_exchange(path)
     layers = load_layers(tensors, path)
     acts = parse_activations(meta, len(layers), path) if "activations" in meta else \
         ["tanh"] * (len(layers) - 1) + ["softmax"]
@@ -369,14 +366,7 @@ def load_cnn_workload(path):
     """Reads a W7 exchange file. Returns a dict with x (batch, channels, height, width), t
     (batch, classes), params (name -> array, PyTorch layouts), lr, check_steps."""
     import numpy as np
-    from safetensors.numpy import load_file
-    if not os.path.isfile(path):
-        raise PeerError(f"no such file: {path}")
-    try:
-        tensors = load_file(path)
-        meta = read_metadata(path)
-    except Exception as e:
-        raise PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    tensors, meta = read_exchange(path)
     for name, ndim in (("x", 4), ("t", 2)):
         if name not in tensors:
             raise PeerError(f"{path}: tensor {name!r} is missing")
@@ -446,14 +436,7 @@ def load_gru_workload(path):
     """Reads a W8 exchange file. Returns a dict with x (batch, time) int64 tokens, t (batch, time)
     int64 targets (-1: padding, ignored by the loss), params (name -> array, PyTorch layouts),
     sizes (vocabulary, features, hidden), lr, check_steps."""
-    from safetensors.numpy import load_file
-    if not os.path.isfile(path):
-        raise PeerError(f"no such file: {path}")
-    try:
-        tensors = load_file(path)
-        meta = read_metadata(path)
-    except Exception as e:
-        raise PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    tensors, meta = read_exchange(path)
     for name in ("x", "t"):
         if name not in tensors:
             raise PeerError(f"{path}: tensor {name!r} is missing")
@@ -552,14 +535,7 @@ def load_gpt_workload(path):
     """Reads a W9/W10 exchange file. Returns a dict with x (batch, time) int64 tokens, t (batch,
     time) int64 targets (-1: padding), params (our name -> array, PyTorch layouts), sizes (see
     check_gpt_params), adamw (see adamw_metadata), check_steps."""
-    from safetensors.numpy import load_file
-    if not os.path.isfile(path):
-        raise PeerError(f"no such file: {path}")
-    try:
-        tensors = load_file(path)
-        meta = read_metadata(path)
-    except Exception as e:
-        raise PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    tensors, meta = read_exchange(path)
     for name in ("x", "t"):
         if name not in tensors:
             raise PeerError(f"{path}: tensor {name!r} is missing")

@@ -35,14 +35,7 @@ def load_init(path, seed):
     """(params or None, recipe) from an F2 file, or the default recipe."""
     if path is None:
         return None, dict(RECIPE, seed=seed)
-    from safetensors.numpy import load_file
-    if not os.path.isfile(path):
-        raise pc.PeerError(f"no such file: {path}")
-    try:
-        tensors = load_file(path)
-        meta = pc.read_metadata(path)
-    except Exception as e:
-        raise pc.PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    tensors, meta = pc.read_exchange(path)
     params = pc.check_cnn_layers(tensors, path, (1, 28, 28))
     if params["layers.6.bias"].shape[0] != 10:
         raise pc.PeerError(f"{path}: the network must give 10 outputs")

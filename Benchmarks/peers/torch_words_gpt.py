@@ -33,14 +33,7 @@ PROG = "torch_words_gpt"
 
 def load_recipe(path):
     """(params, sizes, recipe) from an F4 file: the GPT's tensors, checked, and the recipe."""
-    from safetensors.numpy import load_file
-    if not os.path.isfile(path):
-        raise pc.PeerError(f"no such file: {path}")
-    try:
-        tensors = load_file(path)
-        meta = pc.read_metadata(path)
-    except Exception as e:
-        raise pc.PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    tensors, meta = pc.read_exchange(path)
     params, sizes = pc.check_gpt_params(tensors, meta, path)
     try:
         recipe = dict(pc.adamw_metadata(meta, path), batch=int(meta["batchSize"]), block=int(meta["blockSize"]),

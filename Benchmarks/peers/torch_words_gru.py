@@ -41,14 +41,7 @@ PROG = "torch_words_gru"
 
 def load_recipe(path):
     """(params, recipe) from an F3 file: the GRU's tensors, checked, and the recipe."""
-    from safetensors.numpy import load_file
-    if not os.path.isfile(path):
-        raise pc.PeerError(f"no such file: {path}")
-    try:
-        tensors = load_file(path)
-        meta = pc.read_metadata(path)
-    except Exception as e:
-        raise pc.PeerError(f"{path}: cannot read as safetensors: {e}") from e
+    tensors, meta = pc.read_exchange(path)
     params, _ = pc.check_gru_params(tensors, path)
     try:
         recipe = {
