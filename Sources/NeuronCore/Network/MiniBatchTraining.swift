@@ -163,19 +163,16 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         return finishStep(loss: Scalar(totals.loss), correct: totals.correct, samples: batch.count)
     }
 
-    /// `b / B`: the share's part of what the batch's loss averages over, rows, or the counted
-    /// positions (targets ≥ 0) of the sequence loss.
+    /// `b / B`: the share's part of what the batch's loss averages over (``Network/meanCount(targets:rows:)``).
     private func shareWeight(_ part: Range<Int>, of batch: Range<Int>) -> Scalar {
         guard network.loss == .sequenceCrossEntropy else { return Scalar(part.count) / Scalar(batch.count) }
         let columns = dataset.outputCount
         func counted(_ positions: Range<Int>) -> Int {
             dataset.targets.withUnsafeBufferPointer { t in
-                var n = 0
-                for position in positions {
+                positions.reduce(0) { n, position in
                     let row = batches.order[position] * columns
-                    for j in row..<row + columns where t[j] >= 0 { n += 1 }
+                    return n + network.meanCount(targets: UnsafeBufferPointer(rebasing: t[row..<row + columns]), rows: 1)
                 }
-                return n
             }
         }
         let total = counted(batch)
@@ -302,6 +299,15 @@ public struct Evaluation: Sendable, Equatable, Codable {
 }
 
 extension Network {
+    /// What the loss of a batch with these targets is a mean over: its rows, or for the sequence
+    /// loss its counted positions (class indices ≥ 0; negative ones are padding).
+    ///
+    ///     // t: (rows, targetCount)
+    func meanCount(targets t: UnsafeBufferPointer<Scalar>, rows: Int) -> Int {
+        guard loss == .sequenceCrossEntropy else { return rows }
+        return t.reduce(0) { $1 >= 0 ? $0 + 1 : $0 }
+    }
+
     /// Evaluates on every sample of `dataset`, in order, `batchSize` at a time (forward only).
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the dataset does not fit the network,
     ///   ``NetworkError/invalidValue(_:)`` for a token or class index out of range,
@@ -318,7 +324,7 @@ extension Network {
         var nonFiniteRow: Int?
         for b in 0..<batches.batchesPerEpoch {
             batches.fill(batch: b, from: dataset, features: &x, targets: &t, labels: &labels)
-            let counted = loss == .sequenceCrossEntropy ? Double(t.scalars.lazy.filter { $0 >= 0 }.count) : Double(x.rows)
+            let counted = Double(t.withUnsafeBufferPointer { meanCount(targets: $0, rows: x.rows) })
             let mean = Double(try self.loss(x, targets: t))
             if counted > 0 { total += mean * counted }
             weight += counted
