@@ -166,7 +166,7 @@ struct ConfigLoaderTests {
             + #""optimizer":{"beta1":0.9,"beta2":0.999,"decay":"matrices","decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"#
             + #""momentum":0.5,"nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1,"warmupSteps":3},"weightDecay":0},"#
             + #""output":{"checkpointEvery":1,"checkpointSeconds":30,"directory":"runs/x","samples":4},"#
-            + #""training":{"batchSize":32,"blasThreads":2,"clipGradientNorm":1.5,"epochs":10,"fit":"counts","iterations":7,"precision":"float","#
+            + #""training":{"batchSize":32,"batchThreads":2,"blasThreads":2,"clipGradientNorm":1.5,"epochs":10,"fit":"counts","iterations":7,"precision":"float","#
             + #""seed":42,"smoothing":0.5}}"#
         let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(saved.utf8))
         #expect(decoded == Self.everyKeySet())
@@ -223,6 +223,7 @@ struct ConfigLoaderTests {
         (optimizer.decay, optimizer.schedule.warmupSteps) = (.matrices, 3)
         var training = TrainingConfig()
         (training.iterations, training.fit, training.smoothing, training.clipGradientNorm) = (7, .counts, 0.5, 1.5)
+        training.batchThreads = 2
         var output = OutputConfig()
         (output.directory, output.checkpointEvery, output.samples) = ("runs/x", 1, 4)
         var model = ModelConfig(
@@ -632,6 +633,7 @@ struct ConfigLoaderTests {
         check("training:\n  clipGradientNorm: 1\n", "no error")
         check("training:\n  precision: half\n", "run.yaml:9:14: training.precision: expected one of float, double; found 'half'")
         check("training:\n  blasThreads: 0\n", "run.yaml:9:16: training.blasThreads: expected a whole number from 1 to 1024; found 0")
+        check("training:\n  batchThreads: 0\n", "run.yaml:9:17: training.batchThreads: expected a whole number from 1 to 256; found 0")
         // OpenBLAS takes a C int: three billion threads are refused here, not trapped on conversion.
         check(
             "training:\n  blasThreads: 3000000000\n", "run.yaml:9:16: training.blasThreads: expected a whole number from 1 to 1024; found 3000000000")
@@ -841,6 +843,15 @@ struct BatchNormEpsilonTests {
         #expect(failure(model(epsilon: "1e-13")).hasSuffix("; found 1e-13"))
         #expect(failure(model(epsilon: "1e-12")) == "no error")
         #expect(Float(1e-50) == 0 && Float(LayerConfig.smallestEpsilon) > 0)
+    }
+
+    @Test("A batch split over threads is refused beside batch norm, which needs the whole batch's statistics")
+    func batchThreads() {
+        #expect(
+            failure(model(epsilon: "1e-5") + "\ntraining: {batchThreads: 2}\n")
+                == "run.yaml:8:26: training.batchThreads: expected 1, as model.layers[0] (batchNorm) normalizes with the whole batch's statistics, which a batch split over threads would not see; found 2"
+        )
+        #expect(failure(model(epsilon: "1e-5") + "\ntraining: {batchThreads: 1}\n") == "no error")
     }
 }
 

@@ -93,6 +93,23 @@ struct TransformerConfigTests {
         #expect(engine.stepsTaken == 1)
     }
 
+    @Test("training.batchThreads: 2 splits each step's batch over two threads; five steps end where one thread's end, within rounding")
+    func batchThreads() throws {
+        func engine(_ threads: Int?) throws -> NetworkTrainingEngine<Double, Adam<Double>> {
+            var config = try transformer("{blocks: 1, heads: 2, features: 4}")
+            config.training.batchThreads = threads
+            return try #require(try RunBuilder.build(config).engine as? NetworkTrainingEngine<Double, Adam<Double>>)
+        }
+        var one = try engine(nil), two = try engine(2)
+        #expect(one.network.batchThreads == 1 && two.network.batchThreads == 2)
+        for _ in 0..<5 {
+            let (a, b) = (one.step(), two.step())
+            #expect(abs(a - b) <= 1e-12 * abs(a), "losses \(a) and \(b)")
+        }
+        let gap = zip(one.network.parameters, two.network.parameters).map { abs($0 - $1) }.max() ?? .infinity
+        #expect(gap < 1e-10, "parameters apart by \(gap)")
+    }
+
     @Test("Errors name the key: both layers and transformer, heads not dividing features, sizes out of range, data that is not text")
     func errors() {
         let text = "data: {kind: text, path: w.txt}"

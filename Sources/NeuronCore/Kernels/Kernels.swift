@@ -58,6 +58,17 @@ extension Kernels {
         for i in 0..<a.count { y[i] = a[i] + b[i] }
     }
 
+    /// `y += α·x`, element by element (BLAS's axpy): a share's gradients added into the batch's,
+    /// weighted by the share's part of the batch (``Network/batchThreads``).
+    ///
+    ///     // x, y: (n)
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func addScaled<T: TensorScalar>(_ x: UnsafeBufferPointer<T>, by alpha: T, to y: UnsafeMutableBufferPointer<T>) {
+        // x, y: (n)
+        for i in 0..<x.count { y[i] += alpha * x[i] }
+    }
+
     /// `y = a ⊙ b`, element by element (dropout's backward: `dx = dy ⊙ mask`).
     ///
     ///     // a, b, y: (n); y may alias a

@@ -114,8 +114,10 @@ func noiseUniform(key: UInt64, index: Int) -> Double {
 }
 
 /// The key of one layer's noise at one step of a run: `seed`, `step` and `layer` mixed in turn,
-/// so that every triple names its own stream.
-func noiseKey(seed: UInt64, step: UInt64, layer: Int) -> UInt64 {
+/// so that every triple names its own stream; share `share` > 0 of a batch split over threads
+/// (``Network/batchThreads``) mixes in its index too, so that its rows draw other masks than share 0's.
+func noiseKey(seed: UInt64, step: UInt64, layer: Int, share: Int = 0) -> UInt64 {
     let golden: UInt64 = 0x9E37_79B9_7F4A_7C15
-    return mix64(mix64(mix64(seed) &+ step &* golden) &+ UInt64(truncatingIfNeeded: layer) &* golden)
+    let key = mix64(mix64(mix64(seed) &+ step &* golden) &+ UInt64(truncatingIfNeeded: layer) &* golden)
+    return share == 0 ? key : mix64(key &+ UInt64(truncatingIfNeeded: share) &* golden)
 }

@@ -39,7 +39,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// Every parameter, layer after layer, each layer's tensors in its ``Layer/parameterShapes`` order.
     public var parameters: [Scalar]
     /// The gradient of the last batch's loss with respect to each entry of ``parameters``.
-    public private(set) var gradients: [Scalar]
+    public internal(set) var gradients: [Scalar]
     /// Every layer's non-trainable state (running statistics), in ``Layer/stateShapes`` order:
     /// saved in checkpoints, never seen by an optimizer.
     public var state: [Scalar]
@@ -60,6 +60,17 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// draws layer `i`'s with the key of `(noiseSeed, noiseStep, i)`, then advances it. Saved with a
     /// run, so that a resumed run draws the masks it would have drawn.
     public var noiseStep: UInt64 = 0
+    /// The threads a training pass splits its batch over (``lossAndGradients(_:targets:inputGradient:)``):
+    /// 1 (the default) computes the batch whole; `n > 1` cuts it into `n` shares of rows computed
+    /// side by side, each by its own copy of the layers with products on one BLAS thread, their
+    /// gradients summed (see `Network/BatchThreads.swift`). The numbers then differ from one
+    /// thread's by rounding alone, and are the same on every machine for the same `n`. A network
+    /// with state (batch normalization, whose statistics are the whole batch's) computes on one thread.
+    public var batchThreads = 1 {
+        didSet { batchThreads = max(1, batchThreads) }
+    }
+    /// The replicas and buffers of a pass split over threads; empty until the first one.
+    var split = BatchSplit<Scalar>()
 
     /// A network of the given layers, parameters all zero (see ``initialize(seed:)``).
     /// - Throws: ``NetworkError`` when a layer's output shape is not the next one's input shape
@@ -281,24 +292,32 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     }
 
     /// The last forward pass's output: the last layer's, or the softmax of its logits.
-    public var output: Tensor<Scalar> { loss == .halfSquaredError ? layers[layers.count - 1].output : probabilities }
+    public var output: Tensor<Scalar> {
+        if split.isOutputCurrent { return split.output }
+        return loss == .halfSquaredError ? layers[layers.count - 1].output : probabilities
+    }
 
     mutating func forwardUnchecked(_ x: Tensor<Scalar>, mode: LayerMode) {
         let parameters = self.parameters
+        parameters.withUnsafeBufferPointer { forwardUnchecked(x, mode: mode, parameters: $0, share: 0) }
+    }
+
+    /// The forward pass with `parameters` read in place (a replica reads its network's); in
+    /// training mode each layer draws the noise of share `share` of the batch.
+    mutating func forwardUnchecked(_ x: Tensor<Scalar>, mode: LayerMode, parameters p: UnsafeBufferPointer<Scalar>, share: Int) {
+        split.isOutputCurrent = false
         var state: [Scalar] = []
         swap(&state, &self.state)  // borrowed out of `self` (no copy) while layers are mutated
         defer { swap(&state, &self.state) }
         if mode == .training {
-            for i in layers.indices { layers[i].drawNoise(key: noiseKey(seed: noiseSeed, step: noiseStep, layer: i)) }
+            for i in layers.indices { layers[i].drawNoise(key: noiseKey(seed: noiseSeed, step: noiseStep, layer: i, share: share)) }
         }
-        parameters.withUnsafeBufferPointer { p in
-            state.withUnsafeMutableBufferPointer { s in
-                for i in layers.indices {
-                    let input = i == 0 ? x : layers[i - 1].output
-                    layers[i].forward(
-                        input, parameters: UnsafeBufferPointer(rebasing: p[layerRanges[i]]),
-                        state: UnsafeMutableBufferPointer(rebasing: s[stateRanges[i]]), mode: mode)
-                }
+        state.withUnsafeMutableBufferPointer { s in
+            for i in layers.indices {
+                let input = i == 0 ? x : layers[i - 1].output
+                layers[i].forward(
+                    input, parameters: UnsafeBufferPointer(rebasing: p[layerRanges[i]]),
+                    state: UnsafeMutableBufferPointer(rebasing: s[stateRanges[i]]), mode: mode)
             }
         }
         if loss != .halfSquaredError {
@@ -313,7 +332,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     }
 
     /// The loss of the last forward pass against `targets`; its gradient into ``lossGradient`` when asked.
-    private mutating func evaluateLoss(_ t: Tensor<Scalar>, gradient wantsGradient: Bool) -> Scalar {
+    mutating func evaluateLoss(_ t: Tensor<Scalar>, gradient wantsGradient: Bool) -> Scalar {
         let y = layers[layers.count - 1].output
         if wantsGradient { lossGradient.resize(to: y.shape) }
         let probabilities = probabilities, loss = loss, columns = outputCount, vocabulary = softmaxColumns
@@ -373,32 +392,45 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     ) throws(NetworkError) -> Scalar {
         try checkInput(x)
         try checkTargets(targets, batch: x.shape[0])
-        forwardUnchecked(x, mode: .training)
-        let value = evaluateLoss(targets, gradient: true)
-        backwardUnchecked(x, computeInputGradient: inputGradient)
+        let value: Scalar
+        if batchThreads > 1, !inputGradient, x.shape[0] > 1, state.isEmpty {
+            value = splitLossAndGradients(x, targets: targets)
+        } else {
+            let parameters = self.parameters
+            value = parameters.withUnsafeBufferPointer { p in
+                forwardUnchecked(x, mode: .training, parameters: p, share: 0)
+                let value = evaluateLoss(targets, gradient: true)
+                backwardUnchecked(x, computeInputGradient: inputGradient, parameters: p)
+                return value
+            }
+        }
         noiseStep &+= 1
         return value
     }
 
     mutating func backwardUnchecked(_ x: Tensor<Scalar>, computeInputGradient: Bool) {
+        let parameters = self.parameters
+        parameters.withUnsafeBufferPointer { backwardUnchecked(x, computeInputGradient: computeInputGradient, parameters: $0) }
+    }
+
+    /// The backward pass with `parameters` read in place, into this network's ``gradients``.
+    mutating func backwardUnchecked(_ x: Tensor<Scalar>, computeInputGradient: Bool, parameters p: UnsafeBufferPointer<Scalar>) {
         // Borrow the gradient buffer out of `self` (a swap, no copy) so that layers can be
         // mutated while it is open for writing.
         var gradients: [Scalar] = []
         swap(&gradients, &self.gradients)
         defer { swap(&gradients, &self.gradients) }
-        let parameters = self.parameters, dy = lossGradient
-        parameters.withUnsafeBufferPointer { p in
-            gradients.withUnsafeMutableBufferPointer { g in
-                Tensor<Scalar>.zero(g)  // gradients are cleared once per step; layers add into them
-                for i in layers.indices.reversed() {
-                    let input = i == 0 ? x : layers[i - 1].output
-                    let outputGradient = i == layers.count - 1 ? dy : layers[i + 1].inputGradient
-                    layers[i].backward(
-                        input: input, outputGradient: outputGradient,
-                        parameters: UnsafeBufferPointer(rebasing: p[layerRanges[i]]),
-                        gradients: UnsafeMutableBufferPointer(rebasing: g[layerRanges[i]]),
-                        computeInputGradient: i > 0 || computeInputGradient)
-                }
+        let dy = lossGradient
+        gradients.withUnsafeMutableBufferPointer { g in
+            Tensor<Scalar>.zero(g)  // gradients are cleared once per step; layers add into them
+            for i in layers.indices.reversed() {
+                let input = i == 0 ? x : layers[i - 1].output
+                let outputGradient = i == layers.count - 1 ? dy : layers[i + 1].inputGradient
+                layers[i].backward(
+                    input: input, outputGradient: outputGradient,
+                    parameters: UnsafeBufferPointer(rebasing: p[layerRanges[i]]),
+                    gradients: UnsafeMutableBufferPointer(rebasing: g[layerRanges[i]]),
+                    computeInputGradient: i > 0 || computeInputGradient)
             }
         }
     }

@@ -268,6 +268,11 @@ extension RunConfig {
         try check(
             (1...CheckpointState.maximumBLASThreads).contains(t.blasThreads), "training.blasThreads", t.blasThreads,
             "1 to \(CheckpointState.maximumBLASThreads)")
+        if let threads = t.batchThreads {
+            try check(
+                (1...CheckpointState.maximumBLASThreads).contains(threads), "training.batchThreads", threads,
+                "1 to \(CheckpointState.maximumBLASThreads)")
+        }
         if let every = output.checkpointEvery { try check(every >= 1, "output.checkpointEvery", every, "1 or more") }
         try check(
             output.checkpointSeconds.isFinite && output.checkpointSeconds > 0, "output.checkpointSeconds", output.checkpointSeconds,

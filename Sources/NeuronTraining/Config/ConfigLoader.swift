@@ -384,6 +384,11 @@ private struct ConfigChecker {
     func validatePairing(_ config: RunConfig) throws(ConfigError) {
         guard config.model.neuron == nil else { return }
         let model = config.model
+        if let threads = config.training.batchThreads, threads > 1, let i = model.layers.firstIndex(where: { $0.kind == .batchNorm }) {
+            throw expected(
+                "1, as model.layers[\(i)] (batchNorm) normalizes with the whole batch's statistics, which a batch split over threads would not see",
+                at: "training.batchThreads", found: "\(threads)")
+        }
         if model.transformer != nil {
             try require(
                 config.data.kind == .text, "text for a transformer, which reads token indices (model.transformer)", at: "data.kind",
@@ -760,6 +765,11 @@ private struct ConfigChecker {
         try require(
             (1...ConfigLimits.blasThreads).contains(training.blasThreads), "a whole number from 1 to \(ConfigLimits.blasThreads)",
             at: "training.blasThreads", found: "\(training.blasThreads)")
+        if let threads = training.batchThreads {
+            try require(
+                (1...ConfigLimits.batchThreads).contains(threads), "a whole number from 1 to \(ConfigLimits.batchThreads)",
+                at: "training.batchThreads", found: "\(threads)")
+        }
     }
 
     // MARK: Data files

@@ -14,6 +14,8 @@ enum ConfigLimits {
     /// The most OpenBLAS threads a config may ask for (OpenBLAS builds cap far lower; this keeps the
     /// count within the C `int` it is passed as).
     static let blasThreads = 1024
+    /// A share per thread: more shares than cores only add replicas.
+    static let batchThreads = 256
 }
 
 extension ConfigLoader {

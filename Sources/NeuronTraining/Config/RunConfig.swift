@@ -498,6 +498,11 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     public var precision: Precision = .float
     /// OpenBLAS threads, at least 1; default 2.
     public var blasThreads: Int = 2
+    /// The threads a training step splits its batch over (`Network.batchThreads`): 1 (the default)
+    /// computes each batch whole; `n > 1` computes `n` shares of rows side by side, each with its
+    /// products on one BLAS thread. Not with batch normalization, whose statistics are the whole
+    /// batch's. Left out of a saved config when not given, so that a run's checkpoint stays as it was.
+    public var batchThreads: Int?
     /// How the parameters are found: by gradient descent (nil, the default), or, for a bigram model
     /// (one embedding over text), by counting, the maximum-likelihood table in closed form. Left
     /// out of a saved config when not given, so that a run's checkpoint stays as it was.
@@ -797,7 +802,7 @@ extension ScheduleConfig.Kind {
 
 extension TrainingConfig: DefaultedConfigSection {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case epochs, iterations, batchSize, seed, precision, blasThreads, fit, smoothing, clipGradientNorm
+        case epochs, iterations, batchSize, seed, precision, blasThreads, batchThreads, fit, smoothing, clipGradientNorm
     }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
@@ -808,6 +813,7 @@ extension TrainingConfig: DefaultedConfigSection {
         case .seed: ConfigField(\.seed)
         case .precision: ConfigField(\.precision)
         case .blasThreads: ConfigField(\.blasThreads)
+        case .batchThreads: ConfigField(\.batchThreads)
         case .fit: ConfigField(\.fit)
         case .smoothing: ConfigField(\.smoothing)
         case .clipGradientNorm: ConfigField(\.clipGradientNorm)

@@ -163,6 +163,7 @@ public enum RunBuilder {
         } catch {
             throw origin.error(at: error.path, "\(error)")
         }
+        network.batchThreads = config.training.batchThreads ?? 1
         if config.training.fit == .counts, resume == nil, let text = data.text {
             // The loader allows counting only for a bigram model, one embedding of the vocabulary's size.
             let table = BigramCounts(text.corpus, lines: text.training).logits(smoothing: config.training.smoothing ?? 1)

@@ -1,0 +1,141 @@
+// A training pass split over threads (`Network.batchThreads`): the batch is cut into contiguous
+// shares of rows; share 0 is computed by the network itself and every other share by a replica (a
+// copy of the layers, with its own activations and gradients, reading the network's parameters in
+// place), all at once, one thread each; then the shares' gradients are summed, each weighted by its
+// part of what the batch's loss is a mean over, which makes them the whole batch's gradients.
+//
+// Why: on a small model most of a step is not products (GELU's erf, LayerNorm, the softmax, the
+// update) and the products are small, so OpenBLAS's second thread helps little (the shipped GPT's
+// step: 6.44 ms on one BLAS thread, 5.53 ms on two). Two threads each running half the batch,
+// products included on one BLAS thread, keep both cores busy through the whole pass.
+//
+// The same weighting as data parallelism over processes (`MiniBatchTraining.step(share:combine:)`):
+// for the sequence loss a share's weight is its counted positions over the batch's, not its rows.
+import Dispatch
+
+/// The replicas and buffers of a pass split over threads, kept from step to step so that a pass
+/// allocates nothing once the first has sized them.
+struct BatchSplit<Scalar: TensorScalar>: Sendable {
+    /// The networks of shares 1…n−1 (share 0 is the network itself): its layers, without parameters.
+    var replicas: [Network<Scalar>] = []
+    /// Each share's rows of the batch and of its targets.
+    var inputs: [Tensor<Scalar>] = []
+    var targets: [Tensor<Scalar>] = []
+    /// Each share's loss, a mean over what it counts: its rows, or its counted positions.
+    var losses: [Scalar] = []
+    var counts: [Int] = []
+    /// The whole batch's output, the shares' outputs one after another.
+    var output = Tensor<Scalar>(zeros: [0, 0])
+    /// Whether ``output`` is the last pass's (the network's own ``Network/output`` is share 0's alone).
+    var isOutputCurrent = false
+}
+
+extension Network {
+    /// ``lossAndGradients(_:targets:inputGradient:)`` with the batch split into ``batchThreads``
+    /// shares computed side by side; the checks at the door are done.
+    ///
+    ///     // x: (batch, inputShape…)  targets: (batch, targetCount)  share s: rows batch·s/n ..< batch·(s+1)/n
+    mutating func splitLossAndGradients(_ x: Tensor<Scalar>, targets t: Tensor<Scalar>) -> Scalar {
+        let rows = x.shape[0], n = min(batchThreads, rows)
+        var split = BatchSplit<Scalar>()
+        swap(&split, &self.split)  // borrowed out of `self` (no copy) while `self` computes share 0
+        defer { swap(&split, &self.split) }
+        prepare(&split, shares: n)
+        for s in 0..<n {
+            let part = rows * s / n..<rows * (s + 1) / n
+            Self.copyRows(part, of: x, into: &split.inputs[s])
+            Self.copyRows(part, of: t, into: &split.targets[s])
+            if s > 0 { (split.replicas[s - 1].noiseSeed, split.replicas[s - 1].noiseStep) = (noiseSeed, noiseStep) }
+        }
+
+        // Every share on its own thread, each product on one BLAS thread (OpenBLAS's own threads,
+        // shared by every caller, would make the shares wait for each other).
+        let blasThreads = BLAS.threadCount
+        if blasThreads != 1 { BLAS.threadCount = 1 }
+        defer { if blasThreads != 1 { BLAS.threadCount = blasThreads } }
+        let parameters = self.parameters
+        parameters.withUnsafeBufferPointer { p in
+            withUnsafeMutablePointer(to: &self) { network in
+                split.replicas.withUnsafeMutableBufferPointer { replicas in
+                    split.losses.withUnsafeMutableBufferPointer { losses in
+                        // Each iteration touches its own network and loss alone.
+                        nonisolated(unsafe) let (network, replicas, losses, p) = (network, replicas, losses, p)
+                        let (inputs, targets) = (split.inputs, split.targets)
+                        DispatchQueue.concurrentPerform(iterations: n) { s in
+                            let share = s == 0 ? network : replicas.baseAddress! + (s - 1)
+                            share.pointee.forwardUnchecked(inputs[s], mode: .training, parameters: p, share: s)
+                            losses[s] = share.pointee.evaluateLoss(targets[s], gradient: true)
+                            share.pointee.backwardUnchecked(inputs[s], computeInputGradient: false, parameters: p)
+                        }
+                    }
+                }
+            }
+        }
+
+        // The batch's loss and gradients: each share's weighted by its part of the batch.
+        var total = 0
+        for s in 0..<n {
+            split.counts[s] = split.targets[s].withUnsafeBufferPointer { meanCount(targets: $0, rows: split.inputs[s].shape[0]) }
+            total += split.counts[s]
+        }
+        // A batch of padding alone has a loss and gradients of 0 in every share: any weight keeps them so.
+        func weight(_ s: Int) -> Scalar { total == 0 ? 0 : Scalar(split.counts[s]) / Scalar(total) }
+        var loss = weight(0) * split.losses[0]
+        gradients.withUnsafeMutableBufferPointer { g in
+            Scalar.blasScal(n: g.count, alpha: weight(0), x: g.baseAddress!)
+            for s in 1..<n {
+                loss += weight(s) * split.losses[s]
+                split.replicas[s - 1].gradients.withUnsafeBufferPointer { Kernels.addScaled($0, by: weight(s), to: g) }
+            }
+        }
+        assembleOutput(&split, rows: rows)
+        return loss
+    }
+
+    /// Sizes the replicas and buffers for `n` shares: a replica is a copy of the layers with
+    /// buffers of its own, and no parameters (it reads the network's).
+    private func prepare(_ split: inout BatchSplit<Scalar>, shares n: Int) {
+        guard split.replicas.count != n - 1 else { return }
+        var replica = self
+        replica.parameters = []
+        replica.batchThreads = 1
+        replica.gradients = Array(repeating: 0, count: gradients.count)
+        split.replicas = Array(repeating: replica, count: n - 1)
+        split.inputs = Array(repeating: Tensor(zeros: [0, 0]), count: n)
+        split.targets = split.inputs
+        split.losses = Array(repeating: 0, count: n)
+        split.counts = Array(repeating: 0, count: n)
+    }
+
+    /// `share` = the rows `part` of `x`, resized only when its shape changes (a step allocates nothing).
+    private static func copyRows(_ part: Range<Int>, of x: Tensor<Scalar>, into share: inout Tensor<Scalar>) {
+        if share.shape.first != part.count || !share.shape.dropFirst().elementsEqual(x.shape.dropFirst()) {
+            share.resize(to: [part.count] + x.shape.dropFirst())
+        }
+        let width = x.count / x.shape[0]
+        x.withUnsafeBufferPointer { x in
+            share.withUnsafeMutableBufferPointer { share in
+                _ = share.update(fromContentsOf: x[part.lowerBound * width..<part.upperBound * width])
+            }
+        }
+    }
+
+    /// The whole batch's output: share 0's rows (the network's own), then each replica's.
+    private func assembleOutput(_ split: inout BatchSplit<Scalar>, rows: Int) {
+        let first = output  // share 0's: ``isOutputCurrent`` is still false here
+        if split.output.shape.first != rows || !split.output.shape.dropFirst().elementsEqual(first.shape.dropFirst()) {
+            split.output.resize(to: [rows] + first.shape.dropFirst())
+        }
+        split.output.withUnsafeMutableBufferPointer { whole in
+            var offset = 0
+            for s in 0..<split.inputs.count {
+                let part = s == 0 ? first : split.replicas[s - 1].output
+                part.withUnsafeBufferPointer { part in
+                    _ = UnsafeMutableBufferPointer(rebasing: whole[offset..<offset + part.count]).update(fromContentsOf: part)
+                    offset += part.count
+                }
+            }
+        }
+        split.isOutputCurrent = true
+    }
+}
