@@ -23,7 +23,7 @@ extension Benchmarks {
     /// ``transformerWordsTarget``, timing the steps alone; then, with `--peers`, PyTorch on the same
     /// lines, batches and initial weights.
     func transformerWords() throws -> Report.Words {
-        let w = TransformerWorkload.w9
+        let w = TransformerWorkload.w9.split(over: threads)
         let path = Self.transformerWordsText
         progress("F4: loading \(path)")
         let corpus = try TextCorpus.load(path, lowercase: true, keep: try CharacterClass("a-z"), maximumBytes: 64 << 20)

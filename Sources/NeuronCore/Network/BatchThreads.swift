@@ -11,21 +11,22 @@
 //
 // The same weighting as data parallelism over processes (`MiniBatchTraining.step(share:combine:)`):
 // for the sequence loss a share's weight is its counted positions over the batch's, not its rows.
-import Dispatch
-
 /// The replicas and buffers of a pass split over threads, kept from step to step so that a pass
 /// allocates nothing once the first has sized them.
 struct BatchSplit<Scalar: TensorScalar>: Sendable {
     /// The networks of shares 1…n−1 (share 0 is the network itself): its layers, without parameters.
     var replicas: [Network<Scalar>] = []
+    /// The threads that compute shares 1…n−1.
+    var threads: ShareThreads<SharePass<Scalar>>?
     /// Each share's rows of the batch and of its targets.
     var inputs: [Tensor<Scalar>] = []
     var targets: [Tensor<Scalar>] = []
     /// Each share's loss, a mean over what it counts: its rows, or its counted positions.
     var losses: [Scalar] = []
     var counts: [Int] = []
-    /// The whole batch's output, the shares' outputs one after another.
-    var output = Tensor<Scalar>(zeros: [0, 0])
+    /// The whole batch's output, the shares' outputs one after another; nil before the first
+    /// pass (an empty split is made every pass, and must not allocate a shape).
+    var output: Tensor<Scalar>?
     /// Whether ``output`` is the last pass's (the network's own ``Network/output`` is share 0's alone).
     var isOutputCurrent = false
 }
@@ -53,19 +54,18 @@ extension Network {
         let blasThreads = BLAS.threadCount
         if blasThreads != 1 { BLAS.threadCount = 1 }
         defer { if blasThreads != 1 { BLAS.threadCount = blasThreads } }
-        let parameters = self.parameters
+        let (parameters, inputs, targets, threads) = (self.parameters, split.inputs, split.targets, split.threads!)
         parameters.withUnsafeBufferPointer { p in
-            withUnsafeMutablePointer(to: &self) { network in
-                split.replicas.withUnsafeMutableBufferPointer { replicas in
-                    split.losses.withUnsafeMutableBufferPointer { losses in
-                        // Each iteration touches its own network and loss alone.
-                        nonisolated(unsafe) let (network, replicas, losses, p) = (network, replicas, losses, p)
-                        let (inputs, targets) = (split.inputs, split.targets)
-                        DispatchQueue.concurrentPerform(iterations: n) { s in
-                            let share = s == 0 ? network : replicas.baseAddress! + (s - 1)
-                            share.pointee.forwardUnchecked(inputs[s], mode: .training, parameters: p, share: s)
-                            losses[s] = share.pointee.evaluateLoss(targets[s], gradient: true)
-                            share.pointee.backwardUnchecked(inputs[s], computeInputGradient: false, parameters: p)
+            inputs.withUnsafeBufferPointer { inputs in
+                targets.withUnsafeBufferPointer { targets in
+                    withUnsafeMutablePointer(to: &self) { network in
+                        split.replicas.withUnsafeMutableBufferPointer { replicas in
+                            split.losses.withUnsafeMutableBufferPointer { losses in
+                                threads.run(
+                                    SharePass(
+                                        network: network, replicas: replicas.baseAddress!, inputs: inputs.baseAddress!,
+                                        targets: targets.baseAddress!, losses: losses.baseAddress!, parameters: p))
+                            }
                         }
                     }
                 }
@@ -101,6 +101,7 @@ extension Network {
         replica.batchThreads = 1
         replica.gradients = Array(repeating: 0, count: gradients.count)
         split.replicas = Array(repeating: replica, count: n - 1)
+        split.threads = ShareThreads(count: n - 1)
         split.inputs = Array(repeating: Tensor(zeros: [0, 0]), count: n)
         split.targets = split.inputs
         split.losses = Array(repeating: 0, count: n)
@@ -123,10 +124,12 @@ extension Network {
     /// The whole batch's output: share 0's rows (the network's own), then each replica's.
     private func assembleOutput(_ split: inout BatchSplit<Scalar>, rows: Int) {
         let first = output  // share 0's: ``isOutputCurrent`` is still false here
-        if split.output.shape.first != rows || !split.output.shape.dropFirst().elementsEqual(first.shape.dropFirst()) {
-            split.output.resize(to: [rows] + first.shape.dropFirst())
+        var assembled = split.output ?? Tensor(zeros: [0])
+        split.output = nil  // the buffer held once, so that writing it does not copy it
+        if assembled.shape.first != rows || !assembled.shape.dropFirst().elementsEqual(first.shape.dropFirst()) {
+            assembled.resize(to: [rows] + first.shape.dropFirst())
         }
-        split.output.withUnsafeMutableBufferPointer { whole in
+        assembled.withUnsafeMutableBufferPointer { whole in
             var offset = 0
             for s in 0..<split.inputs.count {
                 let part = s == 0 ? first : split.replicas[s - 1].output
@@ -136,6 +139,28 @@ extension Network {
                 }
             }
         }
+        split.output = assembled
         split.isOutputCurrent = true
+    }
+}
+
+/// One share's forward pass, loss and backward pass, on its own network: the network itself
+/// (share 0) or a replica; every share reads the same parameters and writes only its own
+/// network and loss, so the shares run at once without locks.
+struct SharePass<Scalar: TensorScalar>: ShareWork, @unchecked Sendable {
+    let network: UnsafeMutablePointer<Network<Scalar>>
+    /// Shares 1…n−1's networks.
+    let replicas: UnsafeMutablePointer<Network<Scalar>>
+    /// Each share's rows of the batch and of its targets, and its loss.
+    let inputs: UnsafePointer<Tensor<Scalar>>
+    let targets: UnsafePointer<Tensor<Scalar>>
+    let losses: UnsafeMutablePointer<Scalar>
+    let parameters: UnsafeBufferPointer<Scalar>
+
+    func run(share s: Int) {
+        let share = s == 0 ? network : replicas + (s - 1)
+        share.pointee.forwardUnchecked(inputs[s], mode: .training, parameters: parameters, share: s)
+        losses[s] = share.pointee.evaluateLoss(targets[s], gradient: true)
+        share.pointee.backwardUnchecked(inputs[s], computeInputGradient: false, parameters: parameters)
     }
 }

@@ -293,7 +293,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 
     /// The last forward pass's output: the last layer's, or the softmax of its logits.
     public var output: Tensor<Scalar> {
-        if split.isOutputCurrent { return split.output }
+        if split.isOutputCurrent, let whole = split.output { return whole }
         return loss == .halfSquaredError ? layers[layers.count - 1].output : probabilities
     }
 
