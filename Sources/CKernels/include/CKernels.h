@@ -15,6 +15,15 @@ typedef enum ck_level {
     CK_AVX512 = 2,    ///< AVX-512 F, DQ, BW, VL and FMA (16 Floats)
 } ck_level;
 
+/// Adam's constants for one step (Swift's `AdamStep<Float>`).
+typedef struct ck_adam_step {
+    float step_size;                 ///< lr / (1 - β1^t)
+    float inverse_root_correction2;  ///< 1 / √(1 - β2^t)
+    float beta1, beta2, epsilon;
+    float l2;      ///< Adam's L2 coefficient added to the gradient (0 for AdamW)
+    float shrink;  ///< AdamW's 1 - lr·λ (1 for Adam)
+} ck_adam_step;
+
 /// One level's kernels. Every `n` counts elements; every buffer is contiguous.
 typedef struct ck_kernels {
     ck_level level;
@@ -24,6 +33,20 @@ typedef struct ck_kernels {
     void (*erf_f32)(float *x, size_t n);
     /// tanh of every element in place (Eigen's rational fit: within 4e-7, clamped to [-1, 1]).
     void (*tanh_f32)(float *x, size_t n);
+    /// GELU forward in one pass, `gate` = Φ(x) (or its tanh form when `tanh_form`), `y = x·gate`.
+    void (*gelu_forward_f32)(const float *x, int tanh_form, float *gate, float *y, size_t n);
+    /// GELU backward in one pass from the saved gate: `dx = dy·(gate + x·gate′)`; `dx` may alias `dy`.
+    void (*gelu_backward_f32)(const float *x, const float *gate, const float *dy, int tanh_form, float *dx, size_t n);
+    /// Layer normalization over each row's `features`, keeping each row's mean and 1/√(var + ε).
+    void (*layer_norm_forward_f32)(
+        const float *x, const float *weight, const float *bias, float epsilon, size_t rows, size_t features,
+        float *mean, float *inverse_deviation, float *y);
+    /// Layer normalization's backward pass: adds into `dweight` and `dbias`; `dx` (may be NULL) overwritten.
+    void (*layer_norm_backward_f32)(
+        const float *x, const float *dy, const float *weight, const float *mean, const float *inverse_deviation,
+        size_t rows, size_t features, float *dweight, float *dbias, float *dx);
+    /// One Adam (AdamW) step over `n` parameters, their gradients and moments.
+    void (*adam_update_f32)(float *p, const float *g, float *m, float *v, size_t n, const ck_adam_step *step);
 } ck_kernels;
 
 /// The best level this CPU and its operating system run.

@@ -3,7 +3,8 @@
 // time. Swift builds NeuronCore for baseline x86-64, SSE2's four lanes; a CPU with AVX-512 has
 // sixteen, which a Swift loop cannot use without flags that a package dependency may not set.
 // No other file imports CKernels: the `TensorScalar` witnesses (Tensor/VectorExp.swift,
-// VectorErf.swift, VectorTanh.swift) call the wrappers below.
+// VectorErf.swift, VectorTanh.swift, and Float's fused passes at the end of this file) call the
+// wrappers below.
 import CKernels
 
 /// A vector width that Float's element-wise kernels are compiled for, from the baseline every
@@ -82,5 +83,131 @@ struct VectorKernels {
     /// tanh of every element in place.
     func tanh(_ values: UnsafeMutableBufferPointer<Float>) {
         table.pointee.tanh_f32(values.baseAddress, values.count)
+    }
+
+    /// GELU forward in one pass: `gate = Φ(x)` (or its tanh form), `y = x·gate`.
+    ///
+    ///     // x, gate, y: (n)
+    func geluForward(
+        _ x: UnsafeBufferPointer<Float>, approximation: GELUApproximation, gate: UnsafeMutableBufferPointer<Float>,
+        into y: UnsafeMutableBufferPointer<Float>
+    ) {
+        precondition(gate.count >= x.count && y.count >= x.count, "GELU: gate and y hold fewer than x's \(x.count)")
+        table.pointee.gelu_forward_f32(
+            x.baseAddress,
+            approximation == .tanh ? 1 : 0,  // tanh_form
+            gate.baseAddress, y.baseAddress, x.count)
+    }
+
+    /// GELU backward in one pass from the saved gate: `dx = dy·(gate + x·gate′)`.
+    ///
+    ///     // x, gate, dy, dx: (n); dx may alias dy
+    func geluBackward(
+        _ x: UnsafeBufferPointer<Float>, gate: UnsafeBufferPointer<Float>, outputGradient dy: UnsafeBufferPointer<Float>,
+        approximation: GELUApproximation, into dx: UnsafeMutableBufferPointer<Float>
+    ) {
+        precondition(gate.count >= x.count && dy.count >= x.count && dx.count >= x.count, "GELU: buffers shorter than x's \(x.count)")
+        table.pointee.gelu_backward_f32(
+            x.baseAddress, gate.baseAddress, dy.baseAddress,
+            approximation == .tanh ? 1 : 0,  // tanh_form
+            dx.baseAddress, x.count)
+    }
+
+    /// Layer normalization over each row of `weight.count` features.
+    ///
+    ///     // x, y: (rows, features)  weight, bias: (features)  mean, inverseDeviation: (rows)
+    func layerNormForward(
+        _ x: UnsafeBufferPointer<Float>, weight: UnsafeBufferPointer<Float>, bias: UnsafeBufferPointer<Float>,
+        epsilon: Double, mean: UnsafeMutableBufferPointer<Float>, inverseDeviation s: UnsafeMutableBufferPointer<Float>,
+        into y: UnsafeMutableBufferPointer<Float>
+    ) {
+        let features = weight.count
+        guard features > 0 else { return }
+        let rows = x.count / features
+        precondition(
+            bias.count == features && y.count >= x.count && mean.count >= rows && s.count >= rows,
+            "layer norm: buffers too short for \(rows) rows of \(features)")
+        table.pointee.layer_norm_forward_f32(
+            x.baseAddress, weight.baseAddress, bias.baseAddress, Float(epsilon),
+            rows, features, mean.baseAddress, s.baseAddress, y.baseAddress)
+    }
+
+    /// Layer normalization's backward pass: adds into the parameter gradients, writes `dx` if given.
+    ///
+    ///     // x, dy, dx: (rows, features)  weight, weightGradient, biasGradient: (features)  mean, inverseDeviation: (rows)
+    func layerNormBackward(
+        _ x: UnsafeBufferPointer<Float>, outputGradient dy: UnsafeBufferPointer<Float>, weight: UnsafeBufferPointer<Float>,
+        mean: UnsafeBufferPointer<Float>, inverseDeviation s: UnsafeBufferPointer<Float>,
+        weightGradient: UnsafeMutableBufferPointer<Float>, biasGradient: UnsafeMutableBufferPointer<Float>,
+        into dx: UnsafeMutableBufferPointer<Float>?
+    ) {
+        let features = weight.count
+        guard features > 0 else { return }
+        let rows = x.count / features
+        precondition(
+            dy.count >= x.count && mean.count >= rows && s.count >= rows && weightGradient.count >= features
+                && biasGradient.count >= features && (dx?.count ?? x.count) >= x.count,
+            "layer norm backward: buffers too short for \(rows) rows of \(features)")
+        table.pointee.layer_norm_backward_f32(
+            x.baseAddress, dy.baseAddress, weight.baseAddress, mean.baseAddress, s.baseAddress,
+            rows, features, weightGradient.baseAddress, biasGradient.baseAddress,
+            dx?.baseAddress)  // NULL: no input gradient
+    }
+
+    /// One Adam (or AdamW) step.
+    ///
+    ///     // p, g, m, v: (n)
+    func adamUpdate(
+        parameters p: UnsafeMutableBufferPointer<Float>, gradients g: UnsafeBufferPointer<Float>,
+        m: UnsafeMutableBufferPointer<Float>, v: UnsafeMutableBufferPointer<Float>, step: AdamStep<Float>
+    ) {
+        precondition(g.count >= p.count && m.count >= p.count && v.count >= p.count, "Adam: buffers shorter than the \(p.count) parameters")
+        var constants = ck_adam_step(
+            step_size: step.stepSize, inverse_root_correction2: step.inverseRootCorrection2,
+            beta1: step.beta1, beta2: step.beta2, epsilon: step.epsilon, l2: step.l2, shrink: step.shrink)
+        table.pointee.adam_update_f32(p.baseAddress, g.baseAddress, m.baseAddress, v.baseAddress, p.count, &constants)
+    }
+}
+
+// Float's fused passes: the C loops at the level in use (Double's are the kernels' Swift loops).
+extension Float {
+    public static func geluForward(
+        _ x: UnsafeBufferPointer<Float>, approximation: GELUApproximation, gate: UnsafeMutableBufferPointer<Float>,
+        into y: UnsafeMutableBufferPointer<Float>
+    ) {
+        VectorKernels.inUse.geluForward(x, approximation: approximation, gate: gate, into: y)
+    }
+
+    public static func geluBackward(
+        _ x: UnsafeBufferPointer<Float>, gate: UnsafeBufferPointer<Float>, outputGradient dy: UnsafeBufferPointer<Float>,
+        approximation: GELUApproximation, into dx: UnsafeMutableBufferPointer<Float>
+    ) {
+        VectorKernels.inUse.geluBackward(x, gate: gate, outputGradient: dy, approximation: approximation, into: dx)
+    }
+
+    public static func layerNormForward(
+        _ x: UnsafeBufferPointer<Float>, weight: UnsafeBufferPointer<Float>, bias: UnsafeBufferPointer<Float>,
+        epsilon: Double, mean: UnsafeMutableBufferPointer<Float>, inverseDeviation s: UnsafeMutableBufferPointer<Float>,
+        into y: UnsafeMutableBufferPointer<Float>
+    ) {
+        VectorKernels.inUse.layerNormForward(x, weight: weight, bias: bias, epsilon: epsilon, mean: mean, inverseDeviation: s, into: y)
+    }
+
+    public static func layerNormBackward(
+        _ x: UnsafeBufferPointer<Float>, outputGradient dy: UnsafeBufferPointer<Float>, weight: UnsafeBufferPointer<Float>,
+        mean: UnsafeBufferPointer<Float>, inverseDeviation s: UnsafeBufferPointer<Float>,
+        weightGradient: UnsafeMutableBufferPointer<Float>, biasGradient: UnsafeMutableBufferPointer<Float>,
+        into dx: UnsafeMutableBufferPointer<Float>?
+    ) {
+        VectorKernels.inUse.layerNormBackward(
+            x, outputGradient: dy, weight: weight, mean: mean, inverseDeviation: s,
+            weightGradient: weightGradient, biasGradient: biasGradient, into: dx)
+    }
+
+    public static func adamUpdate(
+        parameters p: UnsafeMutableBufferPointer<Float>, gradients g: UnsafeBufferPointer<Float>,
+        m: UnsafeMutableBufferPointer<Float>, v: UnsafeMutableBufferPointer<Float>, step: AdamStep<Float>
+    ) {
+        VectorKernels.inUse.adamUpdate(parameters: p, gradients: g, m: m, v: v, step: step)
     }
 }
