@@ -1,7 +1,8 @@
 // The loops of every level, included once per level by Dispatch.c between a pragma that gives each
 // function the level's target and a definition of `CK_LEVEL(name)` that names its copy. Written
 // plainly, branch-free (clamps and selects), so that clang's loop vectorizer widens each loop to
-// the level's registers; the algorithms are those the Swift code used, constant for constant.
+// the level's registers. Their accuracy is documented on the Swift functions that call them
+// (Tensor/VectorExp.swift, VectorErf.swift, VectorTanh.swift) and checked by VectorKernelsTests.
 
 // Float's bits and back, without aliasing trouble (compiles to a register move).
 static inline unsigned CK_LEVEL(bits)(float x) {
@@ -112,8 +113,8 @@ static void CK_LEVEL(tanh_f32)(float *restrict values, size_t n) {
 }
 
 // GELU, `y = x·gate`, in one pass: the exact form's `gate = Φ(x) = (1 + erf(x/√2)) / 2`, or the
-// tanh form's `gate = (1 + tanh(u)) / 2` with `u = √(2/π)·(x + 0.044715·x³)`; the same arithmetic
-// as Kernels.geluForward's Swift loops, which run it in three passes.
+// tanh form's `gate = (1 + tanh(u)) / 2` with `u = √(2/π)·(x + 0.044715·x³)`; the arithmetic of
+// Kernels.geluForwardLoops (Double's), which runs it in three passes around the buffer erf or tanh.
 //     x, gate, y: (n)
 static void CK_LEVEL(gelu_forward_f32)(const float *x, int tanh_form, float *gate, float *y, size_t n) {
     if (tanh_form) {
@@ -221,8 +222,8 @@ static void CK_LEVEL(layer_norm_backward_f32)(
 static void CK_LEVEL(adam_update_f32)(
     float *restrict p, const float *restrict g, float *restrict m, float *restrict v, size_t n,
     const ck_adam_step *step) {
-    // No fused multiply-adds: the update then rounds as Double's Swift loop does, at every level,
-    // so a run's parameters do not depend on the CPU (the loop is bound by memory, not arithmetic).
+    // No fused multiply-adds: every level then rounds as the Swift loop (Kernels.adamUpdateLoop)
+    // does, so a run's parameters do not depend on the CPU (the loop is bound by memory anyway).
 #pragma clang fp contract(off)
     const float beta1 = step->beta1, beta2 = step->beta2, epsilon = step->epsilon;
     const float one_minus_beta1 = 1.0f - beta1, one_minus_beta2 = 1.0f - beta2;

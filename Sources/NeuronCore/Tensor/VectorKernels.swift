@@ -1,6 +1,6 @@
 // The one seam between Swift and the C kernels of Sources/CKernels: Float's element-wise loops
-// (exp, erf, tanh over a buffer), compiled there once per x86-64 vector width and chosen at run
-// time. Swift builds NeuronCore for baseline x86-64, SSE2's four lanes; a CPU with AVX-512 has
+// (exp, erf, tanh over a buffer; GELU's, layer normalization's and Adam's passes), compiled there
+// once per x86-64 vector width and chosen at run time. Swift builds NeuronCore for baseline x86-64, SSE2's four lanes; a CPU with AVX-512 has
 // sixteen, which a Swift loop cannot use without flags that a package dependency may not set.
 // No other file imports CKernels: the `TensorScalar` witnesses (Tensor/VectorExp.swift,
 // VectorErf.swift, VectorTanh.swift, and Float's fused passes at the end of this file) call the
@@ -72,17 +72,23 @@ struct VectorKernels {
 
     /// e^x of every element in place.
     func exp(_ values: UnsafeMutableBufferPointer<Float>) {
-        table.pointee.exp_f32(values.baseAddress, values.count)
+        table.pointee.exp_f32(
+            values.baseAddress,  // x, in place
+            values.count)  // n
     }
 
     /// erf of every element in place.
     func erf(_ values: UnsafeMutableBufferPointer<Float>) {
-        table.pointee.erf_f32(values.baseAddress, values.count)
+        table.pointee.erf_f32(
+            values.baseAddress,  // x, in place
+            values.count)  // n
     }
 
     /// tanh of every element in place.
     func tanh(_ values: UnsafeMutableBufferPointer<Float>) {
-        table.pointee.tanh_f32(values.baseAddress, values.count)
+        table.pointee.tanh_f32(
+            values.baseAddress,  // x, in place
+            values.count)  // n
     }
 
     /// GELU forward in one pass: `gate = Φ(x)` (or its tanh form), `y = x·gate`.
@@ -94,9 +100,11 @@ struct VectorKernels {
     ) {
         precondition(gate.count >= x.count && y.count >= x.count, "GELU: gate and y hold fewer than x's \(x.count)")
         table.pointee.gelu_forward_f32(
-            x.baseAddress,
+            x.baseAddress,  // x
             approximation == .tanh ? 1 : 0,  // tanh_form
-            gate.baseAddress, y.baseAddress, x.count)
+            gate.baseAddress,  // gate
+            y.baseAddress,  // y
+            x.count)  // n
     }
 
     /// GELU backward in one pass from the saved gate: `dx = dy·(gate + x·gate′)`.
@@ -108,9 +116,12 @@ struct VectorKernels {
     ) {
         precondition(gate.count >= x.count && dy.count >= x.count && dx.count >= x.count, "GELU: buffers shorter than x's \(x.count)")
         table.pointee.gelu_backward_f32(
-            x.baseAddress, gate.baseAddress, dy.baseAddress,
+            x.baseAddress,  // x
+            gate.baseAddress,  // gate
+            dy.baseAddress,  // dy
             approximation == .tanh ? 1 : 0,  // tanh_form
-            dx.baseAddress, x.count)
+            dx.baseAddress,  // dx (may be dy)
+            x.count)  // n
     }
 
     /// Layer normalization over each row of `weight.count` features.
@@ -128,8 +139,15 @@ struct VectorKernels {
             bias.count == features && y.count >= x.count && mean.count >= rows && s.count >= rows,
             "layer norm: buffers too short for \(rows) rows of \(features)")
         table.pointee.layer_norm_forward_f32(
-            x.baseAddress, weight.baseAddress, bias.baseAddress, Float(epsilon),
-            rows, features, mean.baseAddress, s.baseAddress, y.baseAddress)
+            x.baseAddress,  // x
+            weight.baseAddress,  // weight
+            bias.baseAddress,  // bias
+            Float(epsilon),  // epsilon
+            rows,  // rows
+            features,  // features
+            mean.baseAddress,  // mean
+            s.baseAddress,  // inverse_deviation
+            y.baseAddress)  // y
     }
 
     /// Layer normalization's backward pass: adds into the parameter gradients, writes `dx` if given.
@@ -149,9 +167,16 @@ struct VectorKernels {
                 && biasGradient.count >= features && (dx?.count ?? x.count) >= x.count,
             "layer norm backward: buffers too short for \(rows) rows of \(features)")
         table.pointee.layer_norm_backward_f32(
-            x.baseAddress, dy.baseAddress, weight.baseAddress, mean.baseAddress, s.baseAddress,
-            rows, features, weightGradient.baseAddress, biasGradient.baseAddress,
-            dx?.baseAddress)  // NULL: no input gradient
+            x.baseAddress,  // x
+            dy.baseAddress,  // dy
+            weight.baseAddress,  // weight
+            mean.baseAddress,  // mean
+            s.baseAddress,  // inverse_deviation
+            rows,  // rows
+            features,  // features
+            weightGradient.baseAddress,  // dweight, added into
+            biasGradient.baseAddress,  // dbias, added into
+            dx?.baseAddress)  // dx, or NULL: no input gradient
     }
 
     /// One Adam (or AdamW) step.
@@ -165,7 +190,13 @@ struct VectorKernels {
         var constants = ck_adam_step(
             step_size: step.stepSize, inverse_root_correction2: step.inverseRootCorrection2,
             beta1: step.beta1, beta2: step.beta2, epsilon: step.epsilon, l2: step.l2, shrink: step.shrink)
-        table.pointee.adam_update_f32(p.baseAddress, g.baseAddress, m.baseAddress, v.baseAddress, p.count, &constants)
+        table.pointee.adam_update_f32(
+            p.baseAddress,  // p
+            g.baseAddress,  // g
+            m.baseAddress,  // m
+            v.baseAddress,  // v
+            p.count,  // n
+            &constants)  // step
     }
 }
 
