@@ -48,10 +48,14 @@ let package = Package(
             providers: [.apt(["libopenmpi-dev"])]
         ),
 
+        /// Float's element-wise kernels (exp, erf, tanh, …) in C, compiled for each x86-64 vector width
+        /// and dispatched at run time: Swift builds for baseline x86-64. Imported by `Tensor/VectorKernels.swift` alone.
+        .target(name: "CKernels"),
+
         // MARK: - The engine
 
         /// Tensors, the neuron, layers, networks, optimizers, gradient checks, data. No I/O beyond data files.
-        .target(name: "NeuronCore", dependencies: ["CBLAS", "CZlib"]),
+        .target(name: "NeuronCore", dependencies: ["CBLAS", "CZlib", "CKernels"]),
 
         // MARK: - The tool layer
 

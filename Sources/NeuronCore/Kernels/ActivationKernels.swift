@@ -113,10 +113,10 @@ extension Kernels {
     }
 }
 
-// GELU, `y = x·Φ(x)`: each pass is a few flat loops over the whole buffer, so that Float's stay
-// vectorized: erf, tanh and exp go through the type's buffer functions (``TensorScalar/erf(inPlace:)``,
-// ``TensorScalar/tanh(inPlace:)``, ``TensorScalar/exp(inPlace:)``) between them, and no loop calls
-// into the C library.
+// GELU, `y = x·Φ(x)`: each pass is the type's (``TensorScalar/geluForward(_:approximation:gate:into:)``):
+// Float's one loop in C at the CPU's vector width (Sources/CKernels), Double's the Swift loops
+// below, a few flat loops over the whole buffer with erf, tanh and exp through the type's buffer
+// functions between them, so that no loop calls into the C library.
 extension Kernels {
     /// GELU forward, `y = x ⊙ gate`, keeping the gate for backward: the exact form's
     /// `gate = Φ(x) = (1 + erf(x/√2)) / 2`, or the tanh form's `gate = (1 + tanh(u)) / 2` with
@@ -126,6 +126,16 @@ extension Kernels {
     @_specialize(where T == Float)
     @_specialize(where T == Double)
     public static func geluForward<T: TensorScalar>(
+        _ x: UnsafeBufferPointer<T>, approximation: GELUApproximation, gate: UnsafeMutableBufferPointer<T>,
+        into y: UnsafeMutableBufferPointer<T>
+    ) {
+        T.geluForward(x, approximation: approximation, gate: gate, into: y)
+    }
+
+    /// ``geluForward(_:approximation:gate:into:)`` in Swift: Double's pass, the arithmetic of Float's C loop.
+    ///
+    ///     // x, gate, y: (n)
+    static func geluForwardLoops<T: TensorScalar>(
         _ x: UnsafeBufferPointer<T>, approximation: GELUApproximation, gate: UnsafeMutableBufferPointer<T>,
         into y: UnsafeMutableBufferPointer<T>
     ) {
@@ -157,6 +167,17 @@ extension Kernels {
     @_specialize(where T == Float)
     @_specialize(where T == Double)
     public static func geluBackward<T: TensorScalar>(
+        _ x: UnsafeBufferPointer<T>, gate: UnsafeBufferPointer<T>, outputGradient dy: UnsafeBufferPointer<T>,
+        approximation: GELUApproximation, into dx: UnsafeMutableBufferPointer<T>
+    ) {
+        T.geluBackward(x, gate: gate, outputGradient: dy, approximation: approximation, into: dx)
+    }
+
+    /// ``geluBackward(_:gate:outputGradient:approximation:into:)`` in Swift: Double's pass, the
+    /// arithmetic of Float's C loop.
+    ///
+    ///     // x, gate, dy, dx: (n); dx may alias dy only in the tanh form
+    static func geluBackwardLoops<T: TensorScalar>(
         _ x: UnsafeBufferPointer<T>, gate: UnsafeBufferPointer<T>, outputGradient dy: UnsafeBufferPointer<T>,
         approximation: GELUApproximation, into dx: UnsafeMutableBufferPointer<T>
     ) {

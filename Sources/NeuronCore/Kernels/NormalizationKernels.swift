@@ -141,9 +141,11 @@ extension Kernels {
 }
 
 // Layer normalization normalizes each row over its own features, where batch normalization
-// normalizes each column over the rows: a row's statistics are sums along it, each in eight
-// partial sums (``rowSum(_:_:)``), while the per-feature loops (the affine step, the parameter
-// gradients) run along the row through pointers and vectorize.
+// normalizes each column over the rows. Each pass is the type's (``TensorScalar/layerNormForward(_:weight:bias:epsilon:mean:inverseDeviation:into:)``):
+// Float's in C at the CPU's vector width (Sources/CKernels), its row sums split across the lanes;
+// Double's the Swift loops below, a row's statistics each in eight partial sums (``rowSum(_:_:)``),
+// while the per-feature loops (the affine step, the parameter gradients) run along the row through
+// pointers and vectorize.
 extension Kernels {
     /// `Σ term(j)` over `0..<count`, in eight partial sums (term `j` into sum `j mod 8`) added
     /// pairwise at the end, then the terms past the last multiple of 8 in order: eight independent
@@ -184,6 +186,16 @@ extension Kernels {
         _ x: UnsafeBufferPointer<T>, weight: UnsafeBufferPointer<T>, bias: UnsafeBufferPointer<T>, epsilon: Double,
         mean: UnsafeMutableBufferPointer<T>, inverseDeviation s: UnsafeMutableBufferPointer<T>, into y: UnsafeMutableBufferPointer<T>
     ) {
+        T.layerNormForward(x, weight: weight, bias: bias, epsilon: epsilon, mean: mean, inverseDeviation: s, into: y)
+    }
+
+    /// ``layerNormForward(_:weight:bias:epsilon:mean:inverseDeviation:into:)`` in Swift: Double's pass.
+    ///
+    ///     // x, y: (rows, features)  weight, bias: (features)  mean, inverseDeviation: (rows)
+    static func layerNormForwardLoops<T: TensorScalar>(
+        _ x: UnsafeBufferPointer<T>, weight: UnsafeBufferPointer<T>, bias: UnsafeBufferPointer<T>, epsilon: Double,
+        mean: UnsafeMutableBufferPointer<T>, inverseDeviation s: UnsafeMutableBufferPointer<T>, into y: UnsafeMutableBufferPointer<T>
+    ) {
         // x, y: (rows, features), a row at a time: its mean, then Σ (x - mean)² (two passes, as
         // PyTorch's: no cancellation between Σ x² and mean²), then the affine step
         let f = weight.count, e = T(epsilon)
@@ -208,6 +220,21 @@ extension Kernels {
     @_specialize(where T == Float)
     @_specialize(where T == Double)
     public static func layerNormBackward<T: TensorScalar>(
+        _ x: UnsafeBufferPointer<T>, outputGradient dy: UnsafeBufferPointer<T>, weight: UnsafeBufferPointer<T>,
+        mean: UnsafeBufferPointer<T>, inverseDeviation s: UnsafeBufferPointer<T>,
+        weightGradient: UnsafeMutableBufferPointer<T>, biasGradient: UnsafeMutableBufferPointer<T>,
+        into dx: UnsafeMutableBufferPointer<T>?
+    ) {
+        T.layerNormBackward(
+            x, outputGradient: dy, weight: weight, mean: mean, inverseDeviation: s,
+            weightGradient: weightGradient, biasGradient: biasGradient, into: dx)
+    }
+
+    /// ``layerNormBackward(_:outputGradient:weight:mean:inverseDeviation:weightGradient:biasGradient:into:)``
+    /// in Swift: Double's pass.
+    ///
+    ///     // x, dy, dx: (rows, features)  weight, weightGradient, biasGradient: (features)  mean, inverseDeviation: (rows)
+    static func layerNormBackwardLoops<T: TensorScalar>(
         _ x: UnsafeBufferPointer<T>, outputGradient dy: UnsafeBufferPointer<T>, weight: UnsafeBufferPointer<T>,
         mean: UnsafeBufferPointer<T>, inverseDeviation s: UnsafeBufferPointer<T>,
         weightGradient: UnsafeMutableBufferPointer<T>, biasGradient: UnsafeMutableBufferPointer<T>,

@@ -46,12 +46,24 @@ extension Kernels {
 }
 
 extension Kernels {
-    /// One Adam (or AdamW) step with the bias corrections folded into `step`.
+    /// One Adam (or AdamW) step with the bias corrections folded into `step`: the type's pass
+    /// (``TensorScalar/adamUpdate(parameters:gradients:m:v:step:)``), Float's in C at the CPU's
+    /// vector width, Double's the Swift loop below.
     ///
     ///     // p, g, m, v: (n)
     @_specialize(where T == Float)
     @_specialize(where T == Double)
     public static func adamUpdate<T: TensorScalar>(
+        parameters p: UnsafeMutableBufferPointer<T>, gradients g: UnsafeBufferPointer<T>,
+        m: UnsafeMutableBufferPointer<T>, v: UnsafeMutableBufferPointer<T>, step: AdamStep<T>
+    ) {
+        T.adamUpdate(parameters: p, gradients: g, m: m, v: v, step: step)
+    }
+
+    /// ``adamUpdate(parameters:gradients:m:v:step:)`` in Swift: Double's pass, the arithmetic of Float's C loop.
+    ///
+    ///     // p, g, m, v: (n)
+    static func adamUpdateLoop<T: TensorScalar>(
         parameters p: UnsafeMutableBufferPointer<T>, gradients g: UnsafeBufferPointer<T>,
         m: UnsafeMutableBufferPointer<T>, v: UnsafeMutableBufferPointer<T>, step: AdamStep<T>
     ) {

@@ -1,6 +1,8 @@
 // What differs between Float and Double, and nothing else: the BLAS routines (s or d), the C
-// library's scalar functions, and tanh, erf and exp over a buffer (vectorized approximations for Float,
-// the C library's for Double). Every other loop is one generic body in the `Kernels` namespace
+// library's scalar functions, tanh, erf and exp over a buffer (vectorized approximations for Float,
+// the C library's for Double), and the hottest fused passes (GELU, layer normalization, Adam), which
+// Float runs in C at the CPU's vector width (Tensor/VectorKernels.swift) and Double as the Swift
+// loops of their kernels. Every other loop is one generic body in the `Kernels` namespace
 // (`Kernels/`), specialized there by one rule; a new layer adds kernels there, not requirements here.
 //
 // The scalar functions are spelled `libmTanh`, `libmExp`, `libmLog`, `libmErf`: they say where the numbers come
@@ -54,6 +56,84 @@ where RawSignificand: FixedWidthInteger {
     /// e^x of every element in place, as fast as the type allows: Double calls the C library's
     /// exp; Float uses a vectorizable polynomial (the attention's softmax, GELU's backward pass).
     static func exp(inPlace values: UnsafeMutableBufferPointer<Self>)
+
+    // MARK: Fused passes (Tensor/VectorKernels.swift for Float; the kernels' Swift loops otherwise)
+
+    /// ``Kernels/geluForward(_:approximation:gate:into:)``'s pass: Float's is one C loop at the
+    /// CPU's vector width; the default, Double's, is `Kernels.geluForwardLoops`.
+    static func geluForward(
+        _ x: UnsafeBufferPointer<Self>, approximation: GELUApproximation, gate: UnsafeMutableBufferPointer<Self>,
+        into y: UnsafeMutableBufferPointer<Self>)
+
+    /// ``Kernels/geluBackward(_:gate:outputGradient:approximation:into:)``'s pass: Float's is one C
+    /// loop at the CPU's vector width; the default, Double's, is `Kernels.geluBackwardLoops`.
+    static func geluBackward(
+        _ x: UnsafeBufferPointer<Self>, gate: UnsafeBufferPointer<Self>, outputGradient dy: UnsafeBufferPointer<Self>,
+        approximation: GELUApproximation, into dx: UnsafeMutableBufferPointer<Self>)
+
+    /// ``Kernels/layerNormForward(_:weight:bias:epsilon:mean:inverseDeviation:into:)``'s pass: Float's
+    /// is C at the CPU's vector width; the default, Double's, is `Kernels.layerNormForwardLoops`.
+    static func layerNormForward(
+        _ x: UnsafeBufferPointer<Self>, weight: UnsafeBufferPointer<Self>, bias: UnsafeBufferPointer<Self>,
+        epsilon: Double, mean: UnsafeMutableBufferPointer<Self>, inverseDeviation s: UnsafeMutableBufferPointer<Self>,
+        into y: UnsafeMutableBufferPointer<Self>)
+
+    /// ``Kernels/layerNormBackward(_:outputGradient:weight:mean:inverseDeviation:weightGradient:biasGradient:into:)``'s
+    /// pass: Float's is C at the CPU's vector width; the default, Double's, is `Kernels.layerNormBackwardLoops`.
+    static func layerNormBackward(
+        _ x: UnsafeBufferPointer<Self>, outputGradient dy: UnsafeBufferPointer<Self>, weight: UnsafeBufferPointer<Self>,
+        mean: UnsafeBufferPointer<Self>, inverseDeviation s: UnsafeBufferPointer<Self>,
+        weightGradient: UnsafeMutableBufferPointer<Self>, biasGradient: UnsafeMutableBufferPointer<Self>,
+        into dx: UnsafeMutableBufferPointer<Self>?)
+
+    /// ``Kernels/adamUpdate(parameters:gradients:m:v:step:)``'s pass: Float's is C at the CPU's
+    /// vector width; the default, Double's, is `Kernels.adamUpdateLoop`.
+    static func adamUpdate(
+        parameters p: UnsafeMutableBufferPointer<Self>, gradients g: UnsafeBufferPointer<Self>,
+        m: UnsafeMutableBufferPointer<Self>, v: UnsafeMutableBufferPointer<Self>, step: AdamStep<Self>)
+}
+
+// Double's fused passes (and any type's without its own): the kernels' Swift loops.
+extension TensorScalar {
+    public static func geluForward(
+        _ x: UnsafeBufferPointer<Self>, approximation: GELUApproximation, gate: UnsafeMutableBufferPointer<Self>,
+        into y: UnsafeMutableBufferPointer<Self>
+    ) {
+        Kernels.geluForwardLoops(x, approximation: approximation, gate: gate, into: y)
+    }
+
+    public static func geluBackward(
+        _ x: UnsafeBufferPointer<Self>, gate: UnsafeBufferPointer<Self>, outputGradient dy: UnsafeBufferPointer<Self>,
+        approximation: GELUApproximation, into dx: UnsafeMutableBufferPointer<Self>
+    ) {
+        Kernels.geluBackwardLoops(x, gate: gate, outputGradient: dy, approximation: approximation, into: dx)
+    }
+
+    public static func layerNormForward(
+        _ x: UnsafeBufferPointer<Self>, weight: UnsafeBufferPointer<Self>, bias: UnsafeBufferPointer<Self>,
+        epsilon: Double, mean: UnsafeMutableBufferPointer<Self>, inverseDeviation s: UnsafeMutableBufferPointer<Self>,
+        into y: UnsafeMutableBufferPointer<Self>
+    ) {
+        Kernels.layerNormForwardLoops(x, weight: weight, bias: bias, epsilon: epsilon, mean: mean, inverseDeviation: s, into: y)
+    }
+
+    public static func layerNormBackward(
+        _ x: UnsafeBufferPointer<Self>, outputGradient dy: UnsafeBufferPointer<Self>, weight: UnsafeBufferPointer<Self>,
+        mean: UnsafeBufferPointer<Self>, inverseDeviation s: UnsafeBufferPointer<Self>,
+        weightGradient: UnsafeMutableBufferPointer<Self>, biasGradient: UnsafeMutableBufferPointer<Self>,
+        into dx: UnsafeMutableBufferPointer<Self>?
+    ) {
+        Kernels.layerNormBackwardLoops(
+            x, outputGradient: dy, weight: weight, mean: mean, inverseDeviation: s,
+            weightGradient: weightGradient, biasGradient: biasGradient, into: dx)
+    }
+
+    public static func adamUpdate(
+        parameters p: UnsafeMutableBufferPointer<Self>, gradients g: UnsafeBufferPointer<Self>,
+        m: UnsafeMutableBufferPointer<Self>, v: UnsafeMutableBufferPointer<Self>, step: AdamStep<Self>
+    ) {
+        Kernels.adamUpdateLoop(parameters: p, gradients: g, m: m, v: v, step: step)
+    }
 }
 
 extension Float: TensorScalar {}
