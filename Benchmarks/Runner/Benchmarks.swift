@@ -496,7 +496,8 @@ struct Benchmarks: AsyncParsableCommand {
         let vector = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile"]
             .filter(flags.contains)
         let extensions = vector.isEmpty ? "no vector extensions listed" : vector.joined(separator: " ")
-        return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, \(extensions)"
+        let memory = ProcessInfo.processInfo.physicalMemory >> 30
+        return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(memory) GiB, \(extensions); \(Kernels.vectorSummary)"
     }
 }
 
