@@ -36,6 +36,12 @@ struct Benchmarks: AsyncParsableCommand {
     @Option(help: "Interleaved rounds of timing.")
     var rounds: Int?
 
+    @Option(
+        help:
+            "OpenBLAS's kernels, for Neuron and the peers alike: native (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset), pinned (the environment's OPENBLAS_CORETYPE), or both, each in a process of its own, then side by side (default: both where OPENBLAS_CORETYPE is set, except with --quick or --mpi; else the environment's)."
+    )
+    var kernels: KernelSet?
+
     @Flag(
         help:
             "Data parallelism instead (DataParallel.swift): alone, the 1-process step and shard steps; under mpirun, allreduce and step of the ranks."
@@ -47,6 +53,7 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
+        try validateKernelSets()
         let known = Set(
             Workload.all.map(\.id) + [
                 "W7", "W8", "W9", "W10", "F1", "F2", "F3", "F4", "ceiling", "observer", "dashboard", "neuron", "attention", "scaling",
@@ -58,6 +65,13 @@ struct Benchmarks: AsyncParsableCommand {
 
     @MainActor
     func run() async throws {
+        if !childKernelSets.isEmpty { return try runKernelSets(childKernelSets) }
+        do {
+            try BLAS.checkKernels()
+        } catch {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            throw ExitCode(Self.kernelMismatchStatus)
+        }
         #if DEBUG
         print(
             """
@@ -71,9 +85,9 @@ struct Benchmarks: AsyncParsableCommand {
         BLAS.threadCount = threads
         func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && id.hasPrefix("F")) && id != "scaling" : workloads.contains(id) }
         var report = Report(
-            date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, threads: threads,
-            machine: Self.machine())
-        print("BLAS: \(report.blas)")
+            date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, kernelEnvironment: KernelSet.environmentDescription,
+            threads: threads, machine: Self.machine())
+        print("BLAS: \(report.blas) (\(report.kernelEnvironment))")
         print("Machine: \(report.machine)")
         print("Timings: median [p10–p90] per training step (forward, backward, SGD update), float32.\n")
 
@@ -550,6 +564,8 @@ struct Report: Encodable {
     }
     var date: String
     var blas: String
+    /// The variables that pin OpenBLAS's kernels, as this run had them.
+    var kernelEnvironment: String
     var threads: Int
     var machine: String
     var ceiling: Ceiling?
