@@ -38,7 +38,7 @@ struct Benchmarks: AsyncParsableCommand {
 
     @Option(
         help:
-            "OpenBLAS's kernels, for Neuron and the peers alike: native (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset), pinned (the environment's OPENBLAS_CORETYPE), or both, each in a process of its own, then side by side (default: both where OPENBLAS_CORETYPE is set, except with --quick or --mpi; else the environment's)."
+            "OpenBLAS's kernels, for Neuron and the peers alike: native (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset), pinned (the environment's OPENBLAS_CORETYPE), or both, each in a process of its own, then side by side (default: both where OPENBLAS_CORETYPE is set, except with --quick, --mpi or scaling; else the environment's)."
     )
     var kernels: KernelSet?
 

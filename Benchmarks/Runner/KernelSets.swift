@@ -52,10 +52,11 @@ extension Benchmarks {
     /// The kernel sets to measure in child processes, in order; empty when this process's own
     /// kernels are the ones asked for. The default is both where the environment pins the kernels,
     /// except for `--quick` (CI's smoke run, which stays on the environment's kernels and under a
-    /// minute) and `--mpi` (whose ranks `mpirun` starts).
+    /// minute), `--mpi` (whose ranks `mpirun` starts) and `scaling` (which writes one CSV).
     var childKernelSets: [KernelSet] {
         let pinnedHere = KernelSet.pinnedHere
-        switch kernels ?? (pinnedHere && !quick && !mpi ? .both : (pinnedHere ? .pinned : .native)) {
+        let bothByDefault = pinnedHere && !quick && !mpi && !workloads.contains("scaling")
+        switch kernels ?? (bothByDefault ? .both : (pinnedHere ? .pinned : .native)) {
         case .both: return [.native, .pinned]
         case .native: return pinnedHere ? [.native] : []
         case .pinned: return []  // validate() makes sure the environment pins them
@@ -265,7 +266,8 @@ struct KernelSetSummary: Encodable {
             }
             cells.append(cell)
         }
-        return (lines + ["", table(cells)]).joined(separator: "\n")
+        let body = rows.isEmpty ? "  (no workload of W1–W10 or F1–F4 was run: nothing to set side by side)" : table(cells)
+        return (lines + ["", body]).joined(separator: "\n")
     }
 }
 
