@@ -84,15 +84,19 @@ struct TransformerGradientCheckTests {
         config.mlpRatio = 1 + g.index(below: 2)
         config.tieWeights = tied
         config.positions = time + g.index(below: 3)
+        // Every third with dropout: the check holds the noise step, so every nudged loss drops the same units.
+        config.dropout = seed % 3 == 0 ? 0.2 : 0
         let (x, t, vocabulary) = try windowedBatch(time: time, letters: 2 + g.index(below: 4), using: &g)
         var network = try Network<Double>(config.layers(Double.self, time: time, vocabulary: vocabulary), loss: .sequenceCrossEntropy)
         network.initialize(seed: seed)
         return (network, x, t)
     }
 
-    @Test("24 random transformers (several heads, 1–3 blocks, tied and untied, padding and windowed lines) pass in Double, every parameter")
+    @Test(
+        "24 random transformers (several heads, 1–3 blocks, tied and untied, dropout in 8, padding and windowed lines) pass in Double, every parameter"
+    )
     func randomTransformersPass() throws {
-        var passed = 0, tiedSeen = 0, masked = 0
+        var passed = 0, tiedSeen = 0, masked = 0, dropped = 0
         for seed in UInt64(1)...24 {
             let tied = seed % 2 == 0
             let (network, x, t) = try Self.randomCase(seed: seed, tied: tied)
@@ -103,10 +107,13 @@ struct TransformerGradientCheckTests {
             if report.passed { passed += 1 }
             if tied { tiedSeen += 1 }
             if t.scalars.contains(-1) { masked += 1 }
+            if network.layers.contains(where: { "\($0)".contains("Dropout") }) { dropped += 1 }
         }
-        #expect(passed == 24 && tiedSeen == 12 && masked == 24, "\(passed) of 24 passed; \(tiedSeen) tied; \(masked) with masked targets")
+        #expect(
+            passed == 24 && tiedSeen == 12 && masked == 24 && dropped == 8,
+            "\(passed) of 24 passed; \(tiedSeen) tied; \(masked) with masked targets; \(dropped) with dropout")
         print(
-            "Transformer gradient checks: \(passed) of 24 random transformers passed (\(tiedSeen) tied), every parameter, central differences in Double"
+            "Transformer gradient checks: \(passed) of 24 random transformers passed (\(tiedSeen) tied, \(dropped) with dropout), every parameter, central differences in Double"
         )
     }
 
