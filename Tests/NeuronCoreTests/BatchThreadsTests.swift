@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import NeuronCore
@@ -135,6 +136,29 @@ struct BatchThreadsTests {
         let output = network.output.scalars
         #expect(output.count == 4)
         #expect(output[0..<2] != output[2..<4], "both shares drew share 0's mask")
+    }
+
+    @Test("A split network's threads end with it: twenty networks made, stepped and dropped leave no thread behind")
+    func threadsEnd() throws {
+        func threads() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0 }
+        var g = SeededGenerator(seed: 3)
+        let (x, t) = try Self.tokens(rows: 4, time: 3, vocabulary: 4, using: &g)
+        let before = threads()
+        for _ in 0..<20 {
+            var network = try Self.transformer(time: 3, features: 4, vocabulary: 4)
+            network.batchThreads = 3  // two threads besides the caller
+            try network.lossAndGradients(x, targets: t)
+            var copy = network  // a copy shares them, one pass at a time
+            try copy.lossAndGradients(x, targets: t)
+        }
+        // A stopped thread leaves /proc once it has returned: give them a moment.
+        var after = threads()
+        for _ in 0..<100 where after > before + 16 {
+            Thread.sleep(forTimeInterval: 0.02)
+            after = threads()
+        }
+        // Other suites' threads come and go meanwhile (the tests run in parallel); forty leaked ones would not.
+        #expect(after <= before + 16, "\(before) threads before, \(after) after")
     }
 
     @Test("Batch normalization's statistics are the whole batch's: with state, the pass stays on one thread")
