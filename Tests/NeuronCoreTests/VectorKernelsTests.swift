@@ -59,16 +59,22 @@ struct VectorKernelsTests {
         }
     }
 
-    @Test("exp within 1e-7 (relative) of exp over Float's normal range; 0 below, infinity above, NaN kept", arguments: VectorLevel.runnable)
-    func exp(level: VectorLevel) {
-        let kernels = VectorKernels(level)
-        var xs: [Float] = stride(from: -87.3, through: 88.3, by: 0.0007).map { Float($0) }
+    /// The inputs of a kernel's sweep: `low…high` in steps of `step`, every ±1e-12·1.07ᵏ below 1
+    /// (where a fit's relative error shows), then `extras`.
+    static func sweep(from low: Double, through high: Double, by step: Double, and extras: [Float]) -> [Float] {
+        var xs = stride(from: low, through: high, by: step).map { Float($0) }
         var small: Float = 1e-12
         while small < 1 {
             xs += [small, -small]
             small *= 1.07
         }
-        xs += [0, -0.0, 1, -1, 88.37, -87.33]
+        return xs + extras
+    }
+
+    @Test("exp within 1e-7 (relative) of exp over Float's normal range; 0 below, infinity above, NaN kept", arguments: VectorLevel.runnable)
+    func exp(level: VectorLevel) {
+        let kernels = VectorKernels(level)
+        let xs = Self.sweep(from: -87.3, through: 88.3, by: 0.0007, and: [0, -0.0, 1, -1, 88.37, -87.33])
         var ys = xs
         ys.withUnsafeMutableBufferPointer { kernels.exp($0) }
         var worst = 0.0
@@ -89,13 +95,7 @@ struct VectorKernelsTests {
     @Test("erf within 4.3e-7 of erf, in [-1, 1] with erf's sign, NaN kept", arguments: VectorLevel.runnable)
     func erf(level: VectorLevel) {
         let kernels = VectorKernels(level)
-        var xs: [Float] = stride(from: -7.0, through: 7.0, by: 0.0003).map { Float($0) }
-        var small: Float = 1e-12
-        while small < 1 {
-            xs += [small, -small]
-            small *= 1.07
-        }
-        xs += [0, -0.0, 4, -4, 100, -100, .infinity, -.infinity]
+        let xs = Self.sweep(from: -7, through: 7, by: 0.0003, and: [0, -0.0, 4, -4, 100, -100, .infinity, -.infinity])
         var ys = xs
         ys.withUnsafeMutableBufferPointer { kernels.erf($0) }
         var worst = 0.0, worstRelative = 0.0
@@ -116,13 +116,7 @@ struct VectorKernelsTests {
     @Test("tanh within 4e-7 of tanh, in [-1, 1] with tanh's sign, NaN kept", arguments: VectorLevel.runnable)
     func tanh(level: VectorLevel) {
         let kernels = VectorKernels(level)
-        var xs: [Float] = stride(from: -12.0, through: 12.0, by: 0.0007).map { Float($0) }
-        var small: Float = 1e-12
-        while small < 1 {
-            xs += [small, -small]
-            small *= 1.07
-        }
-        xs += [0, -0.0, 9, -9, 100, -100, .infinity, -.infinity]
+        let xs = Self.sweep(from: -12, through: 12, by: 0.0007, and: [0, -0.0, 9, -9, 100, -100, .infinity, -.infinity])
         var ys = xs
         ys.withUnsafeMutableBufferPointer { kernels.tanh($0) }
         var worst = 0.0
