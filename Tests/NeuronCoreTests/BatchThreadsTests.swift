@@ -64,6 +64,22 @@ struct BatchThreadsTests {
         }
     }
 
+    @Test("A batch of fewer rows than threads (an epoch's last) uses as many shares as rows; the other threads idle, kept")
+    func fewerRows() throws {
+        let (time, features, vocabulary) = (4, 4, 5)
+        var g = SeededGenerator(seed: 8)
+        var whole = try Self.transformer(time: time, features: features, vocabulary: vocabulary)
+        var split = whole
+        split.batchThreads = 4
+        for rows in [6, 2, 3, 6] {
+            let (x, t) = try Self.tokens(rows: rows, time: time, vocabulary: vocabulary, using: &g)
+            expectClose(try split.lossAndGradients(x, targets: t), try whole.lossAndGradients(x, targets: t), tolerance: 1e-13)
+            expectClose(split.gradients, whole.gradients, tolerance: 1e-13)
+            expectClose(split.output.scalars, whole.output.scalars, tolerance: 1e-13)
+            #expect(split.split.replicas.count == 3, "rows \(rows): the replicas were made again")
+        }
+    }
+
     @Test("The split gradients are the whole batch's loss differentiated: central differences of the unsplit loss")
     func finiteDifferences() throws {
         let (time, features, vocabulary) = (4, 4, 5)

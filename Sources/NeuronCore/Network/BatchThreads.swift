@@ -63,7 +63,7 @@ extension Network {
                             split.losses.withUnsafeMutableBufferPointer { losses in
                                 threads.run(
                                     SharePass(
-                                        network: network, replicas: replicas.baseAddress!, inputs: inputs.baseAddress!,
+                                        shares: n, network: network, replicas: replicas.baseAddress!, inputs: inputs.baseAddress!,
                                         targets: targets.baseAddress!, losses: losses.baseAddress!, parameters: p))
                             }
                         }
@@ -88,14 +88,15 @@ extension Network {
                 split.replicas[s - 1].gradients.withUnsafeBufferPointer { Kernels.addScaled($0, by: weight(s), to: g) }
             }
         }
-        assembleOutput(&split, rows: rows)
+        assembleOutput(&split, rows: rows, shares: n)
         return loss
     }
 
     /// Sizes the replicas and buffers for `n` shares: a replica is a copy of the layers with
-    /// buffers of its own, and no parameters (it reads the network's).
+    /// buffers of its own, and no parameters (it reads the network's). Kept when there are enough:
+    /// a batch of fewer rows than threads (an epoch's last) leaves the extra ones idle.
     private func prepare(_ split: inout BatchSplit<Scalar>, shares n: Int) {
-        guard split.replicas.count != n - 1 else { return }
+        guard split.replicas.count < n - 1 else { return }
         var replica = self
         replica.parameters = []
         replica.batchThreads = 1
@@ -110,9 +111,7 @@ extension Network {
 
     /// `share` = the rows `part` of `x`, resized only when its shape changes (a step allocates nothing).
     private static func copyRows(_ part: Range<Int>, of x: Tensor<Scalar>, into share: inout Tensor<Scalar>) {
-        if share.shape.first != part.count || !share.shape.dropFirst().elementsEqual(x.shape.dropFirst()) {
-            share.resize(to: [part.count] + x.shape.dropFirst())
-        }
+        resize(&share, rows: part.count, like: x)
         let width = x.count / x.shape[0]
         x.withUnsafeBufferPointer { x in
             share.withUnsafeMutableBufferPointer { share in
@@ -121,17 +120,22 @@ extension Network {
         }
     }
 
+    /// `t` resized to `rows` samples of `like`'s shape, the shape array built only when it changes
+    /// (a step allocates nothing).
+    private static func resize(_ t: inout Tensor<Scalar>, rows: Int, like x: Tensor<Scalar>) {
+        guard t.shape.first != rows || !t.shape.dropFirst().elementsEqual(x.shape.dropFirst()) else { return }
+        t.resize(to: [rows] + x.shape.dropFirst())
+    }
+
     /// The whole batch's output: share 0's rows (the network's own), then each replica's.
-    private func assembleOutput(_ split: inout BatchSplit<Scalar>, rows: Int) {
+    private func assembleOutput(_ split: inout BatchSplit<Scalar>, rows: Int, shares n: Int) {
         let first = output  // share 0's: ``isOutputCurrent`` is still false here
         var assembled = split.output ?? Tensor(zeros: [0])
         split.output = nil  // the buffer held once, so that writing it does not copy it
-        if assembled.shape.first != rows || !assembled.shape.dropFirst().elementsEqual(first.shape.dropFirst()) {
-            assembled.resize(to: [rows] + first.shape.dropFirst())
-        }
+        Self.resize(&assembled, rows: rows, like: first)
         assembled.withUnsafeMutableBufferPointer { whole in
             var offset = 0
-            for s in 0..<split.inputs.count {
+            for s in 0..<n {
                 let part = s == 0 ? first : split.replicas[s - 1].output
                 part.withUnsafeBufferPointer { part in
                     _ = UnsafeMutableBufferPointer(rebasing: whole[offset..<offset + part.count]).update(fromContentsOf: part)
@@ -148,6 +152,8 @@ extension Network {
 /// (share 0) or a replica; every share reads the same parameters and writes only its own
 /// network and loss, so the shares run at once without locks.
 struct SharePass<Scalar: TensorScalar>: ShareWork, @unchecked Sendable {
+    /// The pass's shares: the threads of shares beyond them (a batch of fewer rows) stay idle.
+    let shares: Int
     let network: UnsafeMutablePointer<Network<Scalar>>
     /// Shares 1…n−1's networks.
     let replicas: UnsafeMutablePointer<Network<Scalar>>
@@ -158,6 +164,7 @@ struct SharePass<Scalar: TensorScalar>: ShareWork, @unchecked Sendable {
     let parameters: UnsafeBufferPointer<Scalar>
 
     func run(share s: Int) {
+        guard s < shares else { return }
         let share = s == 0 ? network : replicas + (s - 1)
         share.pointee.forwardUnchecked(inputs[s], mode: .training, parameters: parameters, share: s)
         losses[s] = share.pointee.evaluateLoss(targets[s], gradient: true)

@@ -57,7 +57,7 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
     /// Starts `count` threads.
     init(count: Int) {
         self.count = count
-        for share in 1...max(1, count) where count > 0 {
+        for share in 1..<count + 1 {
             let handover = self.handover
             let thread = Thread { Self.serve(handover, share: share) }
             thread.name = "neuron share \(share)"
