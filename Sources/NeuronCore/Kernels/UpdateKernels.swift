@@ -22,6 +22,38 @@ extension Kernels {
         }
     }
 
+    /// A plain SGD step (``SGDStep``) applied to the entries of the flat buffer from `offset` on:
+    /// `parameters` and their `gradients`, each piece with its own `λ`.
+    ///
+    ///     // p, g: (n), the flat buffer's offset..<offset + n
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func sgdUpdate<T: TensorScalar>(
+        _ step: SGDStep, parameters p: UnsafeMutableBufferPointer<T>, gradients g: UnsafeBufferPointer<T>, offset: Int
+    ) {
+        precondition(p.count == g.count, "\(p.count) parameters but \(g.count) gradients")
+        let slice = offset..<offset + p.count, lr = T(step.learningRate), lambda = T(step.weightDecay)
+        var start = slice.lowerBound
+        func update(_ piece: Range<Int>, _ lambda: T) {
+            guard !piece.isEmpty else { return }
+            let local = piece.lowerBound - offset..<piece.upperBound - offset
+            sgdUpdate(
+                parameters: UnsafeMutableBufferPointer(rebasing: p[local]), gradients: UnsafeBufferPointer(rebasing: g[local]),
+                learningRate: lr, weightDecay: lambda)
+        }
+        if lambda != 0, case let .matrices(ranges) = step.decay {
+            for range in ranges where range.overlaps(slice) {
+                let decayed = range.clamped(to: slice)
+                update(start..<decayed.lowerBound, 0)
+                update(decayed, lambda)
+                start = decayed.upperBound
+            }
+            update(start..<slice.upperBound, 0)
+        } else {
+            update(slice, lambda)
+        }
+    }
+
     /// SGD with momentum (PyTorch's rule, dampening 0): `b ← g` on the first step else `μ·b + g`,
     /// then `p ← p - lr·(g + μ·b)` (Nesterov) or `p ← p - lr·b`; `g` includes `λ·p`.
     ///

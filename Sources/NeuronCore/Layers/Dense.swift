@@ -137,6 +137,28 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
             preActivationGradient: &cache.preActivationGradient,
             computeInputGradient: computeInputGradient, inputGradient: &cache.inputGradient)
     }
+
+    /// Backward with `step`'s update computed in the weight gradient's product,
+    /// `w ← (1 - lr·λ)·w - lr·xᵀ·dz`, so the weight gradient is never stored; `dx = dz·wᵀ` first,
+    /// from `w` as it was. When `step`'s weight decay covers part of a tensor only, the update
+    /// follows the whole gradient instead (``Layer/backwardThenUpdate(input:outputGradient:parameters:gradients:updating:offset:computeInputGradient:)``).
+    public mutating func backward(
+        input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
+        parameters: UnsafeMutableBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
+        updating step: SGDStep, offset: Int, computeInputGradient: Bool
+    ) {
+        // x: (batch, inputs)  dy, dz: (batch, outputs)  w: (inputs, outputs)  b: (outputs)  dx: (batch, inputs)
+        let fused = Kernels.denseBackwardUpdating(
+            input: x, output: cache.output, outputGradient: dy, parameters: parameters, gradients: gradients,
+            inputs: inputs, outputs: outputs, activation: activation, step: step, offset: offset,
+            preActivationGradient: &cache.preActivationGradient,
+            computeInputGradient: computeInputGradient, inputGradient: &cache.inputGradient)
+        if !fused {
+            backwardThenUpdate(
+                input: x, outputGradient: dy, parameters: parameters, gradients: gradients, updating: step, offset: offset,
+                computeInputGradient: computeInputGradient)
+        }
+    }
 }
 
 extension Naive {

@@ -67,6 +67,19 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
     /// The last backward pass's gradient with respect to the layer's input (when it was asked for).
     var inputGradient: Tensor<Scalar> { get }
 
+    /// Backward with a plain SGD update of this layer's parameters (``Network/fusesUpdate``):
+    /// ``inputGradient`` (when asked) from the parameters as they were, and each parameter moved
+    /// by `step`. `gradients` is scratch space; `offset` is the slice's start in the flat buffer,
+    /// which says where `step`'s weight decay applies. By default (``backwardThenUpdate(input:outputGradient:parameters:gradients:updating:offset:computeInputGradient:)``)
+    /// the slice's gradient is computed whole, then the update applied; a layer whose weight
+    /// gradient is a product can compute the update in it instead (``Dense``).
+    ///
+    ///     // x: (batch, inputShape…)  dy: (batch, outputShape…)  →  parameters -= …, inputGradient: like x
+    mutating func backward(
+        input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
+        parameters: UnsafeMutableBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
+        updating step: SGDStep, offset: Int, computeInputGradient: Bool)
+
     /// The same layer computing in another precision, with empty caches.
     func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other>
 
@@ -83,6 +96,30 @@ extension Layer {
     public func isDecayed(_ tensor: String) -> Bool { false }
 
     public mutating func drawNoise(key: UInt64) {}
+
+    public mutating func backward(
+        input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
+        parameters: UnsafeMutableBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
+        updating step: SGDStep, offset: Int, computeInputGradient: Bool
+    ) {
+        backwardThenUpdate(
+            input: x, outputGradient: dy, parameters: parameters, gradients: gradients, updating: step, offset: offset,
+            computeInputGradient: computeInputGradient)
+    }
+
+    /// The slice's gradient into `gradients` (cleared first), then `step` applied with it: an
+    /// update after backward, one layer at a time.
+    public mutating func backwardThenUpdate(
+        input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
+        parameters: UnsafeMutableBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
+        updating step: SGDStep, offset: Int, computeInputGradient: Bool
+    ) {
+        Tensor<Scalar>.zero(gradients)
+        backward(
+            input: x, outputGradient: dy, parameters: UnsafeBufferPointer(parameters), gradients: gradients,
+            computeInputGradient: computeInputGradient)
+        Kernels.sgdUpdate(step, parameters: parameters, gradients: UnsafeBufferPointer(gradients), offset: offset)
+    }
 
     /// The number of scalars in this layer's parameter slice.
     public var parameterCount: Int { parameterShapes.reduce(0) { $0 + $1.shape.reduce(1, *) } }

@@ -109,6 +109,12 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     @discardableResult
     public mutating func step() -> Scalar {
         let batch = startStep()
+        // Plain SGD without clipping runs inside backward (``Network/fusesUpdate``).
+        if maximumGradientNorm == nil, network.fusesUpdate(rows: batch.count), let rule = optimizer.fusableStep() {
+            batches.fill(positions: batch, from: dataset, features: &features, targets: &targets, labels: &labels)
+            let loss = network.fusedLossAndUpdate(features, targets: targets, step: rule)
+            return finishStep(loss: loss, correct: correctCount(), samples: batch.count)
+        }
         let (loss, correct) = backward(batch)
         if let maximumGradientNorm { lastGradientNorm = network.clipGradientNorm(maximum: maximumGradientNorm) }
         optimizer.update(parameters: &network.parameters, gradients: network.gradients)
@@ -194,7 +200,12 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         batches.fill(positions: positions, from: dataset, features: &features, targets: &targets, labels: &labels)
         // The shapes were checked against the network when training was set up.
         let loss = try! network.lossAndGradients(features, targets: targets)
-        return (loss, labels.isEmpty ? 0 : ConfusionMatrix.correctCount(network.output, labels: labels))
+        return (loss, correctCount())
+    }
+
+    /// The (classification) correct count of the last pass's rows.
+    private func correctCount() -> Int {
+        labels.isEmpty ? 0 : ConfusionMatrix.correctCount(network.output, labels: labels)
     }
 
     /// Counts the step into the epoch's sums and moves to the next batch.

@@ -33,7 +33,7 @@ public struct ParameterTensor: Sendable, Equatable, Codable, CustomStringConvert
 /// ``Loss/sequenceCrossEntropy`` the same holds at every position of a sequence.
 public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// The layers, input side first.
-    public private(set) var layers: [any Layer<Scalar>]
+    public internal(set) var layers: [any Layer<Scalar>]
     /// The loss at the output.
     public let loss: Loss
     /// Every parameter, layer after layer, each layer's tensors in its ``Layer/parameterShapes`` order.
@@ -52,7 +52,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// The softmax of the last layer's logits (the cross-entropies only); sized when a batch shape is first seen.
     private var probabilities = Tensor<Scalar>(zeros: [0, 0])
     /// The loss's gradient, the start of backward; sized when a batch shape is first seen.
-    private var lossGradient = Tensor<Scalar>(zeros: [0, 0])
+    var lossGradient = Tensor<Scalar>(zeros: [0, 0])
     /// The seed of every training pass's random draws (dropout masks): the seed of
     /// ``initialize(seed:)``, so a run's one recorded seed names them too.
     public var noiseSeed: UInt64 = 0
@@ -71,6 +71,16 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     }
     /// The replicas and buffers of a pass split over threads; empty until the first one.
     var split = BatchSplit<Scalar>()
+    /// Whether a training step with plain SGD and no clipping (``trainStep(_:targets:optimizer:maximumGradientNorm:)``,
+    /// ``MiniBatchTraining/step()``) applies the update inside its backward pass, each layer's as
+    /// soon as its gradient is known, a dense layer's in its weight gradient's product (see
+    /// `Network/FusedUpdate.swift`). True by default. ``gradients`` is then not the step's:
+    /// set it to false to read them after a step, or call ``lossAndGradients(_:targets:inputGradient:)``.
+    /// The numbers differ from an update after backward by rounding alone.
+    public var fusesUpdate = true
+    /// Whether a layer computes with an earlier layer's parameters (``ParameterSharing``), whose
+    /// update must wait for both gradients: such a network never fuses its update.
+    let sharesParameters: Bool
 
     /// A network of the given layers, parameters all zero (see ``initialize(seed:)``).
     /// - Throws: ``NetworkError`` when a layer's output shape is not the next one's input shape
@@ -166,6 +176,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
             ranges[i] = ranges[j]
         }
         (parameterTensors, layerRanges) = (tensors, ranges)
+        sharesParameters = layers.contains { $0 is any ParameterSharing<Scalar> }
         (stateTensors, stateRanges) = try lay(\.stateShapes)
         // The last layer's range ends the buffer unless it shares an earlier layer's.
         parameters = Array(repeating: 0, count: layerRanges.map(\.upperBound).max()!)
@@ -393,7 +404,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         try checkInput(x)
         try checkTargets(targets, batch: x.shape[0])
         let value: Scalar
-        if batchThreads > 1, !inputGradient, x.shape[0] > 1, state.isEmpty {
+        if splitsBatch(rows: x.shape[0], inputGradient: inputGradient) {
             value = splitLossAndGradients(x, targets: targets)
         } else {
             let parameters = self.parameters
@@ -436,7 +447,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     }
 
     /// One step of training on one batch: loss and gradients, clipped when asked, then the
-    /// optimizer's update of the flat parameter buffer.
+    /// optimizer's update of the flat parameter buffer. With plain SGD and no clipping the update
+    /// is applied inside the backward pass instead (``fusesUpdate``).
     ///
     ///     // x: (batch, inputShape…)  targets: (batch, targetCount)
     ///
@@ -453,6 +465,11 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     public mutating func trainStep<O: Optimizer>(
         _ x: Tensor<Scalar>, targets: Tensor<Scalar>, optimizer: inout O, maximumGradientNorm: Double? = nil
     ) throws(NetworkError) -> Scalar where O.Scalar == Scalar {
+        if maximumGradientNorm == nil, fusesUpdate(rows: x.shape.first ?? 0) {
+            try checkInput(x)
+            try checkTargets(targets, batch: x.shape[0])
+            if let step = optimizer.fusableStep() { return fusedLossAndUpdate(x, targets: targets, step: step) }
+        }
         let value = try lossAndGradients(x, targets: targets)
         if let maximumGradientNorm { clipGradientNorm(maximum: maximumGradientNorm) }
         optimizer.update(parameters: &parameters, gradients: gradients)

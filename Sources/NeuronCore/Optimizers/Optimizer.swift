@@ -42,9 +42,17 @@ public protocol Optimizer<Scalar>: Sendable, CustomStringConvertible {
     ///   length does not fit (empty at step 0; otherwise all equal, and equal to the parameter
     ///   count this optimizer has already seen). A refused state leaves the optimizer unchanged.
     mutating func restore(state: [String: [Scalar]], step: Int) throws(OptimizerError)
+
+    /// The next update's rule, counted as taken, when it is plain gradient descent: entry by entry,
+    /// from the gradient alone, nothing remembered (``SGDStep``). A network then applies it inside
+    /// its backward pass, each tensor as soon as its gradient is known (``Network/fusesUpdate``).
+    /// Nil, and nothing changes, for every other update (momentum, Adam): the default.
+    mutating func fusableStep() -> SGDStep?
 }
 
 extension Optimizer {
+    public mutating func fusableStep() -> SGDStep? { nil }
+
     /// The learning rate the next update uses: ``learningRate`` scaled by the schedule at ``step``.
     public var scheduledLearningRate: Scalar {
         learningRate * Scalar(schedule.factor(at: step))

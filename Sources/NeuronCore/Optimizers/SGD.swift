@@ -106,6 +106,14 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
         step += 1
     }
 
+    /// Without momentum, the next update's rule (``SGDStep``), counted as taken; nil with momentum,
+    /// whose velocity an update must read and write.
+    public mutating func fusableStep() -> SGDStep? {
+        guard momentum == 0 else { return nil }
+        defer { step += 1 }
+        return SGDStep(learningRate: Double(scheduledLearningRate), weightDecay: Double(weightDecay), decay: decay)
+    }
+
     /// `["velocity": …]` with momentum (empty before the first update); `[:]` without.
     public var state: [String: [Scalar]] {
         momentum != 0 ? ["velocity": velocity] : [:]
@@ -129,5 +137,30 @@ public struct SGD<Scalar: TensorScalar>: Optimizer, Equatable {
         if decay != .all { parts.append("decay: \(decay)") }
         if schedule != .constant { parts.append("schedule: \(schedule)") }
         return "SGD(" + parts.joined(separator: ", ") + ")"
+    }
+}
+
+/// One plain SGD update, `p ← p - lr·(g + λ·p)` for every entry `p` of the flat parameter buffer with
+/// gradient `g` (``SGD`` without momentum; `λ` is 0 outside ``decay``): a rule that needs nothing but
+/// the entry and its gradient, so a backward pass can apply it to a tensor as soon as that tensor's
+/// gradient is known (``Network/fusesUpdate``), or a product can compute the update itself
+/// (``Kernels/sgdUpdate(_:parameters:gradients:offset:)`` applies it to a slice).
+///
+/// Not generic, so that building one in generic code costs no type lookup: each value is the
+/// optimizer's scalar widened to Double, which a kernel narrows back exactly.
+public struct SGDStep: Sendable, Equatable {
+    /// This step's learning rate, the schedule applied.
+    public let learningRate: Double
+    /// The L2 coefficient `λ`.
+    public let weightDecay: Double
+    /// The entries `λ` applies to.
+    public let decay: WeightDecayScope
+
+    /// `λ` for the entries `range` of the flat buffer when it is the same for all of them (0 outside
+    /// ``decay``); nil when ``decay`` covers part of `range`.
+    public func weightDecay(over range: Range<Int>) -> Double? {
+        guard weightDecay != 0, case let .matrices(ranges) = decay else { return weightDecay }
+        if ranges.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) { return weightDecay }
+        return ranges.contains(where: { $0.overlaps(range) }) ? nil : 0
     }
 }
