@@ -47,6 +47,8 @@ extension Network {
             forwardUnchecked(x, mode: .training, parameters: UnsafeBufferPointer(p), share: 0)
             let value = evaluateLoss(targets, gradient: true)
             let dy = lossGradient
+            // The fold of `backwardUnchecked`, written out again: a shared method reading the layers
+            // and the loss's gradient copied the network for each layer (W2 0.79 → 1.02 µs a step).
             gradients.withUnsafeMutableBufferPointer { g in
                 for i in layers.indices.reversed() {
                     let input = i == 0 ? x : layers[i - 1].output
