@@ -53,6 +53,7 @@ func measureSteps(
 /// Seconds in the unit that reads best: ns, µs, ms or s.
 func format(_ seconds: Double) -> String {
     guard seconds.isFinite else { return "–" }
+    if seconds < 0 { return "−" + format(-seconds) }
     switch seconds {
     case ..<1e-6: return String(format: "%.1f ns", seconds * 1e9)
     case ..<1e-3: return String(format: "%.2f µs", seconds * 1e6)

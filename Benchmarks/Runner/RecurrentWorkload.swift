@@ -210,7 +210,11 @@ extension Benchmarks {
                 layers.map { [$0.layer, format($0.forward), format($0.backward)] } + [
                     ["loss head (softmax, loss, gradient)", format(parts.lossHead), ""],
                     ["SGD update", format(parts.update), ""],
-                    ["the step less these parts", format(timing.median - parted), ""],
+                    [
+                        timing.median >= parted
+                            ? "the step less these parts" : "the step less these parts (below 0: each part timed alone takes longer than in the step)",
+                        format(timing.median - parted), "",
+                    ],
                 ]))
         print()
         return Report.Recurrent(
