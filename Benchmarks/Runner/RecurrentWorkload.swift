@@ -212,7 +212,8 @@ extension Benchmarks {
                     ["SGD update", format(parts.update), ""],
                     [
                         timing.median >= parted
-                            ? "the step less these parts" : "the step less these parts (below 0: each part timed alone takes longer than in the step)",
+                            ? "the step less these parts"
+                            : "the step less these parts (below 0: the parts timed alone take longer than in the step)",
                         format(timing.median - parted), "",
                     ],
                 ]))
