@@ -25,14 +25,16 @@ extension Kernels {
         if let time { y.resize(batch: rows / time, time: time, features: outputs) } else { y.resize(rows: rows, columns: outputs) }
         x.withUnsafeBufferPointer { px in
             y.withUnsafeMutableBufferPointer { py in
-                let w = parameters.baseAddress!
-                // y = x·w
+                let w = parameters.baseAddress!, b = parameters.baseAddress! + inputs * outputs
+                // y = b in every row, then y += x·w (beta 1: the product adds to the bias instead of
+                // OpenBLAS clearing y first and a pass adding b after)
+                for row in 0..<rows { (py.baseAddress! + row * outputs).update(from: b, count: outputs) }
                 T.blasGemm(
                     transposeA: false, transposeB: false, m: rows, n: outputs, k: inputs,
                     alpha: 1, a: px.baseAddress!, lda: inputs, b: w, ldb: outputs,
-                    beta: 0, c: py.baseAddress!, ldc: outputs)
-                // y += b, then y = f(y) (softmax: left to the loss head)
-                addBias(UnsafeBufferPointer(rebasing: parameters[inputs * outputs..<inputs * outputs + outputs]), thenActivate: activation, py)
+                    beta: 1, c: py.baseAddress!, ldc: outputs)
+                // y = f(y) (softmax: left to the loss head)
+                activate(activation, py)
             }
         }
     }
