@@ -169,6 +169,12 @@ extension Benchmarks {
                 }
             }
         }
+        if !file.isEmpty {
+            // The exchange file (W10's is 11 MB) and, once empty, this process's directory go with
+            // the last round: runs must not pile them up in the temporary directory.
+            try? FileManager.default.removeItem(atPath: file)
+            rmdir((file as NSString).deletingLastPathComponent)
+        }
         return result
     }
 
