@@ -11,7 +11,7 @@ import Foundation
 import Synchronization
 
 /// The work of one pass: what share `share` computes.
-protocol ShareWork {
+protocol ShareWork: Sendable {
     /// Computes share `share` (0 on the caller's thread, `1…` on the threads).
     func run(share: Int)
 }
