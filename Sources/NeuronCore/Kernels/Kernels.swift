@@ -21,10 +21,10 @@
 //
 // The one specialization rule: every public kernel carries exactly the pair
 // `@_specialize(where T == Float)` / `@_specialize(where T == Double)`, and outside this folder only
-// the step's entry, `Network.lossAndGradients`, carries it (`.ci/specialize-check` counts them). A
-// caller that does not know its scalar type (a layer reached through `any Layer<Float>`) or sits in
-// another module reaches the generic entry point, which checks the type and jumps to the concrete
-// copy. Without the pair, relu over conv 1's 1.38M outputs called from another module took 34.7 ms
+// the step's entries, `Network.lossAndGradientsUnchecked` and `Network.fusedLossAndUpdate`, carry
+// it (`.ci/specialize-check` counts them). A caller that does not know its scalar type (a layer
+// reached through `any Layer<Float>`) or sits in another module reaches the generic entry point,
+// which checks the type and jumps to the concrete copy. Without the pair, relu over conv 1's 1.38M outputs called from another module took 34.7 ms
 // instead of 0.24 ms (addBias 12.0 → 0.35 ms, relu's backward 53.8 → 0.37 ms). A layer carries no
 // attribute: where its own generic body cost a step (the dense layer, in W1–W3), its pass is one
 // kernel call (`DenseKernels.swift`).

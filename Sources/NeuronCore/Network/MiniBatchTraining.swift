@@ -198,8 +198,8 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     /// The loss and (classification) correct count of the rows at `positions`, their gradients in `network.gradients`.
     private mutating func backward(_ positions: Range<Int>) -> (loss: Scalar, correct: Int) {
         batches.fill(positions: positions, from: dataset, features: &features, targets: &targets, labels: &labels)
-        // The shapes were checked against the network when training was set up.
-        let loss = try! network.lossAndGradients(features, targets: targets)
+        // The shapes and values were checked against the network when training was set up.
+        let loss = network.lossAndGradientsUnchecked(features, targets: targets, inputGradient: false)
         return (loss, correctCount())
     }
 
