@@ -32,25 +32,12 @@ extension Kernels {
         _ step: SGDStep, parameters p: UnsafeMutableBufferPointer<T>, gradients g: UnsafeBufferPointer<T>, offset: Int
     ) {
         precondition(p.count == g.count, "\(p.count) parameters but \(g.count) gradients")
-        let slice = offset..<offset + p.count, lr = T(step.learningRate), lambda = T(step.weightDecay)
-        var start = slice.lowerBound
-        func update(_ piece: Range<Int>, _ lambda: T) {
-            guard !piece.isEmpty else { return }
+        let lr = T(step.learningRate), lambda = T(step.weightDecay)
+        step.decay.forEachPiece(of: offset..<offset + p.count) { piece, isDecayed in
             let local = piece.lowerBound - offset..<piece.upperBound - offset
             sgdUpdate(
                 parameters: UnsafeMutableBufferPointer(rebasing: p[local]), gradients: UnsafeBufferPointer(rebasing: g[local]),
-                learningRate: lr, weightDecay: lambda)
-        }
-        if lambda != 0, case let .matrices(ranges) = step.decay {
-            for range in ranges where range.overlaps(slice) {
-                let decayed = range.clamped(to: slice)
-                update(start..<decayed.lowerBound, 0)
-                update(decayed, lambda)
-                start = decayed.upperBound
-            }
-            update(start..<slice.upperBound, 0)
-        } else {
-            update(slice, lambda)
+                learningRate: lr, weightDecay: isDecayed ? lambda : 0)
         }
     }
 

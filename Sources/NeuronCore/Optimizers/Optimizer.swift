@@ -92,18 +92,28 @@ public enum WeightDecayScope: Sendable, Equatable, CustomStringConvertible {
     /// Calls `body` on each piece of `0..<count` in order, with whether weight decay applies to it:
     /// `0..<count` once for ``all``; for ``matrices`` the decayed ranges and the gaps between them.
     func forEachPiece(count: Int, _ body: (_ piece: Range<Int>, _ isDecayed: Bool) -> Void) {
+        if case let .matrices(ranges) = self, let last = ranges.last {
+            precondition(last.upperBound <= count, "decayed range \(last) beyond the \(count) parameters")
+        }
+        forEachPiece(of: 0..<count, body)
+    }
+
+    /// Calls `body` on each piece of `slice` of the flat buffer in order, with whether weight decay
+    /// applies to it: the whole slice for ``all``; for ``matrices`` the parts of the decayed ranges
+    /// within it and the gaps between them (a layer's slice, updated on its own).
+    func forEachPiece(of slice: Range<Int>, _ body: (_ piece: Range<Int>, _ isDecayed: Bool) -> Void) {
         switch self {
         case .all:
-            body(0..<count, true)
+            body(slice, true)
         case let .matrices(ranges):
-            var start = 0
-            for range in ranges {
-                precondition(range.upperBound <= count, "decayed range \(range) beyond the \(count) parameters")
-                if start < range.lowerBound { body(start..<range.lowerBound, false) }
-                body(range, true)
-                start = range.upperBound
+            var start = slice.lowerBound
+            for range in ranges where range.overlaps(slice) {
+                let decayed = range.clamped(to: slice)
+                if start < decayed.lowerBound { body(start..<decayed.lowerBound, false) }
+                body(decayed, true)
+                start = decayed.upperBound
             }
-            if start < count { body(start..<count, false) }
+            if start < slice.upperBound { body(start..<slice.upperBound, false) }
         }
     }
 

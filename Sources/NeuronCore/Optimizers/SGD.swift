@@ -159,8 +159,9 @@ public struct SGDStep: Sendable, Equatable {
     /// `λ` for the entries `range` of the flat buffer when it is the same for all of them (0 outside
     /// ``decay``); nil when ``decay`` covers part of `range`.
     public func weightDecay(over range: Range<Int>) -> Double? {
-        guard weightDecay != 0, case let .matrices(ranges) = decay else { return weightDecay }
-        if ranges.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) { return weightDecay }
-        return ranges.contains(where: { $0.overlaps(range) }) ? nil : 0
+        guard weightDecay != 0 else { return 0 }
+        var (decayed, plain) = (false, false)
+        decay.forEachPiece(of: range) { _, isDecayed in if isDecayed { decayed = true } else { plain = true } }
+        return decayed && plain ? nil : decayed ? weightDecay : 0
     }
 }
