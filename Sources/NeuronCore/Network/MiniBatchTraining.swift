@@ -111,7 +111,7 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         let batch = startStep()
         // Plain SGD without clipping runs inside backward (``Network/fusesUpdate``).
         if maximumGradientNorm == nil, network.fusesUpdate(rows: batch.count), let rule = optimizer.fusableStep() {
-            batches.fill(positions: batch, from: dataset, features: &features, targets: &targets, labels: &labels)
+            fill(batch)
             let loss = network.fusedLossAndUpdate(features, targets: targets, step: rule)
             return finishStep(loss: loss, correct: correctCount(), samples: batch.count)
         }
@@ -197,10 +197,18 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
 
     /// The loss and (classification) correct count of the rows at `positions`, their gradients in `network.gradients`.
     private mutating func backward(_ positions: Range<Int>) -> (loss: Scalar, correct: Int) {
-        batches.fill(positions: positions, from: dataset, features: &features, targets: &targets, labels: &labels)
-        // The shapes and values were checked against the network when training was set up.
+        fill(positions)
         let loss = network.lossAndGradientsUnchecked(features, targets: targets, inputGradient: false)
         return (loss, correctCount())
+    }
+
+    /// The rows at `positions` into the batch buffers, checked against the network: the dataset was
+    /// checked whole when training was set up, but ``network`` can be replaced since, and a batch
+    /// that does not fit it must stop the program rather than be read past its end.
+    private mutating func fill(_ positions: Range<Int>) {
+        batches.fill(positions: positions, from: dataset, features: &features, targets: &targets, labels: &labels)
+        try! network.checkInput(features)
+        try! network.checkTargets(targets, batch: features.shape[0])
     }
 
     /// The (classification) correct count of the last pass's rows.
