@@ -88,4 +88,36 @@ struct MatrixProductTests {
         try Tensor.matmul(a, b, beta: 0.5, into: &c)
         #expect(c.scalars == Array(repeating: 2, count: 6))
     }
+
+    @Test("beta 0 on a large product ignores what c held (NaN) and leaves the columns past n alone, with a row stride wider than n")
+    func betaZeroLargeStrided() {
+        // Past 2¹⁴ outputs the binding clears c itself and asks OpenBLAS for beta 1: every output
+        // must still be the product alone, and the padding of each row must keep its value.
+        func check<Scalar: TensorScalar>(_: Scalar.Type) {
+            let (m, n, k, ldc) = (131, 127, 9, 130)
+            var generator = SeededGenerator(seed: 7)
+            let a = (0..<m * k).map { _ in Scalar(generator.uniform(-1, 1)) }
+            let b = (0..<k * n).map { _ in Scalar(generator.uniform(-1, 1)) }
+            for ldc in [n, ldc] {
+                var c = [Scalar](repeating: .nan, count: m * ldc)
+                for row in 0..<m { for column in n..<ldc { c[row * ldc + column] = 5 } }
+                Scalar.blasGemm(
+                    transposeA: false, transposeB: false, m: m, n: n, k: k, alpha: 1, a: a, lda: k, b: b, ldb: n, beta: 0, c: &c, ldc: ldc)
+                var worst = Scalar(0), padding = true
+                for row in 0..<m {
+                    for column in 0..<n {
+                        var sum = Scalar(0)
+                        for i in 0..<k { sum += a[row * k + i] * b[i * n + column] }
+                        let error = abs(c[row * ldc + column] - sum)
+                        worst = error.isNaN ? .infinity : max(worst, error)
+                    }
+                    for column in n..<ldc where c[row * ldc + column] != 5 { padding = false }
+                }
+                #expect(worst < 1e-5, "ldc \(ldc): largest error \(worst)")
+                #expect(padding, "ldc \(ldc): a column past n was written")
+            }
+        }
+        check(Float.self)
+        check(Double.self)
+    }
 }

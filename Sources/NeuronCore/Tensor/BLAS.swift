@@ -19,6 +19,22 @@ private func blasInt(_ value: Int) -> blasint {
     return blasint(value)
 }
 
+/// The `beta` to hand OpenBLAS once `c` is ready for it: for `beta = 0` on a large `c`, clears
+/// `c` here and returns 1. OpenBLAS computes `beta = 0` the same way, clearing `c` and then adding
+/// the product onto it, so the numbers are the same; but its clearing pass is slower
+/// than memset's (one thread, Zen kernels: a 21632×32 product 457 → 298 µs, 3872×288 1946 →
+/// 1730 µs). Small products keep OpenBLAS's own pass: theirs costs nothing to speak of.
+@inline(__always)
+private func preparedBeta<T: BinaryFloatingPoint>(_ beta: T, m: Int, n: Int, c: UnsafeMutablePointer<T>, ldc: Int) -> T {
+    guard beta == 0, m * n >= 1 << 14 else { return beta }
+    if ldc == n {
+        c.update(repeating: 0, count: m * n)
+    } else {
+        for row in 0..<m { (c + row * ldc).update(repeating: 0, count: n) }
+    }
+    return 1
+}
+
 extension Float {
     @inlinable @inline(__always)
     public static func libmTanh(_ x: Float) -> Float { tanhf(x) }
@@ -35,6 +51,7 @@ extension Float {
         b: UnsafePointer<Float>, ldb: Int,
         beta: Float, c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
+        let beta = preparedBeta(beta, m: m, n: n, c: c, ldc: ldc)
         cblas_sgemm(
             CblasRowMajor,          // order
             transpose(transposeA),  // transA
@@ -66,6 +83,7 @@ extension Double {
         b: UnsafePointer<Double>, ldb: Int,
         beta: Double, c: UnsafeMutablePointer<Double>, ldc: Int
     ) {
+        let beta = preparedBeta(beta, m: m, n: n, c: c, ldc: ldc)
         cblas_dgemm(
             CblasRowMajor,          // order
             transpose(transposeA),  // transA
