@@ -11,9 +11,23 @@ import NeuronTraining
 /// → dense 10 softmax, batch 64 of 28×28×1 images, SGD at 0.01, in Float.
 struct ConvolutionWorkload {
     let id = "W7"
-    let title = "CNN 28×28 conv32-pool-conv64-pool-128-10, batch 64"
     let batch = 64
     let learningRate: Float = 0.01
+    /// The threads each step splits its batch over (`Network.batchThreads`), as F2's config
+    /// (`Benchmarks/fashion-mnist-w7.yaml`) does; 1 computes the batch whole on BLAS's threads.
+    var batchThreads = 1
+
+    var title: String {
+        let split = batchThreads > 1 ? ", split over \(batchThreads) threads" : ""
+        return "CNN 28×28 conv32-pool-conv64-pool-128-10, batch \(batch)\(split)"
+    }
+
+    /// This workload with each step's batch split over `threads` threads.
+    func split(over threads: Int) -> Self {
+        var w = self
+        w.batchThreads = threads
+        return w
+    }
 
     /// The layers for images of 28×28×1.
     func layers() throws -> [any Layer<Float>] {
@@ -32,6 +46,7 @@ struct ConvolutionWorkload {
     func make(rows: Int? = nil) throws -> (network: Network<Float>, x: Tensor<Float>, t: Tensor<Float>) {
         var network = try Network<Float>(try layers(), loss: .softmaxCrossEntropy)
         network.initialize(seed: 1)
+        network.batchThreads = batchThreads
         var generator = SeededGenerator(seed: 2)
         let n = rows ?? batch
         var x = Tensor<Float>(zeros: [n, 784]), t = Tensor<Float>(zeros: [n, 10])
@@ -168,6 +183,8 @@ extension Report {
         var checkLoss: Double
         var naiveLoss: Double
         var timing: Timing
+        /// The step with the batch whole on BLAS's threads, when ``timing`` is of a split step.
+        var wholeBatchTiming: Timing?
         var gflops: Double
         var ceilingPercent: Double?
         var allocationsPerStep: Double
@@ -184,7 +201,12 @@ extension Benchmarks {
     /// `--peers`, PyTorch (eager and compiled) and JAX on the same weights and batch, each checked
     /// to agree on the losses of the first steps before it is timed, in interleaved rounds.
     func convolution(ceiling: Double?) throws -> Report.Convolution {
-        let w = ConvolutionWorkload()
+        // Each step's batch split over the threads, as F2's config does. Whole, the work outside
+        // the products (im2col, pooling, the activations, col2im: a third of the step) runs on one
+        // thread while OpenBLAS's others wait, and its threads gain little on these products'
+        // shapes; split, each thread runs the whole step on its share. The whole batch on BLAS's
+        // threads is timed too, for comparison.
+        let w = ConvolutionWorkload().split(over: threads)
         let checkSteps = 3
         let engine = try w.engineLosses(steps: 1, rows: 4)[0], naive = try w.naiveLoss(rows: 4)
         guard abs(engine - naive) <= 1e-4 * max(1, abs(naive)) else {
@@ -198,14 +220,22 @@ extension Benchmarks {
             writeFile: { try w.writeExchangeFile(to: $0, checkSteps: checkSteps) }, time: { try w.time(blocks: quick ? 5 : 30) })
         let timing = Timing(measured.seconds), allocations = measured.allocationsPerStep
         let gflops = w.flops / timing.median / 1e9
+        let whole = w.batchThreads > 1 ? Timing(try ConvolutionWorkload().time(blocks: quick ? 5 : 30).seconds) : nil
+        // The layers on the whole batch on BLAS's threads (a split step runs them on half batches, side by side).
         let made = try w.make()
         var network = made.network
+        network.batchThreads = 1
         let layers = try layerTimes(&network, x: made.x, targets: made.t, repeats: quick ? 3 : 15)
         print("W7: \(w.title), float32 (checked: loss \(String(format: "%.6f", engine)) = naive \(String(format: "%.6f", naive)) on 4 rows)")
         print(
             stepTable(
                 timing: timing, allocations: allocations, flops: w.flops, ceiling: ceiling, specs: specs, peers: &measured.peers))
-        print("  by layer (median forward / backward):")
+        if let whole {
+            print(
+                "  the batch whole on BLAS's \(threads) threads instead: \(format(whole.median)) "
+                    + String(format: "(%.2f× the split step's time)", whole.median / timing.median))
+        }
+        print("  by layer (median forward / backward; the whole batch on BLAS's threads, unsplit):")
         print(table(layers.map { [$0.layer, format($0.forward), format($0.backward)] }))
         let layouts = try w.layoutTimes(blocks: quick ? 3 : 15)
         print("  the forward product by layout (median; im2col not included):")
@@ -215,7 +245,7 @@ extension Benchmarks {
                     + layouts.map { [$0.layer, format($0.nhwc), format($0.nchwPerSample), format($0.nchwBatched)] }))
         print()
         return Report.Convolution(
-            title: w.title, flops: w.flops, checkLoss: engine, naiveLoss: naive, timing: timing, gflops: gflops,
+            title: w.title, flops: w.flops, checkLoss: engine, naiveLoss: naive, timing: timing, wholeBatchTiming: whole, gflops: gflops,
             ceilingPercent: ceiling.map { gflops / $0 * 100 }, allocationsPerStep: allocations, layers: layers,
             checkLosses: checkLosses, peers: measured.peers,
             layouts: layouts.map { .init(layer: $0.layer, nhwc: $0.nhwc, nchwPerSample: $0.nchwPerSample, nchwBatched: $0.nchwBatched) })
