@@ -225,6 +225,10 @@ struct Benchmarks: AsyncParsableCommand {
                 }
             }
         }
+        // W1–W6's exchange files (W6's is 13 MB) and, once empty, this process's directory go with
+        // the last round, as W7–W10's do: runs must not pile them up in the temporary directory.
+        for file in files.values { try? FileManager.default.removeItem(atPath: file) }
+        if let file = files.values.first { rmdir((file as NSString).deletingLastPathComponent) }
         // The table.
         var header = ["", "workload", "Neuron", "p10–p90", "GFLOP/s", "of ceiling", "allocs/step"]
         if peers { header += peerSpecs.map(\.column) + ["best peer / Neuron"] }
