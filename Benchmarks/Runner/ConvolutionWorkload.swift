@@ -9,25 +9,14 @@ import NeuronTraining
 
 /// W7: conv 32 3×3 relu → max pool 2 → conv 64 3×3 relu → max pool 2 → flatten → dense 128 relu
 /// → dense 10 softmax, batch 64 of 28×28×1 images, SGD at 0.01, in Float.
-struct ConvolutionWorkload {
+struct ConvolutionWorkload: BatchSplitting {
     let id = "W7"
     let batch = 64
     let learningRate: Float = 0.01
-    /// The threads each step splits its batch over (`Network.batchThreads`), as F2's config
-    /// (`Benchmarks/fashion-mnist-w7.yaml`) does; 1 computes the batch whole on BLAS's threads.
+    /// Split as F2's config (`Benchmarks/fashion-mnist-w7.yaml`) splits it, when asked.
     var batchThreads = 1
 
-    var title: String {
-        let split = batchThreads > 1 ? ", split over \(batchThreads) threads" : ""
-        return "CNN 28×28 conv32-pool-conv64-pool-128-10, batch \(batch)\(split)"
-    }
-
-    /// This workload with each step's batch split over `threads` threads.
-    func split(over threads: Int) -> Self {
-        var w = self
-        w.batchThreads = threads
-        return w
-    }
+    var title: String { "CNN 28×28 conv32-pool-conv64-pool-128-10, batch \(batch)\(splitDescription)" }
 
     /// The layers for images of 28×28×1.
     func layers() throws -> [any Layer<Float>] {

@@ -132,3 +132,22 @@ func timeSteps<O: Optimizer<Float>>(
     let allocations = allocation_counter_stop()
     return (seconds, Double(allocations) / Double(steps))
 }
+
+/// A workload whose steps can split their batch over threads (`Network.batchThreads`), as a
+/// shipped config does (W7 as F2's, W9 and W10 as `Data/words-transformer.yaml`).
+protocol BatchSplitting {
+    /// The threads each step splits its batch over; 1 computes the batch whole on BLAS's threads.
+    var batchThreads: Int { get set }
+}
+
+extension BatchSplitting {
+    /// This workload with each step's batch split over `threads` threads.
+    func split(over threads: Int) -> Self {
+        var w = self
+        w.batchThreads = threads
+        return w
+    }
+
+    /// What a title says of the split: `, split over n threads`, or nothing for a whole batch.
+    var splitDescription: String { batchThreads > 1 ? ", split over \(batchThreads) threads" : "" }
+}

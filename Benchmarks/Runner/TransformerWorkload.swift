@@ -13,7 +13,7 @@ import NeuronTraining
 /// of `4·features`, `time` positions, `batch` rows of packed words, sequence cross-entropy over
 /// the 27 tokens of a–z and the boundary, AdamW (every parameter decayed, as the shipped
 /// `Data/words-transformer.yaml` decays them), in Float.
-struct TransformerWorkload {
+struct TransformerWorkload: BatchSplitting {
     var id: String
     var blocks: Int
     var heads: Int
@@ -22,8 +22,7 @@ struct TransformerWorkload {
     /// Issue 25's target: the best peer's time over ours at least this.
     var target: Double
     var batch = 32
-    /// The threads each step splits its batch over (`Network.batchThreads`), as the shipped
-    /// config's `training.batchThreads` does; 1 computes the batch whole on BLAS's threads.
+    /// Split as the shipped config's `training.batchThreads` splits it, when asked.
     var batchThreads = 1
     let vocabulary = 27
     let learningRate: Float = 5e-4
@@ -37,16 +36,7 @@ struct TransformerWorkload {
     static let w10 = TransformerWorkload(id: "W10", blocks: 6, heads: 6, features: 192, time: 64, target: 1.2)
 
     var title: String {
-        let split = batchThreads > 1 ? ", split over \(batchThreads) threads" : ""
-        return
-            "GPT: \(blocks) blocks, \(heads) heads, \(features) features, MLP \(4 * features), vocabulary \(vocabulary); batch \(batch)\(split), time \(time); AdamW"
-    }
-
-    /// This workload with each step's batch split over `threads` threads.
-    func split(over threads: Int) -> Self {
-        var w = self
-        w.batchThreads = threads
-        return w
+        "GPT: \(blocks) blocks, \(heads) heads, \(features) features, MLP \(4 * features), vocabulary \(vocabulary); batch \(batch)\(splitDescription), time \(time); AdamW"
     }
 
     /// Embedding → PositionEmbedding → `blocks` × (Residual[LayerNorm, attention], Residual[LayerNorm,
