@@ -41,14 +41,24 @@ enum DataFile {
         return bytes
     }
 
+    /// Refuses, before anything opens it, a path that is not a regular file (after symbolic links):
+    /// opening a FIFO blocks until a writer comes, and a device such as `/dev/zero` has no end and
+    /// no size to check, so either would hang a run or read until the byte cap.
     /// - Throws: ``DataError/fileNotFound(path:)``, or ``DataError/unreadableFile(path:reason:)``
-    ///   for a directory.
+    ///   for a directory, a FIFO, a device or a socket.
     private static func checkFile(at path: String) throws(DataError) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw .fileNotFound(path: path)
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            if errno == ENOENT || errno == ENOTDIR { throw .fileNotFound(path: path) }
+            throw .unreadableFile(path: path, reason: String(cString: strerror(errno)))
         }
-        guard !isDirectory.boolValue else { throw .unreadableFile(path: path, reason: "it is a directory") }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: throw .unreadableFile(path: path, reason: "it is a directory")
+        case S_IFIFO: throw .unreadableFile(path: path, reason: "it is a FIFO (a named pipe), not a regular file")
+        case S_IFCHR, S_IFBLK: throw .unreadableFile(path: path, reason: "it is a device, not a regular file")
+        default: throw .unreadableFile(path: path, reason: "it is not a regular file")
+        }
     }
 }
 

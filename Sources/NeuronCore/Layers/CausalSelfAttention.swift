@@ -104,6 +104,10 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
 
     public var output: Tensor<Scalar> { cache.output }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
+    /// The attention weights, `heads × time²`, grow with the square of the block: the score
+    /// gradient (`time²`, one head at a time, counted per sample for simplicity), `[q | k | v]` and
+    /// its gradient (`3·time·features` each), the heads' sums and their gradient (`time·features` each).
+    public var cacheCount: Int { time.times(time).times(heads + 1).adding(time.times(features).times(8)) }
 
     /// The last forward pass's attention weights, `(batch, heads, time, time)`: entry `[b, h, t, j]`
     /// is how much position `t` of sample `b` takes of position `j`'s value in head `h`; each row

@@ -89,6 +89,11 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
 
     public var output: Tensor<Scalar> { cache.output }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
+    /// The unfolded input and its gradient, `outputPixels × patchSize` each (none for a 1×1 window),
+    /// and the pre-activation gradient.
+    public var cacheCount: Int {
+        (window.isPointwise ? 0 : 2 * window.outputPixels * window.patchSize) + outputShape.reduce(1, *)
+    }
 
     /// As ``Dense``, with PyTorch's fans for a convolution (`fanIn = kh·kw·in`, `fanOut = kh·kw·filters`):
     /// He uniform for relu, Glorot uniform otherwise; zero biases.

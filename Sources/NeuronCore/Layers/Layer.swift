@@ -66,6 +66,12 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
         computeInputGradient: Bool)
     /// The last backward pass's gradient with respect to the layer's input (when it was asked for).
     var inputGradient: Tensor<Scalar> { get }
+    /// The scalars per sample that the layer holds between passes beyond its ``output`` and
+    /// ``inputGradient``: what forward keeps for backward and backward's workspaces (a convolution's
+    /// unfolded input, attention's `heads × time²` weights, a block's inner layers). 0 by default.
+    /// A run's memory estimate reads it before anything is sized, so a layer whose caches grow
+    /// faster than its output must answer it.
+    var cacheCount: Int { get }
 
     /// Backward with a plain SGD update of this layer's parameters (``Network/fusesUpdate``):
     /// ``inputGradient`` (when asked) from the parameters as they were, and each parameter moved
@@ -90,6 +96,7 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
 
 extension Layer {
     public var stateShapes: [(name: String, shape: [Int])] { [] }
+    public var cacheCount: Int { 0 }
 
     public func pytorchOrder(of tensor: String) -> [Int]? { nil }
 
@@ -125,6 +132,9 @@ extension Layer {
     public var parameterCount: Int { parameterShapes.reduce(0) { $0 + $1.shape.reduce(1, *) } }
     /// The number of scalars in this layer's state slice.
     public var stateCount: Int { stateShapes.reduce(0) { $0 + $1.shape.reduce(1, *) } }
+    /// The scalars per sample of ``output`` and ``inputGradient`` together with ``cacheCount``,
+    /// saturating at `Int.max` rather than trapping for a shape past counting.
+    public var footprintCount: Int { outputShape.reduce(1) { $0.times($1) }.times(2).adding(cacheCount) }
 }
 
 /// A layer whose output goes through an ``Activation`` (a dense layer): the network reads it to

@@ -47,6 +47,8 @@ public struct Residual<Scalar: TensorScalar>: Layer {
     }
     public var output: Tensor<Scalar> { cache.output }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
+    /// The body's layers with all they hold.
+    public var cacheCount: Int { body.cacheCount }
 
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         try! Residual<Other>(body.layers.map { $0.converted(to: Other.self) })  // the same shapes, checked when self was built

@@ -162,6 +162,21 @@ func heldCount(_ factors: [Int]) -> Int? {
     return product
 }
 
+extension Int {
+    /// The product, or `Int.max` when it is past counting: for sizes, which are never negative, so
+    /// that a size from a config reads as "too large" rather than trapping.
+    public func times(_ other: Int) -> Int {
+        let (product, overflow) = multipliedReportingOverflow(by: other)
+        return overflow ? .max : product
+    }
+
+    /// The sum, or `Int.max` when it is past counting (sizes are never negative).
+    public func adding(_ other: Int) -> Int {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
+    }
+}
+
 /// `28×28×1`: an image shape as layer descriptions show it.
 func imageDescription(_ shape: [Int]) -> String { shape.map(String.init).joined(separator: "×") }
 

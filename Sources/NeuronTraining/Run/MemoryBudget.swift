@@ -12,10 +12,13 @@ struct MemoryBudget {
     var parameters = 0
     /// Each layer's output and gradient buffers at the batch size (the larger of training's and evaluation's).
     var activations = 0
+    /// What layers keep beside their outputs at the batch size (``Layer/cacheCount``): attention's
+    /// weights, a convolution's unfolded input, the layers inside residual blocks.
+    var caches = 0
     /// The dataset's features and targets, with their split copies.
     var data = 0
 
-    var total: Int { parameters.adding(activations).adding(data) }
+    var total: Int { parameters.adding(activations).adding(caches).adding(data) }
 
     /// The machine's physical memory in bytes.
     static var physicalMemory: Int { PhysicalMemory.bytes }
@@ -32,20 +35,18 @@ struct MemoryBudget {
         _ layers: [any Layer<Scalar>], features: Int, batchSize: Int, optimizer: OptimizerConfig, scalarBytes: Int
     ) {
         let optimizerBuffers = optimizer.kind == .adam ? 2 : (optimizer.momentum > 0 ? 1 : 0)
-        var count = 0, units = features, workspace = 0
+        var count = 0, units = features, caches = 0
         for layer in layers {
             count = count.adding(layer.parameterCount)
             units = units.adding(layer.outputShape.reduce(1) { $0.times($1) })
-            // A convolution's unfolded input and its gradient; a max pool's winners (one Int each).
-            if let conv = layer as? Conv2D<Scalar>, !conv.window.isPointwise {
-                workspace = workspace.adding(conv.window.outputPixels.times(conv.window.patchSize).times(2))
-            } else if let pool = layer as? MaxPool2D<Scalar> {
-                workspace = workspace.adding(pool.outputShape.reduce(1) { $0.times($1) }.times(MemoryLayout<Int>.size / scalarBytes))
-            }
+            // What grows faster than the output: a convolution's unfolded input, attention's
+            // heads × time² weights, the layers inside a residual block.
+            caches = caches.adding(layer.cacheCount)
         }
         parameters = count.times(2 + optimizerBuffers).times(scalarBytes)
         // Output, pre-activation, input gradient and output gradient per layer, batch by batch.
-        activations = batchSize.times(units.times(4).adding(workspace)).times(scalarBytes)
+        activations = batchSize.times(units.times(4)).times(scalarBytes)
+        self.caches = batchSize.times(caches).times(scalarBytes)
     }
 
     /// `12.3 GB`, `840 MB`, `15 KB`: a size for a message.
@@ -55,19 +56,5 @@ struct MemoryBudget {
         var value = Double(bytes), unit = 0
         while value >= 1000, unit < units.count - 1 { (value, unit) = (value / 1000, unit + 1) }
         return unit == 0 ? "\(bytes) bytes" : String(format: "%.1f", value) + " " + units[unit]
-    }
-}
-
-extension Int {
-    /// The product, or Int.max when it is past counting (sizes here are never negative).
-    func times(_ other: Int) -> Int {
-        let (product, overflow) = multipliedReportingOverflow(by: other)
-        return overflow ? .max : product
-    }
-
-    /// The sum, or Int.max when it is past counting.
-    func adding(_ other: Int) -> Int {
-        let (sum, overflow) = addingReportingOverflow(other)
-        return overflow ? .max : sum
     }
 }

@@ -148,10 +148,13 @@ public enum RunBuilder {
             layers, features: features,
             batchSize: max(min(config.training.batchSize, data.training.count), evaluationBatch), optimizer: config.optimizer,
             scalarBytes: scalarBytes)
-        if budget.data > budget.parameters.adding(budget.activations) {
+        if budget.data > budget.parameters.adding(budget.activations).adding(budget.caches) {
             try checkFits(budget, origin: origin, key: "data.limit", change: "use fewer rows (data.limit)")
         } else if config.model.transformer != nil {
-            try checkFits(budget, origin: origin, key: "model.transformer.features", change: "use fewer features or a smaller training.batchSize")
+            // Attention's weights grow with the square of the block, the rest with features.
+            let key = budget.caches > budget.activations ? "data.blockSize" : "model.transformer.features"
+            try checkFits(
+                budget, origin: origin, key: key, change: "use a smaller data.blockSize, fewer features or a smaller training.batchSize")
         } else {
             let widest = layers.indices.max { layers[$0].outputShape.reduce(1, *) < layers[$1].outputShape.reduce(1, *) } ?? 0
             let key = config.model.layers[widest].kind == .conv2d ? "filters" : "units"
@@ -273,7 +276,10 @@ public enum RunBuilder {
     private static func checkFits(_ budget: MemoryBudget, origin: ConfigOrigin, key: String, change: String) throws(ConfigError) {
         let memory = MemoryBudget.physicalMemory
         guard budget.total > memory else { return }
-        let parts = [("parameters, gradients and optimizer state", budget.parameters), ("activations", budget.activations), ("data", budget.data)]
+        let parts = [
+            ("parameters, gradients and optimizer state", budget.parameters), ("activations", budget.activations),
+            ("caches such as attention weights", budget.caches), ("data", budget.data),
+        ]
             .filter { $0.1 > 0 }.map { "\($0.0) \(MemoryBudget.text($0.1))" }.joined(separator: ", ")
         let needed = budget.total == .max ? "more memory than can be counted" : "about \(MemoryBudget.text(budget.total)) of memory"
         throw origin.error(at: key, "\(key): the run needs \(needed) (\(parts)) but this machine has \(MemoryBudget.text(memory)); \(change)")
