@@ -15,6 +15,34 @@ private func withTemporaryFile<T>(_ bytes: [UInt8], _ body: (String) throws -> T
     return try body(url.path)
 }
 
+/// The message `TextCorpus.load` throws for `path`, or "no error".
+private func loadMessage(_ path: String) -> String {
+    do throws(DataError) {
+        _ = try TextCorpus.load(path, maximumBytes: 1 << 30)
+        return "no error"
+    } catch {
+        return error.description
+    }
+}
+
+@Test("A device or a FIFO as a text file is refused before it is opened: /dev/zero would read to the cap, a FIFO block forever")
+func textFromDeviceOrFIFO() throws {
+    #expect(loadMessage("/dev/zero") == "/dev/zero: cannot be read: it is a device, not a regular file")
+    #expect(loadMessage("/dev/urandom") == "/dev/urandom: cannot be read: it is a device, not a regular file")
+    let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-fifo-\(UUID().uuidString)").path
+    try #require(mkfifo(fifo, 0o600) == 0)
+    defer { try? FileManager.default.removeItem(atPath: fifo) }
+    // No writer ever opens it: before the check, this load blocked in open(2).
+    #expect(loadMessage(fifo) == "\(fifo): cannot be read: it is a FIFO (a named pipe), not a regular file")
+    // A symbolic link to a regular file is read as the file.
+    try withTemporaryFile("ab\ncd\n") { path in
+        let link = path + ".link"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
+        defer { try? FileManager.default.removeItem(atPath: link) }
+        #expect(loadMessage(link) == "no error")
+    }
+}
+
 private func withTemporaryFile<T>(_ text: String, _ body: (String) throws -> T) throws -> T {
     try withTemporaryFile(Array(text.utf8), body)
 }

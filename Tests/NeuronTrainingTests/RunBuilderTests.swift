@@ -351,6 +351,27 @@ struct RunBuilderTests {
         #expect(MemoryBudget.text(999) == "999 bytes" && MemoryBudget.text(40_000_000_000_000) == "40.0 TB")
     }
 
+    @Test("A transformer's attention weights (batch × heads × time²) are in the estimate: a block of 100,000 is refused at data.blockSize")
+    func attentionInBudget() throws {
+        let long = try config(
+            """
+            model: {transformer: {blocks: 1, heads: 2, features: 8, positions: 100000}}
+            data: {kind: text, path: words-small.txt, blockSize: 100000}
+            training: {epochs: 1}
+            """)
+        let message = failure { try RunBuilder.build(long) }
+        #expect(message.hasPrefix("test.yaml:2:54: data.blockSize: the run needs about "), "\(message)")
+        // The batch × (2 heads + the score gradient) × 10¹⁰ positions² × 4 bytes: terabytes.
+        #expect(message.contains("caches such as attention weights") && message.contains(" TB"), "\(message)")
+        #expect(message.contains("use a smaller data.blockSize"), "\(message)")
+        // Worked by hand at time 3, 8 features, 2 heads: 3·3·(2 + 1) + 8·3·8 = 27 + 192 per sample.
+        let attention = try CausalSelfAttention<Float>(time: 3, features: 8, heads: 2)
+        #expect(attention.cacheCount == 219)
+        // A residual block holds its body's outputs, input gradients and caches: LayerNorm's 24 twice, attention's 24 twice and 219.
+        let block = try Residual<Float>([try LayerNorm<Float>(shape: [3, 8]), attention])
+        #expect(block.cacheCount == 24 * 2 + 24 * 2 + 219)
+    }
+
     @Test("Data paths saved with a checkpoint are absolute, resolved against the working directory")
     func absoluteDataPaths() {
         var data = DataConfig(kind: .idx)
