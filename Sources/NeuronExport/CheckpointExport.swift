@@ -28,13 +28,16 @@ public enum ONNXExport {
     }
 
     /// Writes the ONNX model of `checkpoint` to `path` in one atomic rename: the file is whole or
-    /// absent (an earlier file at `path` stays as it was when anything fails).
+    /// absent (an earlier file at `path` stays as it was when anything fails). A `path` that is the
+    /// checkpoint itself or another file of its run directory is refused: the export would destroy
+    /// the run it was made from.
     /// - Returns: the number of bytes written.
     /// - Throws: as ``model(_:float32:options:)``, and `CheckpointError.writeFailed(path:reason:)`.
     @discardableResult
     public static func write(
         _ checkpoint: LoadedCheckpoint, to path: String, float32: Bool = false, options: ONNXExportOptions = ONNXExportOptions()
     ) throws -> Int {
+        try checkpoint.checkNotOwnFile(path)
         let bytes = try model(checkpoint, float32: float32, options: options)
         try AtomicFile.write(bytes, to: path)
         return bytes.count

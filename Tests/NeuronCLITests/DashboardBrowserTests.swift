@@ -17,9 +17,7 @@ struct DashboardBrowserTests {
         browser.executableURL = URL(fileURLWithPath: "/usr/bin/python3")  // Debian's, which has python3-selenium
         browser.arguments = [Self.script] + arguments
         let out = dir.appendingPathComponent("\(name).out"), err = dir.appendingPathComponent("\(name).err")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
-        (browser.standardOutput, browser.standardError) = (try FileHandle(forWritingTo: out), try FileHandle(forWritingTo: err))
+        (browser.standardOutput, browser.standardError) = (try emptyFileForWriting(out), try emptyFileForWriting(err))
         try browser.run()
         let deadline = Date().addingTimeInterval(300)
         while browser.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }

@@ -1,6 +1,13 @@
 import Foundation
 import Testing
 
+/// `url` as a new, empty file open for writing, where a child process's output goes: throws, with
+/// the reason, when the file cannot be created (FileManager.createFile would only return false).
+func emptyFileForWriting(_ url: URL) throws -> FileHandle {
+    try Data().write(to: url)
+    return try FileHandle(forWritingTo: url)
+}
+
 /// Runs the `neuron` executable built next to this test bundle and captures what it prints.
 /// With `interruptWhen`, sends SIGINT (Ctrl-C) once the output so far satisfies it.
 /// Runs `neuron` with `arguments`; with `interruptWhen`, sends `signal` once its standard output
@@ -18,9 +25,7 @@ func runNeuron(
     try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: scratch) }
     let outURL = scratch.appendingPathComponent("stdout"), errURL = scratch.appendingPathComponent("stderr")
-    FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+    let out = try emptyFileForWriting(outURL), err = try emptyFileForWriting(errURL)
     process.standardOutput = out
     process.standardError = err
     try process.run()

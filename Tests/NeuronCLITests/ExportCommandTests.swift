@@ -30,12 +30,11 @@ private func checkONNX(_ arguments: [String]) throws -> String {
     let scratch = try scratchDirectory("check-onnx")
     defer { try? FileManager.default.removeItem(atPath: scratch) }
     let (out, err) = (scratch + "/stdout", scratch + "/stderr")
-    for file in [out, err] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: python)
     process.arguments = [packageRoot.appendingPathComponent("Tests/ONNX/check_onnx.py").path] + arguments
-    process.standardOutput = FileHandle(forWritingAtPath: out)
-    process.standardError = FileHandle(forWritingAtPath: err)
+    process.standardOutput = try emptyFileForWriting(URL(fileURLWithPath: out))
+    process.standardError = try emptyFileForWriting(URL(fileURLWithPath: err))
     try process.run()
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
@@ -173,5 +172,38 @@ struct ExportCommandTests {
         let good = try runNeuron(["export", run, model, "--batch", "4", "--opset", "21"])
         #expect(good.status == 0, "\(good.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: model)) != earlier)
+    }
+
+    @Test("An export over the run's own files (by any spelling) or over a FIFO is refused with exit 2, and the run stays whole")
+    func ownFilesAndSpecialFiles() throws {
+        let scratch = try scratchDirectory("export-own")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let run = scratch + "/run"
+        try #require(try runNeuron(["train", dataDirectory + "/xor.yaml", "--output", run, "--epochs", "5", "--quiet"]).status == 0)
+        let names = try FileManager.default.contentsOfDirectory(atPath: run).sorted()
+        func contents() throws -> [Data] { try names.map { try Data(contentsOf: URL(fileURLWithPath: run + "/" + $0)) } }
+        let before = try contents()
+        try FileManager.default.createSymbolicLink(atPath: scratch + "/link", withDestinationPath: run)
+        for (source, target, words) in [
+            (run, run + "/checkpoint.safetensors", "it is the checkpoint it is made from"),
+            (run + "/checkpoint.safetensors", run + "/./checkpoint.safetensors", "it is the checkpoint it is made from"),
+            (run, run + "/metrics.csv", "it is a file of the run it is made from"),
+            (scratch + "/link", scratch + "/link/summary.json", "it is a file of the run it is made from"),
+        ] {
+            let refused = try runNeuron(["export", source, target])
+            #expect(refused.status == 2 && refused.stderr.contains("\(target): cannot be written: \(words)"), "\(target): \(refused.stderr)")
+        }
+        #expect(try contents() == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: run).sorted() == names)
+        // A FIFO stays a FIFO: a rename would have put a regular file in its place (as it did over /dev/full).
+        let fifo = scratch + "/fifo"
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let overFIFO = try runNeuron(["export", run, fifo])
+        #expect(overFIFO.status == 2 && overFIFO.stderr.contains("\(fifo): cannot be written: it is a FIFO"), "\(overFIFO.stderr)")
+        var status = stat()
+        #expect(lstat(fifo, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO)
+        #expect(try runNeuron(["export", run, scratch + "/model.onnx"]).status == 0)
+        // A new file inside the run directory is not one of its files, and is written.
+        #expect(try runNeuron(["export", run, run + "/model.onnx"]).status == 0)
     }
 }

@@ -18,9 +18,7 @@ final class LiveNeuron {
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-live-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         (outURL, errURL) = (scratch.appendingPathComponent("stdout"), scratch.appendingPathComponent("stderr"))
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        let out = try emptyFileForWriting(outURL), err = try emptyFileForWriting(errURL)
         process.executableURL = directory.appendingPathComponent("neuron")
         process.arguments = arguments
         (process.standardOutput, process.standardError) = (out, err)

@@ -59,8 +59,7 @@ struct TrainRunDirectoryTests {
         process.executableURL = URL(fileURLWithPath: neuronPath)
         process.arguments = ["train", try longXOR(base), "--output", base + "/run", "--quiet"]
         let errURL = URL(fileURLWithPath: base + "/stderr")
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let err = try FileHandle(forWritingTo: errURL)
+        let err = try emptyFileForWriting(errURL)
         process.standardError = err
         process.standardOutput = FileHandle.nullDevice
         try process.run()

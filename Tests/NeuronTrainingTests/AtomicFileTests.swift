@@ -48,6 +48,23 @@ struct AtomicFileTests {
                 == "\(directory.path)/: cannot be written: the path names a directory, not a file")
     }
 
+    @Test("A FIFO at the path is refused, not replaced by a file; a symbolic link is replaced, not followed")
+    func specialFiles() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let fifo = directory.file("pipe")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let message = checkpointErrorMessage { () throws(CheckpointError) in try AtomicFile.write([1], to: fifo) }
+        #expect(message == "\(fifo): cannot be written: it is a FIFO (a named pipe), not a regular file; only a regular file is replaced")
+        var status = stat()
+        #expect(lstat(fifo, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO)
+        #expect(try directory.names() == ["pipe"])
+        let target = try directory.write([7], "target")
+        try FileManager.default.createSymbolicLink(atPath: directory.file("link"), withDestinationPath: target)
+        try AtomicFile.write([8], to: directory.file("link"))
+        #expect(try directory.bytes("target") == [7] && directory.bytes("link") == [8])
+    }
+
     @Test("A failed write leaves the old file untouched")
     func failureKeepsOldFile() throws {
         let directory = try CheckpointTestDirectory()

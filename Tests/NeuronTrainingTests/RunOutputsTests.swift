@@ -15,7 +15,11 @@ private func readMetrics(_ path: String) throws -> (header: [String], rows: [[St
     let rows = try lines.dropFirst().map { cells in
         try #require(cells.count == header.count, "a row of \(cells.count) cells under \(header.count) columns")
         var row: [String: Double] = [:]
-        for (name, cell) in zip(header, cells) where !cell.isEmpty { row[name] = try #require(Double(cell), "\(name): '\(cell)'") }
+        for (name, cell) in zip(header, cells) where !cell.isEmpty {
+            // Typed: straight into the Double? entry, #require is checked against Double? and warns that it is redundant.
+            let value: Double = try #require(Double(cell), "\(name): '\(cell)'")
+            row[name] = value
+        }
         return row
     }
     return (header, rows)

@@ -61,7 +61,7 @@ func neuronEngine(iterations: Int = 100_000) throws -> NetworkTrainingEngine<Dou
 /// reference for exactness.
 func straightRun<E: TrainingEngine>(_ engine: E, steps: Int? = nil) -> E {
     var engine = engine
-    while !engine.isFinished && engine.stepsTaken < (steps ?? .max) { engine.step() }
+    while !engine.isFinished && engine.stepsTaken < (steps ?? .max) { _ = engine.step() }
     return engine
 }
 

@@ -17,12 +17,22 @@ public enum AtomicFile {
     /// The bytes go to a temporary file in the same directory (`.name.tmp-<pid>-<counter>`), are
     /// flushed to disk (fsync), then renamed over `path`. On any failure the temporary file is
     /// removed and `path` is left as it was. Creates no directories. A symbolic link at `path` is
-    /// replaced by the file, not followed.
+    /// replaced by the file, not followed. Anything else that is not a regular file (a device such
+    /// as `/dev/null`, a FIFO, a socket) is refused: a rename would put a file in its place.
     /// - Throws: ``CheckpointError/writeFailed(path:reason:)`` naming `path` and the system's reason.
     public static func write(_ bytes: [UInt8], to path: String) throws(CheckpointError) {
         func failed(_ reason: String) -> CheckpointError { .writeFailed(path: path, reason: reason) }
 
         guard let (directory, temporary) = temporaryPath(for: path) else { throw failed("the path names a directory, not a file") }
+        var existing = stat()
+        if lstat(path, &existing) == 0 {
+            switch existing.st_mode & S_IFMT {
+            case S_IFREG, S_IFLNK, S_IFDIR: break  // a directory: the rename refuses it, saying so
+            case S_IFCHR, S_IFBLK: throw failed("it is a device, not a regular file; only a regular file is replaced")
+            case S_IFIFO: throw failed("it is a FIFO (a named pipe), not a regular file; only a regular file is replaced")
+            default: throw failed("it is not a regular file; only a regular file is replaced")
+            }
+        }
 
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else {

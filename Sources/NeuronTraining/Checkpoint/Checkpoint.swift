@@ -142,6 +142,28 @@ public struct LoadedCheckpoint: Sendable {
         (self.path, self.file, self.state, self.tensors) = (path, file, state, tensors)
     }
 
+    /// Throws when the entry at `target` is this checkpoint's file or another file of its run
+    /// directory, so that an output made from the run (an export) never replaces the run itself.
+    /// Entries are compared by identity (device and inode of the entry itself, which a rename
+    /// replaces), so another spelling of the same path (`run/./checkpoint.safetensors`, a link to
+    /// the directory) is caught too.
+    /// - Throws: ``CheckpointError/writeFailed(path:reason:)`` naming `target` and the run's file.
+    public func checkNotOwnFile(_ target: String) throws(CheckpointError) {
+        var entry = stat()
+        guard lstat(target, &entry) == 0 else { return }  // nothing there yet: nothing to destroy
+        var isDirectory: ObjCBool = false
+        let names =
+            FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+            ? (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] : []
+        for own in [file] + names.map({ (path as NSString).appendingPathComponent($0) }) {
+            var ownEntry = stat()
+            if lstat(own, &ownEntry) == 0, ownEntry.st_dev == entry.st_dev, ownEntry.st_ino == entry.st_ino {
+                let what = own == file ? "the checkpoint it is made from" : "a file of the run it is made from"
+                throw .writeFailed(path: target, reason: "it is \(what) (\(own)); writing over it would destroy the run")
+            }
+        }
+    }
+
     /// The tensor `name` as stored, in `Scalar`, of the expected shape.
     /// - Throws: ``CheckpointError`` when it is missing, of another dtype or of another shape.
     public func tensor<Scalar: TensorScalar>(_ name: String, as: Scalar.Type, shape: [Int]) throws(CheckpointError) -> [Scalar] {

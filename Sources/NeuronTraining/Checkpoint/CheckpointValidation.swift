@@ -282,7 +282,7 @@ extension RunConfig {
         try check(o.beta1 >= 0 && o.beta1 < 1, "optimizer.beta1", o.beta1, "in [0, 1)")
         try check(o.beta2 >= 0 && o.beta2 < 1, "optimizer.beta2", o.beta2, "in [0, 1)")
         try check(o.epsilon.isFinite && o.epsilon > 0, "optimizer.epsilon", o.epsilon, "a finite number above 0")
-        try check(o.weightDecay.isFinite && o.weightDecay >= 0, "optimizer.weightDecay", o.weightDecay, "a finite number above 0")
+        try check(o.weightDecay.isFinite && o.weightDecay >= 0, "optimizer.weightDecay", o.weightDecay, "a finite number at least 0")
         if t.precision == .float {
             // As the config is checked when a run is built: a finite Double that is infinite as a Float.
             let numbers = [

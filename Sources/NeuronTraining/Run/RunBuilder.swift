@@ -280,7 +280,7 @@ public enum RunBuilder {
             ("parameters, gradients and optimizer state", budget.parameters), ("activations", budget.activations),
             ("caches such as attention weights", budget.caches), ("data", budget.data),
         ]
-            .filter { $0.1 > 0 }.map { "\($0.0) \(MemoryBudget.text($0.1))" }.joined(separator: ", ")
+        .filter { $0.1 > 0 }.map { "\($0.0) \(MemoryBudget.text($0.1))" }.joined(separator: ", ")
         let needed = budget.total == .max ? "more memory than can be counted" : "about \(MemoryBudget.text(budget.total)) of memory"
         throw origin.error(at: key, "\(key): the run needs \(needed) (\(parts)) but this machine has \(MemoryBudget.text(memory)); \(change)")
     }
