@@ -130,6 +130,24 @@ struct RunBuilderTests {
                 "optimizer.schedule changed from {kind: cosine, minimumFactor: 0.1, warmupSteps: 20} to {kind: cosine, minimumFactor: 0.1, warmupSteps: 10}",
                 "training.clipGradientNorm changed from 0.5 to none",
             ])
+        // Resumed to more epochs, the cosine is counted over the new total: said, not silent.
+        var longer = config
+        longer.training.epochs = 6
+        #expect(
+            try ResumeSettings.changes(from: try Checkpoint.read(directory.path), to: longer) == [
+                "optimizer.schedule: the cosine now runs over 6 epochs instead of 3 (--epochs), from the step the run stands at"
+            ])
+    }
+
+    @Test("The cosine's last step runs just above the floor, as PyTorch's CosineAnnealingLR (Docs/Config.md): T = 4, warmup 1, floor 0.1")
+    func cosineLastStep() throws {
+        var schedule = ScheduleConfig()
+        (schedule.kind, schedule.warmupSteps, schedule.minimumFactor) = (.cosine, 1, 0.1)
+        let rates = try schedule.learningRateSchedule(stepsPerEpoch: 2, epochs: 2)
+        // By hand: warmup (0 + 1)/(1 + 1) = 0.5; then 0.1 + 0.9·½(1 + cos(π·k/3)) for k = 0, 1, 2:
+        // 1, 0.1 + 0.9·0.75 = 0.775, 0.1 + 0.9·0.25 = 0.325. The floor is where step 4 (past the run) would be.
+        let expected = [0.5, 1, 0.775, 0.325, 0.1]
+        for (step, rate) in expected.enumerated() { expectClose(rates.factor(at: step), rate, tolerance: 1e-15) }
     }
 
     @Test("The neuron resumes at its step with its records, and ends where Docs/Reference.md §3's run ends")

@@ -15,6 +15,9 @@ public enum LearningRateSchedule: Sendable, Equatable, Codable, CustomStringConv
     case step(every: Int, factor: Double)
     /// From 1 down to `minimumFactor` along half a cosine over `totalSteps`, then `minimumFactor`
     /// from `totalSteps` on (PyTorch's `CosineAnnealingLR` for one half period, without restarts).
+    /// Over a run of `totalSteps` steps the floor is where the rate arrives after the last step;
+    /// the last step, `totalSteps − 1`, runs just above it, so that a floor of 0 never spends a
+    /// step at rate 0 (Docs/Config.md, "The cosine, exactly").
     case cosine(totalSteps: Int, minimumFactor: Double = 0)
     /// A linear warmup over the first `steps` steps, then `then` counted from the warmup's end:
     /// `(step + 1)/(steps + 1)` for `step < steps` (nanoGPT's `lr·(it + 1)/(warmup_iters + 1)`), so

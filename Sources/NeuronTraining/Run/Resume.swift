@@ -48,6 +48,12 @@ public enum ResumeSettings {
         compare("decay", \.effectiveDecay)
         let (was, now) = (old.optimizer.schedule, config.optimizer.schedule)
         if was != now { lines.append("optimizer.schedule changed from \(describe(was)) to \(describe(now))") }
+        // A cosine is counted over the run's steps: a new total bends it from the next step on.
+        let (planned, planning) = (old.desugared.training.epochs, config.desugared.training.epochs)
+        if now.kind == .cosine, planned != planning {
+            lines.append(
+                "optimizer.schedule: the cosine now runs over \(planning) epochs instead of \(planned) (--epochs), from the step the run stands at")
+        }
         let (clipped, clips) = (old.training.clipGradientNorm, config.training.clipGradientNorm)
         if clipped != clips {
             lines.append("training.clipGradientNorm changed from \(clipped.map { "\($0)" } ?? "none") to \(clips.map { "\($0)" } ?? "none")")
