@@ -52,6 +52,7 @@ public struct DistributedEngine<Scalar: TensorScalar, O: Optimizer>: TrainingEng
         try base.gradientCheck(check, batchSize: batchSize)
     }
     public func finalEvaluation() throws -> (name: String, evaluation: Evaluation)? { try base.finalEvaluation() }
+    public func validationEvaluation() throws -> Evaluation? { try base.validationEvaluation() }
 }
 
 /// An engine that a group can train: a network's.

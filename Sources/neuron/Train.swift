@@ -95,6 +95,7 @@ struct Train: AsyncParsableCommand {
         let lock = try launcher.lock()
 
         let session = TrainingSession(outputs: launcher.outputs, configPath: config)
+        session.processes = group?.processCount ?? 1
         // Ctrl-C, SIGTERM, SIGHUP: finish the current step, write a checkpoint, say where, exit 128 + the signal.
         StopSignals.onStop { _ in DispatchQueue.main.async { MainActor.assumeIsolated { session.stop() } } }
         defer { StopSignals.onStop(nil) }

@@ -66,6 +66,31 @@ struct TextRunTests {
         #expect(expected > 1.5 && expected < Foundation.log(27.0))
     }
 
+    @Test("Smoothing past 1e6 is refused at its key; at the bound the table is finite and near uniform (1e308 made -inf, a NaN loss)")
+    func smoothingBounds() throws {
+        for huge in ["1e308", "1e307", "1000001"] {
+            do {
+                _ = try RunBuilder.build(try words("{layers: [{kind: embedding}]}", training: "{fit: counts, smoothing: \(huge)}"))
+                Issue.record("smoothing \(huge) was accepted")
+            } catch {
+                #expect("\(error)".contains("training.smoothing: expected a number above 0 and at most 1e6"), "\(error)")
+            }
+        }
+        let run = try RunBuilder.build(
+            try words("{layers: [{kind: embedding}]}", training: "{fit: counts, smoothing: 1e6, seed: 5, precision: double}"))
+        let engine = try #require(run.engine as? NetworkTrainingEngine<Double, Adam<Double>>)
+        let data = try RunData<Double>(run.config.data, seed: 5)
+        let text = try #require(data.text)
+        let (_, evaluation) = try #require(try engine.finalEvaluation())
+        let expected = countedLoss(
+            trained: text.training.map { text.corpus.lines[$0] }, evaluated: text.test.map { text.corpus.lines[$0] }, alpha: 1e6,
+            symbols: text.corpus.vocabulary.count)
+        #expect(abs(evaluation.loss - expected) < 1e-12 && abs(expected - Foundation.log(Double(text.corpus.vocabulary.count))) < 1e-3)
+        // The table itself stays finite for any finite smoothing, however large: log α + log(count/α + V).
+        let table = BigramCounts(text.corpus, lines: text.training).logits(smoothing: 1e308)
+        #expect(table.allSatisfy { abs($0 + Foundation.log(Double(text.corpus.vocabulary.count))) < 1e-12 })
+    }
+
     @Test("Gradient descent on the same bigram table comes down to the counted table's training loss")
     func learnedBigram() throws {
         let run = try RunBuilder.build(

@@ -70,6 +70,36 @@ struct TrainingSessionTests {
         #expect(try Checkpoint.read(directory.path).state.records == uninterrupted.records)
     }
 
+    @Test("A counted table records its validation loss and the processes; one whose final scores are not finite exits 1, its files kept")
+    func nonFiniteFinalLoss() async throws {
+        let text = "model: {layers: [{kind: embedding}]}\ndata: {kind: text, path: words-small.txt, validationSplit: 0.1}\ntraining: {fit: counts}"
+        let counted = try RunBuilder.build(try config(text))
+        let good = try CheckpointTestDirectory()
+        defer { good.remove() }
+        let session = TrainingSession(outputs: RunOutputs(directory: good.path), configPath: "counts.yaml")
+        let end = try await session.train(counted)
+        #expect(end.status == 0)
+        let summary = try #require(end.summary)
+        // No epoch was trained: the validation loss is evaluated at the end, finite, as the test's.
+        #expect(summary.validationLoss.map { $0.isFinite && $0 > 0 } == true && summary.evaluationLoss?.isFinite == true)
+        #expect(summary.processes == 1)
+        #expect(try String(contentsOfFile: good.file("summary.json"), encoding: .utf8).contains("\"validationLoss\""))
+
+        // Weights finite but at Float's limit: every score overflows, the losses are NaN.
+        var run = try RunBuilder.build(try config(text))
+        var engine = try #require(run.engine as? NetworkTrainingEngine<Float, SGD<Float>>)
+        try engine.replaceState { values in for i in values.indices { values[i] = i % 2 == 0 ? 3e38 : -3e38 } }
+        run.engine = engine
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let errors = Transcript()
+        let failing = TrainingSession(outputs: RunOutputs(directory: directory.path), configPath: "counts.yaml", writeError: errors.write)
+        let failed = try await failing.train(run)
+        #expect(failed.status == 1)
+        #expect(errors.text.contains("the final test loss is inf, not a finite number"), "\(errors.text)")
+        #expect(try directory.names() == ["checkpoint.safetensors", "curves.svg", "metrics.csv", "summary.json"])
+    }
+
     @Test("A run that diverges exits 1 and keeps the checkpoint of its last completed epoch")
     func diverged() async throws {
         let directory = try CheckpointTestDirectory()

@@ -29,8 +29,10 @@ public struct BigramCounts: Sendable, Equatable {
         var table = [Double](repeating: 0, count: counts.count)
         for a in 0..<vocabulary {
             let row = a * vocabulary..<(a + 1) * vocabulary
-            let total = Double(counts[row].reduce(0, +)) + Double(vocabulary) * α
-            for i in row { table[i] = Double.libmLog((Double(counts[i]) + α) / total) }
+            // log(count(a, ·) + V·α) as log α + log(count(a, ·)/α + V): finite for every finite
+            // α > 0, where V·α itself overflows past 1.8e308 / V (a table of -inf, a NaN loss).
+            let logTotal = Double.libmLog(α) + Double.libmLog(Double(counts[row].reduce(0, +)) / α + Double(vocabulary))
+            for i in row { table[i] = Double.libmLog(Double(counts[i]) + α) - logTotal }
         }
         return table
     }

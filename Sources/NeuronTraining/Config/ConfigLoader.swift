@@ -755,7 +755,9 @@ private struct ConfigChecker {
         if let smoothing = training.smoothing {
             try require(
                 training.fit == .counts, "nothing: smoothing belongs to training.fit: counts", at: "training.smoothing", found: "\(smoothing)")
-            try require(smoothing.isFinite && smoothing > 0, "a finite number greater than 0", at: "training.smoothing", found: "\(smoothing)")
+            try require(
+                smoothing > 0 && smoothing <= TrainingConfig.maximumSmoothing, "a number above 0 and at most 1e6",
+                at: "training.smoothing", found: "\(smoothing)")
         }
         if let iterations = training.iterations { try atLeastOne(iterations, at: "training.iterations") }
         if let norm = training.clipGradientNorm {

@@ -508,8 +508,13 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     /// out of a saved config when not given, so that a run's checkpoint stays as it was.
     public var fit: Fit?
     /// Counting's add-`smoothing` to every pair's count (Laplace's rule at 1, the default), so
-    /// that a pair never seen in training has a probability above 0; greater than 0.
+    /// that a pair never seen in training has a probability above 0; greater than 0 and at most
+    /// ``maximumSmoothing``.
     public var smoothing: Double?
+    /// The largest `smoothing`: a pseudo-count per pair, not a scale; a million already flattens
+    /// every row of a word list's table to within a few thousandths of a nat of uniform, and
+    /// nothing larger says more.
+    public static let maximumSmoothing = 1e6
     /// The largest global gradient norm a step takes: when the norm of every gradient together is
     /// above it, they are all scaled down to it (PyTorch's `clip_grad_norm_`); > 0, absent for none.
     public var clipGradientNorm: Double?

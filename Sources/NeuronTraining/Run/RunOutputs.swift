@@ -24,6 +24,12 @@ public struct RunSummary: Sendable, Equatable, Codable {
     /// A text model's loss: nats per predicted token, each line's characters and its closing boundary.
     public static let perCharacter = "nats per character, a line's end counted as one"
     public var evaluationAccuracy: Double?
+    /// Loss and accuracy on the validation rows at the end, when the run has them: the last
+    /// epoch's, or, for a run that took no epoch (a counted table), evaluated at its end.
+    public var validationLoss: Double?
+    public var validationAccuracy: Double?
+    /// The processes that trained the run together: 1 alone, the ranks under `mpirun`.
+    public var processes: Int?
     /// The neuron's trained parameters and output (single-neuron runs).
     public var trainedWeight: Double?
     public var trainedBias: Double?

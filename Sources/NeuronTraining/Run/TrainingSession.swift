@@ -28,6 +28,8 @@ public final class TrainingSession {
     public let outputs: RunOutputs
     /// The config's path, for the resume hint.
     public let configPath: String
+    /// The processes training the run together (the ranks under `mpirun`), for the summary.
+    public var processes = 1
     /// Where failures are said (standard error): a divergence, a write the disk refused.
     private let writeError: @MainActor (String) -> Void
     private var stopRequested: (@MainActor () -> Void)?
@@ -117,6 +119,7 @@ public final class TrainingSession {
         (shown.samplesPerSecond, shown.secondsRemaining) = (seconds > 0 ? Double(ended.stepsTaken * ended.samplesPerStep) / seconds : nil, nil)
         var summary = RunSummary(precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: seconds)
         summary.trainingLoss = ended.records.last?.trainingLoss
+        summary.processes = processes
         if checkpoint.state.vocabulary != nil { summary.lossUnit = RunSummary.perCharacter }
         if let row = final.neuron {
             (summary.trainedWeight, summary.trainedBias, summary.trainedOutput) = (row.weight, row.bias, row.output)
@@ -132,7 +135,21 @@ public final class TrainingSession {
             if final.phase == .finished, let (name, evaluation) = try ended.finalEvaluation() {
                 (summary.evaluatedOn, summary.evaluationLoss, summary.evaluationAccuracy) = (name, evaluation.loss, evaluation.accuracy)
             }
+            if let last = ended.records.last, last.step == ended.stepsTaken, last.validationLoss != nil {
+                (summary.validationLoss, summary.validationAccuracy) = (last.validationLoss, last.validationAccuracy)
+            } else if final.phase == .finished, let validation = try ended.validationEvaluation() {
+                (summary.validationLoss, summary.validationAccuracy) = (validation.loss, validation.accuracy)
+            }
             try outputs.writeSummary(summary, state: shown)
+            // Finite weights can still give non-finite scores (a table of -inf, weights near
+            // Float's limit): the files are kept, but the run is not a success.
+            let finals = [(summary.evaluatedOn ?? "test", summary.evaluationLoss), ("validation", summary.validationLoss)]
+            if let (name, loss) = finals.compactMap({ name, loss in loss.map { (name, $0) } }).first(where: { !$0.1.isFinite }) {
+                writeError(
+                    "neuron: the final \(name) loss is \(loss), not a finite number: the trained model gives non-finite scores; \(outputs.directory) keeps its files for a look\n"
+                )
+                return RunEnd(status: 1, state: shown, summary: summary)
+            }
             return RunEnd(status: final.phase == .finished ? 0 : 130, state: shown, summary: summary)
         default:
             // Diverged or failed: the run directory keeps the last good epoch end (the diverged

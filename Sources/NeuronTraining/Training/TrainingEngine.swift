@@ -44,6 +44,8 @@ public protocol TrainingEngine: Sendable {
     func gradientCheck(_ check: GradientCheck, batchSize: Int) throws -> GradientCheckReport
     /// Loss and accuracy on the test rows (or the validation rows when there is no test set); nil when there are neither.
     func finalEvaluation() throws -> (name: String, evaluation: Evaluation)?
+    /// Loss and accuracy on the validation rows; nil without them.
+    func validationEvaluation() throws -> Evaluation?
 }
 
 extension TrainingEngine {
@@ -215,6 +217,11 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         if let test { return ("test", try network.evaluate(test)) }
         if let validation { return ("validation", try network.evaluate(validation)) }
         return nil
+    }
+
+    public func validationEvaluation() throws -> Evaluation? {
+        var network = training.network
+        return try validation.map { try network.evaluate($0) }
     }
 
     public var title: String { training.network.description }
