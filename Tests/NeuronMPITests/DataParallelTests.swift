@@ -152,6 +152,7 @@ struct DataParallelTests {
         let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: output + "/summary.json"))) as? [String: Any]
         #expect(summary?["phase"] as? String == "stopped")
         #expect(summary?["step"] as? Int == saved.state.step)
+        #expect(summary?["processes"] as? Int == 2)  // the ranks that trained it
         // The stopped step is a step boundary every rank agreed on: 2 ranks go on from it.
         let next = saved.state.epoch + 1
         try expectTrains(config, epochs: next, output: output, ranks: 2, resume: true)
