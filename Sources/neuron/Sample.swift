@@ -73,10 +73,10 @@ struct Sample: ParsableCommand {
             return
         }
         let seed = self.seed ?? saved.state.seed
-        var generator = SeededGenerator(seed: seed)
         var drawn: [[Int]] = []
         while drawn.count < count {
-            drawn += try network.sampleLines(count: min(Self.chunk, count - drawn.count), prefix: prefix, rule: rule, using: &generator)
+            drawn += try network.sampleLines(
+                count: min(Self.chunk, count - drawn.count), prefix: prefix, rule: rule, seed: seed, firstLine: drawn.count)
         }
         // The training lines are the run's data split again by its seed; without the file the lines go unmarked.
         var training = Set<String>()

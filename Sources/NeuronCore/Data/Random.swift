@@ -17,6 +17,13 @@ public struct SeededGenerator: RandomNumberGenerator, Equatable, Sendable, Codab
         state = (0..<4).map { _ in Self.splitMix64(&splitMix) }
     }
 
+    /// Stream `stream` of `seed`: the streams of one seed are independent generators, so that the
+    /// `i`th of a list of draws (a sampled line) depends on the seed and `i` alone, not on how many
+    /// are drawn or in what groups.
+    public init(seed: UInt64, stream: Int) {
+        self.init(seed: mix64(mix64(seed) &+ UInt64(truncatingIfNeeded: stream) &* 0x9E37_79B9_7F4A_7C15))
+    }
+
     /// A generator resumed from a saved ``state``.
     /// - Throws: ``DataError/invalidGeneratorState(_:)`` unless there are four words, not all zero.
     public init(state: [UInt64]) throws(DataError) {

@@ -24,20 +24,28 @@ public struct SamplingRule: Sendable, Equatable {
     }
 
     /// The probabilities of each token from the `scores` (logits) at one position: the softmax of
-    /// `scores / temperature` over the `topK` highest (the others 0), in Double.
-    public func probabilities<Scalar: TensorScalar>(_ scores: some Collection<Scalar>) -> [Double] {
-        let z = scores.map { Double($0) / temperature }
-        var kept = Array(z.indices)
-        if let topK, topK < z.count {
-            // Ties at the cut keep the lower token indices, so that a draw does not depend on a sort's order.
-            kept.sort { z[$0] > z[$1] || (z[$0] == z[$1] && $0 < $1) }
-            kept.removeLast(z.count - topK)
+    /// `scores / temperature` over the `topK` highest (the others 0), in Double. The largest score
+    /// is subtracted before dividing, so every exponent is at most 0 for any temperature: a
+    /// temperature so small that `score / temperature` overflows (1e-309) gives the greedy choice,
+    /// not `inf − inf`.
+    /// - Throws: ``NetworkError/invalidValue(_:)`` when a score is not finite (weights that
+    ///   overflow): the probabilities would be NaN.
+    public func probabilities<Scalar: TensorScalar>(_ scores: some Collection<Scalar>) throws(NetworkError) -> [Double] {
+        let s = scores.map { Double($0) }
+        if let bad = s.firstIndex(where: { !$0.isFinite }) {
+            throw .invalidValue("the model's score for token \(bad) is \(s[bad]), not a finite number: its weights give non-finite outputs")
         }
-        let maximum = kept.map { z[$0] }.max() ?? 0
-        var p = [Double](repeating: 0, count: z.count)
+        var kept = Array(s.indices)
+        if let topK, topK < s.count {
+            // Ties at the cut keep the lower token indices, so that a draw does not depend on a sort's order.
+            kept.sort { s[$0] > s[$1] || (s[$0] == s[$1] && $0 < $1) }
+            kept.removeLast(s.count - topK)
+        }
+        let maximum = kept.map { s[$0] }.max() ?? 0
+        var p = [Double](repeating: 0, count: s.count)
         var total = 0.0
         for i in kept {
-            p[i] = Double.libmExp(z[i] - maximum)
+            p[i] = Double.libmExp((s[i] - maximum) / temperature)
             total += p[i]
         }
         for i in kept { p[i] /= total }
@@ -66,7 +74,7 @@ extension Network {
         try forward(x)
         let vocabulary = outputShape[1], logits = layers[layers.count - 1].output
         let row = (context.count - 1) * vocabulary
-        return rule.probabilities(logits.scalars[row..<row + vocabulary])
+        return try rule.probabilities(logits.scalars[row..<row + vocabulary])
     }
 
     /// `count` lines drawn from a character model, each continuing `prefix` (token indices of its
@@ -83,11 +91,15 @@ extension Network {
     ///   - rule: how a character is drawn from the model's probabilities.
     ///   - maximumLength: the most characters a line holds, prefix included, so that a
     ///     model that never closes a line still ends; default four blocks.
-    ///   - generator: the source of every draw.
+    ///   - seed: the seed of every draw: line `firstLine + n` draws from stream `firstLine + n` of
+    ///     it (``SeededGenerator/init(seed:stream:)``), so a line depends on the seed and its index
+    ///     alone (the first of 5 lines is the line of 1), however many are drawn together.
+    ///   - firstLine: the index of the first line drawn, for lines drawn in groups.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the network is not a sequence model or the
-    ///   prefix leaves no character to draw.
+    ///   prefix leaves no character to draw; ``NetworkError/invalidValue(_:)`` when the model gives
+    ///   a score that is not finite.
     public mutating func sampleLines(
-        count: Int, prefix: [Int] = [], rule: SamplingRule, maximumLength: Int? = nil, using generator: inout SeededGenerator
+        count: Int, prefix: [Int] = [], rule: SamplingRule, maximumLength: Int? = nil, seed: UInt64, firstLine: Int = 0
     ) throws(NetworkError) -> [[Int]] {
         guard inputShape.count == 1, outputShape.count == 2 else {
             throw .shapeMismatch("\(self) is not a sequence model (it takes \(TensorError.format(inputShape)), not positions of tokens)")
@@ -100,6 +112,7 @@ extension Network {
         // Every open line has the same length (one token per pass), so all read the same window.
         var x = Tensor<Scalar>(zeros: [count, time])
         var lines = Array(repeating: prefix, count: count), open = Array(repeating: true, count: count)
+        var generators = (0..<count).map { SeededGenerator(seed: seed, stream: firstLine + $0) }
         for length in prefix.count..<maximumLength where open.contains(true) {
             // The window: the last `time` tokens of `⏎ line` (position i of it is the boundary
             // for i = 0, else the line's token i − 1); positions past it hold what they held,
@@ -115,7 +128,7 @@ extension Network {
             let logits = layers[layers.count - 1].output
             for n in 0..<count where open[n] {
                 let row = (n * time + read) * vocabulary
-                let token = Self.draw(rule.probabilities(logits.scalars[row..<row + vocabulary]), using: &generator)
+                let token = Self.draw(try rule.probabilities(logits.scalars[row..<row + vocabulary]), using: &generators[n])
                 if token == Vocabulary.boundary { open[n] = false } else { lines[n].append(token) }
             }
         }

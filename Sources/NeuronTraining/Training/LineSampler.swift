@@ -31,9 +31,10 @@ public struct LineSampler: Sendable {
     /// `count` lines drawn from `network` after `epoch` epochs at temperature 1, marked.
     public func draw<Scalar: TensorScalar>(from network: Network<Scalar>, epoch: Int) -> [SampledLine] {
         guard count > 0 else { return [] }
-        var network = network, generator = SeededGenerator(seed: seed &+ 3 &+ UInt64(epoch))
-        // A text model's shapes are a sequence model's, and the rule's defaults are valid.
-        guard let lines = try? network.sampleLines(count: count, rule: try! SamplingRule(), using: &generator) else { return [] }
+        var network = network
+        // A text model's shapes are a sequence model's, and the rule's defaults are valid; a model
+        // whose scores are not finite draws no line (its loss says why).
+        guard let lines = try? network.sampleLines(count: count, rule: try! SamplingRule(), seed: seed &+ 3 &+ UInt64(epoch)) else { return [] }
         return mark(lines)
     }
 
