@@ -32,7 +32,8 @@ struct NeuronCommand: AsyncParsableCommand {
                 let message = isBadInput(error) ? "\(error)" : message(for: error)
                 let line = message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
                     .filter { !$0.isEmpty }.joined(separator: " ")
-                FileHandle.standardError.write(Data("neuron: \(line)\n".utf8))
+                // Control characters escaped: a name from outside cannot ring or rewrite the terminal.
+                FileHandle.standardError.write(Data("neuron: \(line.printable)\n".utf8))
                 Foundation.exit(2)
             }
             exit(withError: error)

@@ -53,7 +53,7 @@ struct Sample: ParsableCommand {
         guard let tokens = vocabulary.encode(prefix) else {
             let unknown = prefix.unicodeScalars.first { vocabulary.index(of: $0) == nil }!
             throw ValidationError(
-                "--prefix '\(prefix)': the character '\(unknown.escaped(asASCII: false))' (U+\(String(unknown.value, radix: 16, uppercase: true))) is not in the model's vocabulary: \(vocabulary)"
+                "--prefix '\(prefix)': the character '\(unknown.escaped(asASCII: false))' (\(unknown.codePoint)) is not in the model's vocabulary: \(vocabulary)"
             )
         }
         switch saved.state.precision {

@@ -180,8 +180,7 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// `U+000D` (carriage return): the code point, and the control's name where it has a common one.
     private static func codePoint(_ character: Unicode.Scalar) -> String {
-        let digits = String(character.value, radix: 16, uppercase: true)
-        let code = "U+" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        let code = character.codePoint
         let names: [UInt32: String] = [0x00: "NUL", 0x0B: "vertical tab", 0x0C: "form feed", 0x0D: "carriage return", 0x1B: "escape", 0x7F: "delete"]
         return names[character.value].map { "\(code) (\($0))" } ?? code
     }

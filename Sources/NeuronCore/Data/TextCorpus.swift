@@ -344,7 +344,7 @@ public struct CharacterClass: Sendable, Equatable, CustomStringConvertible {
                 guard lower <= upper else {
                     throw invalid(
                         "ranges from the lower code point to the higher; \(lower)-\(upper) runs backwards "
-                            + "(U+\(String(lower.value, radix: 16, uppercase: true)) > U+\(String(upper.value, radix: 16, uppercase: true)))")
+                            + "(\(lower.codePoint) > \(upper.codePoint))")
                 }
                 ranges.append(lower...upper)
                 i += 3

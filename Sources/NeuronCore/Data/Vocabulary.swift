@@ -115,7 +115,7 @@ public struct Vocabulary: Sendable, Equatable, Codable, CustomStringConvertible 
                 throw corrupt(
                     previous == character
                         ? "token \(token) repeats token \(token - 1)"
-                        : "token \(token) (U+\(String(character.value, radix: 16, uppercase: true))) comes before token \(token - 1)")
+                        : "token \(token) (\(character.codePoint)) comes before token \(token - 1)")
             }
             characters.append(character)
         }

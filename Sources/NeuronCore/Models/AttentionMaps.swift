@@ -165,9 +165,8 @@ extension Network {
         for (i, character) in text.unicodeScalars.enumerated() {
             guard let token = vocabulary.index(of: character) else {
                 let shown = character.properties.generalCategory == .control ? character.escaped(asASCII: true) : String(character)
-                let code = String(character.value, radix: 16, uppercase: true)
                 throw .invalidValue(
-                    "'\(shown)' (U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code)), character \(i) of \"\(DataError.cut(text))\" (counted from 0), is not in the model's vocabulary: \(vocabulary)"
+                    "'\(shown)' (\(character.codePoint)), character \(i) of \"\(DataError.cut(text))\" (counted from 0), is not in the model's vocabulary: \(vocabulary)"
                 )
             }
             line.append(token)
