@@ -20,7 +20,8 @@ public final class SavedRunViewModel: TrainingViewModeling {
     /// - Throws: `CheckpointError`, `RunError` or `DataError` naming the file when a file cannot be read or does not fit.
     public init(directory: String) throws {
         let saved = try Checkpoint.read(directory)
-        engine = try RunBuilder.build(saved.state.config, resume: saved).engine
+        // The saved run as it ended: its data read as it is now, changed or not (nothing is trained).
+        engine = try RunBuilder.build(saved.state.config, resume: saved, dataChanged: true).engine
         let folder = (saved.file as NSString).deletingLastPathComponent
         let snapshot = engine.snapshot()
         let ended = Self.summaryState((folder as NSString).appendingPathComponent("summary.json"))

@@ -24,9 +24,16 @@ struct Evaluate: ParsableCommand {
         } else {
             let run: Run
             do {
-                run = try RunBuilder.build(saved.state.config, resume: saved)
+                // The model on the run's data as it is now; said when that is not what it trained on.
+                run = try RunBuilder.build(saved.state.config, resume: saved, dataChanged: true)
             } catch let RunError.checkpointMismatch(path, reason) {
                 throw RunError.invalid("\(path): cannot evaluate: \(reason)")
+            }
+            if let trained = saved.state.data, let differences = run.data?.differences(from: trained) {
+                FileHandle.standardError.write(
+                    Data(
+                        "neuron: note: the data changed since the checkpoint was written: \(differences); the rows evaluated are read from the files as they are now\n"
+                            .utf8))
             }
             guard let found = try run.engine.finalEvaluation() else {
                 throw RunError.invalid("\(saved.path): this run has no test or validation rows to evaluate on")

@@ -57,7 +57,8 @@ struct Gradcheck: ParsableCommand {
     func run() throws {
         let config = try ConfigLoader.load(self.config)
         BLAS.threadCount = config.training.blasThreads
-        let run = try RunBuilder.build(config, resume: try checkpoint.map(Checkpoint.read))
+        // A check of the gradients at the checkpoint's weights, on whatever rows the data holds now.
+        let run = try RunBuilder.build(config, resume: try checkpoint.map(Checkpoint.read), dataChanged: true)
         let difference = forward ? try FiniteDifference<Double>(.forward, tiny: tiny) : try FiniteDifference<Double>(.central, tiny: eps)
         let check = try GradientCheck(
             difference: difference, absoluteTolerance: atol, relativeTolerance: rtol,

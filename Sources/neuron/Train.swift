@@ -46,6 +46,11 @@ struct Train: AsyncParsableCommand {
     )
     var resume: String?
 
+    @Flag(
+        name: .customLong("data-changed"),
+        help: "With --resume: go on although the data files differ from those the checkpoint was trained on (refused otherwise).")
+    var dataChanged = false
+
     @Flag(help: "Print the summary only.")
     var quiet = false
 
@@ -63,6 +68,7 @@ struct Train: AsyncParsableCommand {
 
     func validate() throws {
         if quiet && json { throw ValidationError("--quiet and --json exclude each other") }
+        if dataChanged && resume == nil { throw ValidationError("--data-changed goes with --resume: a new run has no earlier data to differ from") }
         if let epochs, epochs < 1 { throw ValidationError("--epochs must be at least 1, got \(epochs)") }
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1, got \(batchSize)") }
         if let learningRate, learningRate <= 0 { throw ValidationError("--learning-rate must be greater than 0, got \(learningRate)") }
@@ -78,7 +84,7 @@ struct Train: AsyncParsableCommand {
         let launcher = try RunLauncher(
             .init(
                 configPath: config, given: RunOverrides(epochs: epochs, batchSize: batchSize, learningRate: learningRate, seed: seed),
-                resume: resume, output: output))
+                resume: resume, output: output, dataChanged: dataChanged))
         for line in launcher.changes where (group?.rank ?? 0) == 0 { FileHandle.standardError.write(Data("neuron: \(line)\n".utf8)) }
         var run = try launcher.build(blasThreads: group == nil ? nil : ProcessGroup.blasThreads())
         if let group {

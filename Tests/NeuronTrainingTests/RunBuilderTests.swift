@@ -179,6 +179,60 @@ struct RunBuilderTests {
         #expect(ended.snapshot().neuron?.output == 0.1000000000000007)
     }
 
+    @Test(
+        "A checkpoint records its data files' sizes and CRC-32s; resumed on a reordered, edited or doubled file it is refused plainly, unless asked")
+    func dataChanged() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let words = try String(contentsOfFile: dataDirectory + "/words-small.txt", encoding: .utf8)
+        let file = try directory.write(Array(words.utf8), "words.txt")
+        let config = try config(
+            """
+            model: {layers: [{kind: embedding, features: 4}, {kind: rnn, units: 4}, {units: 27, activation: identity}]}
+            data: {kind: text, path: \(file)}
+            training: {epochs: 2, batchSize: 16, seed: 3}
+            """)
+        var engine = try RunBuilder.build(config).engine
+        for _ in 0..<3 { _ = engine.step() }  // stopped mid-epoch
+        let run = try RunBuilder.build(config)
+        try Checkpoint(engine, config: config, preprocessing: run.preprocessing, data: run.data).write(to: directory.path)
+        let saved = try Checkpoint.read(directory.path)
+        #expect(saved.state.data?.files.map(\.key) == ["data.path"])
+        #expect(saved.state.data?.files.first?.fingerprint.bytes == words.utf8.count)
+        #expect(try RunBuilder.build(config, resume: saved).engine.stepsTaken == 3)
+
+        let lines = words.split(separator: "\n", omittingEmptySubsequences: false)
+        let reordered = lines.reversed().joined(separator: "\n")
+        let edited = lines.enumerated().map { $0.offset == 5 ? $0.element.dropLast() + "q" : $0.element }.joined(separator: "\n")
+        for (changed, size) in [(reordered, words.utf8.count), (edited, words.utf8.count), (words + words, 2 * words.utf8.count)] {
+            _ = try directory.write(Array(changed.utf8), "words.txt")
+            let message = failure { try RunBuilder.build(config, resume: saved) }
+            #expect(
+                message.hasPrefix(
+                    "\(directory.path): cannot resume: the data changed since the checkpoint was written: data.path (\(file)) was \(words.utf8.count) bytes, CRC-32 0x"
+                ), "\(message)")
+            #expect(
+                message.contains("and is \(size) bytes, CRC-32 0x")
+                    && message.hasSuffix("(give --data-changed to go on with the new data, or start a new run)"))
+        }
+        // Asked to, it goes on with the new lines (the same count: the epoch's position still fits).
+        _ = try directory.write(Array(reordered.utf8), "words.txt")
+        #expect(try RunBuilder.build(config, resume: saved, dataChanged: true).engine.stepsTaken == 3)
+        // A checkpoint written before fingerprints were recorded resumes unchecked.
+        var old = saved
+        old.state.data = nil
+        #expect(try RunBuilder.build(config, resume: old).engine.stepsTaken == 3)
+    }
+
+    @Test("A file's fingerprint is its size and zlib's CRC-32: '123456789' is the check value 0xCBF43926")
+    func fingerprint() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        let print = try FileFingerprint(of: try directory.write(Array("123456789".utf8), "check"))
+        #expect(print == FileFingerprint(bytes: 9, crc32: 0xCBF4_3926) && print.description == "9 bytes, CRC-32 0xCBF43926")
+        #expect(try FileFingerprint(of: try directory.write([], "empty")) == FileFingerprint(bytes: 0, crc32: 0))
+    }
+
     @Test("A checkpoint that does not fit the config is refused, saying why")
     func mismatches() throws {
         let directory = try CheckpointTestDirectory()

@@ -46,7 +46,7 @@ enum DataFile {
     /// no size to check, so either would hang a run or read until the byte cap.
     /// - Throws: ``DataError/fileNotFound(path:)``, or ``DataError/unreadableFile(path:reason:)``
     ///   for a directory, a FIFO, a device or a socket.
-    private static func checkFile(at path: String) throws(DataError) {
+    static func checkFile(at path: String) throws(DataError) {
         var status = stat()
         guard stat(path, &status) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { throw .fileNotFound(path: path) }
@@ -59,6 +59,42 @@ enum DataFile {
         case S_IFCHR, S_IFBLK: throw .unreadableFile(path: path, reason: "it is a device, not a regular file")
         default: throw .unreadableFile(path: path, reason: "it is not a regular file")
         }
+    }
+}
+
+/// A data file's size and CRC-32 (zlib's, the checksum gzip stores): enough to tell that a file
+/// a checkpoint was trained on has changed since (a line reordered, edited, added), at a fraction
+/// of reading it as data.
+public struct FileFingerprint: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// The file's size in bytes.
+    public var bytes: Int
+    /// The CRC-32 of every byte.
+    public var crc32: UInt32
+
+    public init(bytes: Int, crc32: UInt32) { (self.bytes, self.crc32) = (bytes, crc32) }
+
+    /// The fingerprint of the regular file at `path`, read in 1 MB chunks.
+    /// - Throws: ``DataError`` as reading the file as data throws: missing, not a regular file, unreadable.
+    public init(of path: String) throws(DataError) {
+        try DataFile.checkFile(at: path)
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw .unreadableFile(path: path, reason: "it cannot be opened") }
+        defer { try? handle.close() }
+        var (bytes, checksum) = (0, CZlib.crc32(0, nil, 0))
+        do {
+            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                checksum = chunk.withUnsafeBytes { CZlib.crc32(checksum, $0.bindMemory(to: Bytef.self).baseAddress, uInt($0.count)) }
+                bytes += chunk.count
+            }
+        } catch {
+            throw .unreadableFile(path: path, reason: error.localizedDescription)
+        }
+        (self.bytes, self.crc32) = (bytes, UInt32(checksum))
+    }
+
+    /// `1115394 bytes, CRC-32 0x3A2B1C0D`.
+    public var description: String {
+        let hex = String(crc32, radix: 16, uppercase: true)
+        return "\(bytes) bytes, CRC-32 0x" + String(repeating: "0", count: 8 - hex.count) + hex
     }
 }
 

@@ -35,7 +35,8 @@ public struct Checkpoint: Sendable {
     /// `engine` as it stands, saved with the config it was built from, the preprocessing fitted
     /// on its training rows and the command-line settings the config was overridden with.
     public init<Engine: TrainingEngine>(
-        _ engine: Engine, config: RunConfig, preprocessing: Preprocessing, overrides: RunOverrides = RunOverrides()
+        _ engine: Engine, config: RunConfig, preprocessing: Preprocessing, overrides: RunOverrides = RunOverrides(),
+        data: DataFingerprint? = nil
     ) {
         let point = engine.resumePoint()
         tensors = point.tensors.map { SafeTensors.entry($0.name, Self.fileLayout($0.tensor, order: point.pytorchOrders[$0.name])) }
@@ -46,7 +47,7 @@ public struct Checkpoint: Sendable {
             classNames: point.classNames, featureNames: point.featureNames,
             records: EpochRecord.bounded(point.records, limit: Self.recordLimit),
             recordCount: point.records.count > Self.recordLimit ? point.records.count : nil,
-            overrides: overrides.isEmpty ? nil : overrides, vocabulary: point.vocabulary)
+            overrides: overrides.isEmpty ? nil : overrides, vocabulary: point.vocabulary, data: data)
     }
 
     /// The tensor as the file stores it, in PyTorch's layout: its dimensions reordered as
@@ -127,6 +128,9 @@ public struct CheckpointState: Sendable, Equatable, Codable {
     public var overrides: RunOverrides? = nil
     /// A text model's tokens, in their order (token `i` is the `i`th), as its data gave them; absent for other data.
     public var vocabulary: Vocabulary? = nil
+    /// The data files trained on, each with its size and CRC-32; absent for synthetic data and in
+    /// checkpoints written before it was recorded. A resume on files that differ is refused.
+    public var data: DataFingerprint? = nil
 }
 
 /// A checkpoint read back and checked: its state and its tensors by name, in the file's layout.

@@ -37,26 +37,33 @@ public struct Run: Sendable {
     /// stop after the same step.
     public var agreesToStop: (@Sendable (_ asked: Bool) -> Bool)?
 
-    public init(engine: any TrainingEngine, config: RunConfig, preprocessing: Preprocessing) {
-        (self.engine, self.config, self.preprocessing) = (engine, config, preprocessing)
+    /// The data files the run reads, for its checkpoints; nil for synthetic data.
+    public var data: DataFingerprint?
+
+    public init(engine: any TrainingEngine, config: RunConfig, preprocessing: Preprocessing, data: DataFingerprint? = nil) {
+        (self.engine, self.config, self.preprocessing, self.data) = (engine, config, preprocessing, data)
     }
 }
 
 /// Builds runs from configs.
 public enum RunBuilder {
     /// A run as `config` says, or, with `resume`, the run exactly where the checkpoint left it.
+    /// - Parameter dataChanged: go on from `resume` even when its data files have changed since
+    ///   it was written (their sizes or CRC-32s differ); refused otherwise.
     /// - Throws: `DataError`, `NetworkError`, `OptimizerError`, ``CheckpointError`` or
     ///   ``RunError`` saying what does not fit; `BLAS.KernelMismatch` when this machine's BLAS kernels compute wrong products.
-    public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil) throws -> Run {
+    public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil, dataChanged: Bool = false) throws -> Run {
         try BLAS.checkKernels()
         switch config.desugared.training.precision {
-        case .float: return try network(Float.self, config, resume)
-        case .double: return try network(Double.self, config, resume)
+        case .float: return try network(Float.self, config, resume, dataChanged: dataChanged)
+        case .double: return try network(Double.self, config, resume, dataChanged: dataChanged)
         }
     }
 
     /// The run of `written` (saved as written, a neuron config as sugar), built from its desugared config.
-    private static func network<Scalar: TensorScalar>(_: Scalar.Type, _ written: RunConfig, _ resume: LoadedCheckpoint?) throws -> Run {
+    private static func network<Scalar: TensorScalar>(
+        _: Scalar.Type, _ written: RunConfig, _ resume: LoadedCheckpoint?, dataChanged: Bool
+    ) throws -> Run {
         var config = written.desugared, saved = written
         let origin = config.origin
         let scalarBytes = MemoryLayout<Scalar>.size
@@ -67,6 +74,16 @@ public enum RunBuilder {
             var budget = MemoryBudget()
             budget.data = MemoryBudget.data(count: count, features: 1, targets: 1, scalarBytes: scalarBytes)
             try checkFits(budget, origin: origin, key: "data.count", change: "lower data.count")
+        }
+        let fingerprint = try DataFingerprint(config.data)
+        if let resume, !dataChanged, let saved = resume.state.data,
+            let differences = fingerprint.map({ $0.differences(from: saved) }) ?? "its files are no longer read"
+        {
+            throw RunError.checkpointMismatch(
+                path: resume.path,
+                reason:
+                    "the data changed since the checkpoint was written: \(differences); resuming on other data would not go on as the run did (give --data-changed to go on with the new data, or start a new run)"
+            )
         }
         let data = try RunData<Scalar>(config.data, seed: config.training.seed, origin: origin)
         let features = data.training.featureCount
@@ -237,7 +254,7 @@ public enum RunBuilder {
                     vocabulary: text.corpus.vocabulary, trainingLines: Set(text.training.map { text.corpus.lines[$0] }),
                     count: config.output.samples ?? 5, seed: config.training.seed)
             }
-            return Run(engine: engine, config: saved, preprocessing: data.preprocessing)
+            return Run(engine: engine, config: saved, preprocessing: data.preprocessing, data: fingerprint)
         }
         return try run(
             config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: max(1, epochs), decayedRanges: network.decayedRanges))

@@ -19,9 +19,13 @@ public struct RunLauncher: Sendable {
         public var resume: String?
         /// The run directory, in place of the config's `output.directory`.
         public var output: String?
+        /// Go on from `resume` although its data files changed since it was written.
+        public var dataChanged: Bool
 
-        public init(configPath: String, given: RunOverrides = RunOverrides(), resume: String? = nil, output: String? = nil) {
-            (self.configPath, self.given, self.resume, self.output) = (configPath, given, resume, output)
+        public init(
+            configPath: String, given: RunOverrides = RunOverrides(), resume: String? = nil, output: String? = nil, dataChanged: Bool = false
+        ) {
+            (self.configPath, self.given, self.resume, self.output, self.dataChanged) = (configPath, given, resume, output, dataChanged)
         }
     }
 
@@ -59,7 +63,7 @@ public struct RunLauncher: Sendable {
     /// `blasThreads`, else to the config's.
     public func build(blasThreads: Int? = nil) throws -> Run {
         BLAS.threadCount = blasThreads ?? config.training.blasThreads
-        var run = try RunBuilder.build(config, resume: checkpoint)
+        var run = try RunBuilder.build(config, resume: checkpoint, dataChanged: request.dataChanged)
         run.overrides = overrides
         return run
     }

@@ -113,7 +113,7 @@ public final class TrainingSession {
             return RunEnd(status: 1, state: final)
         }
 
-        let checkpoint = Checkpoint(ended, config: run.config, preprocessing: run.preprocessing, overrides: run.overrides)
+        let checkpoint = Checkpoint(ended, config: run.config, preprocessing: run.preprocessing, overrides: run.overrides, data: run.data)
         // The summary shows the final state with the speed over the whole run, and no time left.
         var shown = final
         (shown.samplesPerSecond, shown.secondsRemaining) = (seconds > 0 ? Double(ended.stepsTaken * ended.samplesPerStep) / seconds : nil, nil)
@@ -186,7 +186,8 @@ public final class TrainingSession {
             try outputs.writeMetrics(records)
             try outputs.writeCurves(records, title: run.engine.title)
             if let newest {
-                try outputs.writeCheckpoint(Checkpoint(newest, config: run.config, preprocessing: run.preprocessing, overrides: run.overrides))
+                try outputs.writeCheckpoint(
+                    Checkpoint(newest, config: run.config, preprocessing: run.preprocessing, overrides: run.overrides, data: run.data))
                 (lastCheckpoint, unwritten) = ((now, newest.epoch), nil)
             }
         } catch {
