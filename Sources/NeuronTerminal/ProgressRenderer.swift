@@ -106,15 +106,17 @@ public struct ProgressRenderer: Sendable {
 
     /// What `neuron train` prints when a run ends with its files written (finished or stopped): the
     /// title, phase, epochs, steps, time and seed; the losses and accuracies; the neuron's trained
-    /// output; the run directory, and for a stopped run how to resume it. Nil for a run that
-    /// diverged or failed, which says so on standard error instead.
-    public func endOfRun(_ end: RunEnd, directory: String, configPath: String) -> String? {
+    /// output; the run directory, and for a stopped run how to resume it, started as `invocation`
+    /// says (`swift run neuron …` for a binary SwiftPM built). Nil for a run that diverged or
+    /// failed, which says so on standard error instead.
+    public func endOfRun(_ end: RunEnd, directory: String, configPath: String, invocation: Invocation = .installed) -> String? {
         guard let summary = end.summary else { return nil }
         let state = end.state
         let epochs = "\(state.epoch) epoch\(state.epoch == 1 ? "" : "s")"
         let seed = state.seed.map { " (seed \($0))" } ?? ""
         var lines = [
-            "\(state.title): \(state.phaseText) after \(epochs), \(state.step) steps in \(String(format: "%.1f", summary.trainingSeconds)) s\(seed)"
+            "\(state.title): \(state.phaseText) after \(epochs), \(state.step) steps in \(String(format: "%.1f", summary.trainingSeconds)) s"
+                + (summary.segmentSeconds.map { " (\(String(format: "%.1f", $0)) s of it in this segment)" } ?? "") + seed
         ]
         if let loss = summary.trainingLoss { lines.append("  training loss        \(loss)") }
         // Without test rows the final evaluation is on the validation rows and prints their accuracy itself.
@@ -139,7 +141,7 @@ public struct ProgressRenderer: Sendable {
         lines.append("  run directory        \(directory)  (checkpoint.safetensors, metrics.csv, curves.svg, summary.json)")
         if state.phase == .stopped, let checkpoint = summary.checkpoint {
             lines.append("  stopped: checkpoint written to \(checkpoint)")
-            lines.append("  resume with: neuron train \(configPath) --resume \(directory)")
+            lines.append("  resume with: \(invocation.commandLine(["train", configPath, "--resume", directory]))")
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -23,8 +23,11 @@ struct Explain: ParsableCommand {
             its last character is read and its end is to be predicted): its inputs are the layer's input at \
             P (an RNN's also the state before, h_{P-1}), its gradients ∂L/∂(quantity at P) with L the \
             loss over the whole sample, a weight's row position P's share of its gradient beside the \
-            network's sum over positions, and its faux gradients nudge the quantity at P alone. A GRU, an \
-            embedding, a position embedding or a context window has no one-neuron unit and is refused.
+            network's sum over positions, and its faux gradients nudge the quantity at P alone. A GRU unit, \
+            three gates joined into a state, gets its own table at P: each gate's sums, pre-activation and \
+            value, the state, the local derivatives, and the gradients of the state, the gates and the \
+            unit's rows of every weight and bias beside their faux gradients. An embedding, a position \
+            embedding or a context window has no unit and is refused.
 
             With --checkpoint RUN --attention TEXT, for a text model with attention layers: one forward \
             pass of the line (⏎ then its characters, cropped to the network's last positions as sampling \
@@ -80,7 +83,7 @@ struct Explain: ParsableCommand {
     @Option(help: "Explain a unit of this run's trained network (its run directory or checkpoint file).")
     var checkpoint: String?
 
-    @Option(parsing: .unconditional, help: "With --checkpoint: the layer (dense, or a text run's RNN), counted from 0.")
+    @Option(parsing: .unconditional, help: "With --checkpoint: the layer (dense, or a text run's RNN or GRU), counted from 0.")
     var layer: Int?
 
     @Option(parsing: .unconditional, help: "With --checkpoint: the unit of the layer, counted from 0.")
@@ -94,7 +97,7 @@ struct Explain: ParsableCommand {
     @Option(
         parsing: .unconditional,
         help: """
-            With --checkpoint, for a per-position dense layer or an RNN: the position, counted from 0 \
+            With --checkpoint, for a per-position dense layer, an RNN or a GRU: the position, counted from 0 \
             (default: the last position the sample's line reaches, its last character).
             """)
     var position: Int?
@@ -196,7 +199,7 @@ extension Explain {
     /// - Throws: ``CheckpointError``, ``RunError``, ``NetworkError`` or ``DataError`` naming what does not fit.
     static func explainUnit(
         checkpoint path: String, layer: Int, unit: Int, sample: Int, position: Int? = nil, difference: FiniteDifference<Double>
-    ) throws -> (explanation: UnitExplanation, line: String?) {
+    ) throws -> (explanation: ExplainedUnit, line: String?) {
         let saved = try Checkpoint.read(path)
         switch saved.state.precision {
         case .float:
@@ -208,15 +211,20 @@ extension Explain {
 
     private static func explainUnit<Scalar: TensorScalar>(
         _: Scalar.Type, _ saved: LoadedCheckpoint, layer: Int, unit: Int, sample: Int, position: Int?, difference: FiniteDifference<Double>
-    ) throws -> (explanation: UnitExplanation, line: String?) {
+    ) throws -> (explanation: ExplainedUnit, line: String?) {
         let network: Network<Scalar> = try Prediction<Scalar>.network(saved)
         // A layer, unit or position that is not there is refused before the dataset is read.
-        try UnitExplanation.check(layer: layer, unit: unit, of: network)
+        let gru = network.layers.indices.contains(layer) ? network.layers[layer] as? GRU<Scalar> : nil
+        if gru != nil {
+            try GRUUnitExplanation.check(layer: layer, unit: unit, of: network)
+        } else {
+            try UnitExplanation.check(layer: layer, unit: unit, of: network)
+        }
         if let position {
             let name = "layer \(layer) \(network.layers[layer])"
-            guard let time = UnitExplanation.positions(of: network.layers[layer]) else {
+            guard let time = gru?.time ?? UnitExplanation.positions(of: network.layers[layer]) else {
                 throw RunError.invalid(
-                    "--position \(position): \(name) is a layer over features, with no positions; --position is for a per-position dense layer or an RNN"
+                    "--position \(position): \(name) is a layer over features, with no positions; --position is for a per-position dense layer, an RNN or a GRU"
                 )
             }
             guard (0..<time).contains(position) else { throw RunError.invalid("--position \(position): \(name) has positions 0 to \(time - 1)") }
@@ -230,9 +238,15 @@ extension Explain {
             throw RunError.invalid("--sample \(sample): the run has training samples 0 to \(data.training.count - 1)")
         }
         let row = data.training.subset([sample])
-        let explanation = try UnitExplanation(
-            network: network, sample: row.features.scalars, target: row.targets.scalars, layer: layer, unit: unit, position: position,
-            difference: difference)
+        let (features, targets) = (row.features.scalars, row.targets.scalars)
+        let explanation: ExplainedUnit =
+            gru != nil
+            ? .gru(
+                try GRUUnitExplanation(
+                    network: network, sample: features, target: targets, layer: layer, unit: unit, position: position, difference: difference))
+            : .neuron(
+                try UnitExplanation(
+                    network: network, sample: features, target: targets, layer: layer, unit: unit, position: position, difference: difference))
         guard let text = data.text, let at = explanation.position else { return (explanation, nil) }
         // What the position means in the line: the character read there and the one to predict.
         let vocabulary = text.corpus.vocabulary
@@ -274,6 +288,43 @@ extension Explain {
             return try network.attentionMaps(text: text, vocabulary: vocabulary)
         } catch {
             throw RunError.invalid("--attention: \(error)")
+        }
+    }
+}
+
+/// A unit explained: one neuron's table (a dense or RNN unit), or a GRU unit's, gate by gate.
+enum ExplainedUnit: Encodable {
+    case neuron(UnitExplanation), gru(GRUUnitExplanation)
+
+    /// The text table.
+    var table: String {
+        switch self {
+        case .neuron(let e): e.table
+        case .gru(let e): e.table
+        }
+    }
+
+    /// The position explained; nil for a layer over features.
+    var position: Int? {
+        switch self {
+        case .neuron(let e): e.position
+        case .gru(let e): e.position
+        }
+    }
+
+    /// Whether the unit is one of the network's outputs.
+    var isOutput: Bool {
+        switch self {
+        case .neuron(let e): e.isOutput
+        case .gru(let e): e.isOutput
+        }
+    }
+
+    /// The explanation's own JSON object, as if it were not wrapped.
+    func encode(to encoder: Encoder) throws {
+        switch self {
+        case .neuron(let e): try e.encode(to: encoder)
+        case .gru(let e): try e.encode(to: encoder)
         }
     }
 }

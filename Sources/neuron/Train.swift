@@ -102,6 +102,7 @@ struct Train: AsyncParsableCommand {
 
         let session = TrainingSession(outputs: launcher.outputs, configPath: config)
         session.processes = group?.processCount ?? 1
+        session.invocation = .current  // the resume hint starts neuron as this process was started
         // Ctrl-C, SIGTERM, SIGHUP: finish the current step, write a checkpoint, say where, exit 128 + the signal.
         StopSignals.onStop { _ in DispatchQueue.main.async { MainActor.assumeIsolated { session.stop() } } }
         defer { StopSignals.onStop(nil) }
@@ -119,7 +120,11 @@ struct Train: AsyncParsableCommand {
         let mode: ProgressMode = json ? .json : quiet ? .quiet : isatty(STDOUT_FILENO) != 0 ? .live : .plain(every: .seconds(5))
         let end = try await session.train(run, view: mode.view(write: writeOut))
         let renderer = ProgressRenderer()
-        if let text = json ? renderer.endOfRunJSON(end) : renderer.endOfRun(end, directory: launcher.outputs.directory, configPath: config) {
+        if let text =
+            json
+            ? renderer.endOfRunJSON(end)
+            : renderer.endOfRun(end, directory: launcher.outputs.directory, configPath: config, invocation: session.invocation)
+        {
             writeOut(text)
         }
         await server?.stop()

@@ -162,7 +162,7 @@ struct ExplainCheckpointTests {
         #expect(explained.status == 2 && explained.stderr.contains(message), "\(explained.stderr)")
     }
 
-    @Test("--position on a layer over features, and a GRU's unit, are refused with exit status 2 and the reason")
+    @Test("--position on a layer over features is refused with exit status 2 and the reason; a GRU's unit gets its gate-by-gate table")
     func positionOverFeaturesAndGRU() throws {
         let dir = try scratch()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -171,8 +171,16 @@ struct ExplainCheckpointTests {
         let features = try runNeuron(["explain", "--checkpoint", run, "--layer", "0", "--unit", "0", "--position", "0"])
         #expect(
             features.status == 2 && features.stderr.contains("--position 0: layer 0 Dense(2→4, tanh) is a layer over features, with no positions"))
-        let gru = try runNeuron(["explain", "--checkpoint", try textRun(recurrent: "gru").get(), "--layer", "1", "--unit", "0"])
-        #expect(gru.status == 2 && gru.stderr.contains("a GRU unit is three neurons") && gru.stderr.contains("neuron gradcheck"), "\(gru.stderr)")
+        let gru = try runNeuron(["explain", "--checkpoint", try textRun(recurrent: "gru").get(), "--layer", "1", "--unit", "4", "--position", "2"])
+        #expect(gru.status == 0, "\(gru.stderr)")
+        for piece in [
+            "at position 2 the network reads", "Unit 4 of layer 1 GRU(4→5, time", "tanh(a_n)", "W_hn[4]", "h_prev[4]", "network Σ positions",
+        ] {
+            #expect(gru.stdout.contains(piece), "\(piece): \(gru.stdout)")
+        }
+        let json = try runNeuron(["explain", "--checkpoint", try textRun(recurrent: "gru").get(), "--layer", "1", "--unit", "4", "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stderr)")
+        #expect((object["gates"] as? [[String: Any]])?.count == 3 && (object["gradients"] as? [[String: Any]])?.first?["quantity"] as? String == "h")
     }
 
     // MARK: Attention maps

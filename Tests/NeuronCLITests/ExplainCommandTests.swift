@@ -10,15 +10,17 @@ func emptyFileForWriting(_ url: URL) throws -> FileHandle {
 
 /// Runs the `neuron` executable built next to this test bundle and captures what it prints.
 /// With `interruptWhen`, sends SIGINT (Ctrl-C) once the output so far satisfies it.
-/// Runs `neuron` with `arguments`; with `interruptWhen`, sends `signal` once its standard output
-/// satisfies it. The status is the exit status, or minus the signal's number when one ended it.
+/// Runs `neuron` with `arguments` (in `workingDirectory` when given, else this process's); with
+/// `interruptWhen`, sends `signal` once its standard output satisfies it. The status is the exit
+/// status, or minus the signal's number when one ended it.
 func runNeuron(
-    _ arguments: [String], interruptWhen: (@Sendable (String) -> Bool)? = nil, signal: Int32 = SIGINT
+    _ arguments: [String], in workingDirectory: String? = nil, interruptWhen: (@Sendable (String) -> Bool)? = nil, signal: Int32 = SIGINT
 ) throws -> (status: Int32, stdout: String, stderr: String) {
     let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
     let process = Process()
     process.executableURL = directory.appendingPathComponent("neuron")
     process.arguments = arguments
+    if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
     // Output goes to files, not pipes: a pipe's write end can be inherited by another test's child
     // spawned at the same moment, and then its end of file waits for that child, however long it runs.
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-cli-\(UUID().uuidString)")
@@ -107,7 +109,6 @@ struct ExplainCommandTests {
     @Test(
         "Bad arguments exit 2 with one line saying what is wrong",
         arguments: [
-            (["explain", "--input"], "Missing value"),
             (["explain", "--input", "abc"], "not a number"),
             (["explain", "--bias", "1e999"], "not a finite number"),
             (["explain", "--input", "1,2", "--weight", "0.5"], "one weight per input"),

@@ -1,4 +1,5 @@
 import Foundation
+import NeuronTraining
 import Testing
 
 /// `neuron help COMMAND` at a terminal `columns` wide (ArgumentParser reads `COLUMNS`).
@@ -127,6 +128,48 @@ struct MessagesTests {
         #expect(try live.interrupt() == 130)
         #expect(live.stderr.contains("neuron: dashboard of \(run) stopped by SIGINT; the run's files are unchanged"), "\(live.stderr)")
         #expect(!live.stderr.contains("training"), "\(live.stderr)")
+    }
+
+    @Test(
+        "An unknown command is named, with the nearest command when it is a likely typo (else every command), then neuron's usage; exit status 2",
+        arguments: [
+            (["trian"], "unknown command 'trian'; did you mean 'train'?"),
+            (["trian", "Data/xor.yaml", "--epochs", "3"], "unknown command 'trian'; did you mean 'train'?"),
+            (["explian", "--checkpoint", "run"], "unknown command 'explian'; did you mean 'explain'?"),
+            (["Train"], "unknown command 'Train'; did you mean 'train'?"),
+            (["xyz"], "unknown command 'xyz'; the commands are train, gradcheck, evaluate, predict, explain, sample, export, dashboard"),
+        ])
+    func unknownCommand(arguments: [String], message: String) throws {
+        let run = try runNeuron(arguments)
+        #expect(run.status == 2 && run.stdout.isEmpty)
+        #expect(run.stderr == "neuron: \(message)\nUsage: neuron <subcommand>\n  See 'neuron --help' for more information.\n", "\(run.stderr)")
+    }
+
+    @Test(
+        "A missing argument or value, or an unknown option, prints the message and then the command's usage line",
+        arguments: [
+            (["train"], "Missing expected argument '<config>'", "Usage: neuron train [<options>] <config>"),
+            (["train", "Data/xor.yaml", "--bogus"], "Unknown option '--bogus'", "Usage: neuron train [<options>] <config>"),
+            (["explain", "--input"], "Missing value for '--input <input>'", "Usage: neuron explain <options>"),
+            (["evaluate"], "Missing expected argument '<checkpoint>'", "Usage: neuron evaluate"),
+        ])
+    func usageAfterMisshapenLine(arguments: [String], message: String, usage: String) throws {
+        let run = try runNeuron(arguments)
+        #expect(run.status == 2 && run.stdout.isEmpty)
+        let lines = run.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.first == "neuron: \(message)", "\(run.stderr)")
+        #expect(lines.contains { $0.hasPrefix(usage) }, "\(run.stderr)")
+        #expect(lines.last == "  See 'neuron \(arguments[0]) --help' for more information.", "\(run.stderr)")
+        // A value the command refuses says what is allowed on its one line; no usage follows.
+        let value = try runNeuron(["train", "Data/xor.yaml", "--epochs", "0"])
+        #expect(value.status == 2 && value.stderr == "neuron: --epochs must be at least 1, got 0\n", "\(value.stderr)")
+    }
+
+    @Test("neuron --version prints the package's version, NeuronVersion.current, and exits 0")
+    func version() throws {
+        let run = try runNeuron(["--version"])
+        #expect(run.status == 0 && run.stdout == "\(NeuronVersion.current)\n" && run.stderr.isEmpty, "\(run.stdout) \(run.stderr)")
+        #expect(NeuronVersion.current.split(separator: ".").count == 3 && NeuronVersion.current.split(separator: ".").allSatisfy { Int($0) != nil })
     }
 
     @Test("A format-1 checkpoint.json is named as format 1, given as the file or as its run directory")

@@ -1,4 +1,5 @@
 import Foundation
+import NeuronTraining
 import Testing
 
 /// The repository's Data folder.
@@ -275,5 +276,88 @@ struct TrainCommandTests {
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: out + "/checkpoint.safetensors"))
         let corrupt = try runNeuron(["evaluate", out])
         #expect(corrupt.status == 2 && corrupt.stderr.contains("checkpoint.safetensors"), "\(corrupt.stderr)")
+    }
+}
+
+@Suite("The resume hint: neuron started again as this run was started")
+struct ResumeHintTests {
+    @Test(
+        "How neuron was started decides the program: swift run (its configuration, the package when elsewhere) for a binary in .build, else argv[0]",
+        arguments: [
+            // SwiftPM's binary, from the package: `swift run`, `-c release` for a release build.
+            ("/home/ada/Neuron/.build/x86_64-unknown-linux-gnu/debug/neuron", "/home/ada/Neuron", "swift run neuron"),
+            ("/home/ada/Neuron/.build/x86_64-unknown-linux-gnu/release/neuron", "/home/ada/Neuron", "swift run -c release neuron"),
+            ("/home/ada/Neuron/.build/release/neuron", "/home/ada/Neuron", "swift run -c release neuron"),
+            // From another folder, where `swift run` alone finds no package.
+            (
+                "/home/ada/Neuron/.build/x86_64-unknown-linux-gnu/release/neuron", "/tmp",
+                "swift run --package-path /home/ada/Neuron -c release neuron"
+            ),
+            ("/home/ada/my work/Neuron/.build/debug/neuron", "/home/ada", "swift run --package-path '/home/ada/my work/Neuron' neuron"),
+            // Not a configuration's folder under .build: the path it was started by.
+            ("/home/ada/Neuron/.build/artifacts/neuron", "/home/ada/Neuron", "/home/ada/Neuron/.build/artifacts/neuron"),
+        ])
+    func swiftRun(executable: String, workingDirectory: String, program: String) {
+        let invocation = Invocation(argv0: executable, executable: executable, workingDirectory: workingDirectory)
+        #expect(invocation.commandLine(["train", "xor.yaml", "--resume", "runs/xor"]) == program + " train xor.yaml --resume runs/xor")
+    }
+
+    @Test("A binary outside .build is started again by the argv[0] it was started by: a path as given, a name as found on PATH")
+    func argv0() {
+        let arguments = ["train", "xor.yaml", "--resume", "runs/xor"]
+        #expect(
+            Invocation(argv0: "neuron", executable: "/usr/local/bin/neuron", workingDirectory: "/home/ada").commandLine(arguments)
+                == "neuron train xor.yaml --resume runs/xor")
+        #expect(
+            Invocation(argv0: "./neuron", executable: "/opt/neuron/neuron", workingDirectory: "/opt/neuron").commandLine(arguments)
+                == "./neuron train xor.yaml --resume runs/xor")
+        #expect(
+            Invocation(argv0: "/opt/my tools/neuron", executable: "/opt/my tools/neuron", workingDirectory: "/").commandLine(arguments)
+                == "'/opt/my tools/neuron' train xor.yaml --resume runs/xor")
+        #expect(Invocation(argv0: "", executable: "/usr/bin/neuron", workingDirectory: "/").program == ["neuron"])
+        #expect(Invocation.installed.commandLine(arguments) == "neuron train xor.yaml --resume runs/xor")
+    }
+
+    @Test(
+        "Each word is quoted where a POSIX shell would split or expand it",
+        arguments: [
+            ("runs/xor-2.yaml", "runs/xor-2.yaml"), ("a=b,c:d@e%f+g_h", "a=b,c:d@e%f+g_h"), ("", "''"), ("my runs/xor.yaml", "'my runs/xor.yaml'"),
+            ("it's", #"'it'\''s'"#), ("$HOME", "'$HOME'"), ("a;b", "'a;b'"), ("*.yaml", "'*.yaml'"), ("~/x", "'~/x'"), ("é", "'é'"),
+            ("line\nbreak", "'line\nbreak'"),
+        ])
+    func quoting(word: String, quoted: String) {
+        #expect(Invocation.quoted(word) == quoted)
+    }
+
+    @Test("Ctrl-C prints a resume command that starts this neuron as it was started and, run by a shell, resumes the run to its end")
+    func hintRuns() throws {
+        // A folder with a quote in its name, a config and a run directory whose names a shell would split or expand.
+        let folder = try scratchDirectory("resume-hint") + "/it's here"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: dataDirectory + "/xor.yaml", toPath: folder + "/xor long.yaml")
+        let stopped = try runNeuron(
+            ["train", "xor long.yaml", "--epochs", "100000000", "--output", "run $HOME"], in: folder, interruptWhen: { $0.contains("running") })
+        #expect(stopped.status == 130, "\(stopped.stderr)")
+        let hint = "  resume with: "
+        let command = String(
+            try #require(stopped.stdout.split(separator: "\n").first { $0.hasPrefix(hint) }, "\(stopped.stdout)").dropFirst(hint.count))
+        // This neuron is SwiftPM's, run from a folder outside its package: swift run, with the package.
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("neuron")
+        let package = URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().resolvingSymlinksInPath().path
+        let release = executable.deletingLastPathComponent().lastPathComponent == "release"
+        let program = "swift run --package-path \(Invocation.quoted(package))\(release ? " -c release" : "") neuron"
+        #expect(command == program + " train 'xor long.yaml' --resume 'run $HOME'")
+        // The words after the program, read by a shell, resume the run (this neuron standing for swift run's).
+        let stoppedAt = try summary(folder + "/run $HOME").epoch
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", "exec \"$0\"" + command.dropFirst(program.count) + " --epochs \(stoppedAt + 3) --quiet", executable.path]
+        shell.currentDirectoryURL = URL(fileURLWithPath: folder)
+        shell.standardOutput = FileHandle.nullDevice
+        try shell.run()
+        shell.waitUntilExit()
+        #expect(shell.terminationStatus == 0)
+        let resumed = try summary(folder + "/run $HOME")
+        #expect(resumed.phase == "finished" && resumed.epoch == stoppedAt + 3, "\(resumed)")
     }
 }

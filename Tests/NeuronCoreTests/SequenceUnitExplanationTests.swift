@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import NeuronCore
@@ -276,7 +277,7 @@ struct SequenceUnitExplanationTests {
             ], loss: .sequenceCrossEntropy)
         for (layer, reason) in [
             (1, "PositionEmbedding(3×2): it has no units"), (2, "it has no units"),
-            (3, "a GRU unit is three neurons"), (3, "neuron gradcheck CONFIG --checkpoint RUN"),
+            (3, "a GRU unit is three neurons"), (3, "GRUUnitExplanation explains it gate by gate"),
         ] {
             #expect(throws: NetworkError.self) { try UnitExplanation.check(layer: layer, unit: 0, of: network) }
             #expect(message { () throws(NetworkError) in try UnitExplanation.check(layer: layer, unit: 0, of: network) }.contains(reason))
@@ -287,6 +288,232 @@ struct SequenceUnitExplanationTests {
         #expect(
             message { () throws(NetworkError) in try UnitExplanation.check(layer: 0, unit: 0, position: 0, of: features) }
                 .contains("position 0: a layer over features has no positions"))
+    }
+
+    // MARK: A GRU unit
+
+    /// `Network[GRU(1→1, time 2)]` under half the squared error, a different number in every place
+    /// so that a gate, a weight or a bias taken for another changes the result: W_ih = (0.5, -0.3,
+    /// 0.8), W_hh = (0.2, 0.4, -0.6), b_ih = (0.1, 0.2, -0.1), b_hh = (0.05, -0.15, 0.3) (r, z, n),
+    /// h0 = 0.25, x = (0.4, -0.7), t = (0.2, 0.5).
+    private func tinyGRU(at position: Int) throws -> GRUUnitExplanation {
+        var network = try Network<Double>([try GRU<Double>(time: 2, inputs: 1, hidden: 1)], loss: .halfSquaredError)
+        network.parameters = [0.5, -0.3, 0.8, 0.2, 0.4, -0.6, 0.1, 0.2, -0.1, 0.05, -0.15, 0.3, 0.25]
+        return try GRUUnitExplanation(
+            network: network, sample: [0.4, -0.7], target: [0.2, 0.5], layer: 0, unit: 0, position: position,
+            difference: try FiniteDifference(.central, tiny: 1e-6))
+    }
+
+    // Worked by hand, in this order, in Python 3 with math.tanh and sig(a) = 1/(1 + math.exp(-a)), at each position from h = h0:
+    //   ar = (0.5*x + 0.1) + (0.2*h + 0.05);  r = sig(ar)
+    //   az = (-0.3*x + 0.2) + (0.4*h - 0.15); z = sig(az)
+    //   an = (0.8*x - 0.1) + r*(-0.6*h + 0.3); n = tanh(an)
+    //   h' = (1 - z)*n + z*h;  L = Σ (h' - t)**2 / 2
+    // and back: dn = dh*(1 - z), dz = dh*(h - n), dan = dn*(1 - n*n), dr = dan*(-0.6*h + 0.3),
+    // dar = dr*r*(1 - r), daz = dz*z*(1 - z); at position 0, dh = (h'_0 - 0.2) + carry, the carry from
+    // position 1 being z_1*dh_1 + 0.2*dar_1 + 0.4*daz_1 - 0.6*r_1*dan_1.
+    @Test("A GRU unit worked by hand: each gate's sums, value and gradient at both positions, the state's gradient carried back a step")
+    func gruByHand() throws {
+        let at0 = try tinyGRU(at: 0), at1 = try tinyGRU(at: 1)
+        #expect(at0.gates.map(\.name) == ["r", "z", "n"] && at0.previousState == [0.25] && at0.inputs == [0.4])
+        #expect(at0.gates.map(\.inputWeights) == [[0.5], [-0.3], [0.8]] && at0.gates.map(\.hiddenWeights) == [[0.2], [0.4], [-0.6]])
+        #expect(at0.gates.map(\.inputBias) == [0.1, 0.2, -0.1] && at0.gates.map(\.hiddenBias) == [0.05, -0.15, 0.3])
+        let expected: [(sums: [(Double, Double)], preActivations: [Double], values: [Double], state: Double)] = [
+            (
+                [(0.30000000000000004, 0.1), (0.08000000000000002, -0.04999999999999999), (0.22000000000000006, 0.15)],
+                [0.4, 0.030000000000000027, 0.30980314901686784], [0.598687660112452, 0.5074994375506203, 0.3002580038269096],
+                0.27475209515233606
+            ),
+            (
+                [
+                    (-0.24999999999999997, 0.10495041903046722), (0.41000000000000003, -0.04009916193906557),
+                    (-0.6599999999999999, 0.13514874290859835),
+                ],
+                [-0.14504958096953274, 0.36990083806093443, -0.5973178712040605], [0.46380104947281303, 0.5914350171950307, -0.5351382752800028],
+                -0.05614075011726272
+            ),
+        ]
+        for (e, want) in zip([at0, at1], expected) {
+            for g in 0..<3 {
+                expectClose(e.gates[g].inputSum, want.sums[g].0, tolerance: 1e-15)
+                expectClose(e.gates[g].hiddenSum, want.sums[g].1, tolerance: 1e-15)
+                expectClose(e.gates[g].preActivation, want.preActivations[g], tolerance: 1e-15)
+                expectClose(e.gates[g].value, want.values[g], tolerance: 1e-15)
+            }
+            expectClose(e.state, want.state, tolerance: 1e-15)
+            expectClose(e.loss, 0.15744020483532778, tolerance: 1e-16)
+        }
+        expectClose(at1.previousState, [0.27475209515233606], tolerance: 1e-15)
+        func gradient(_ e: GRUUnitExplanation, _ quantity: String) throws -> Double {
+            try #require(e.rows.first { $0.quantity == quantity }).gradient
+        }
+
+        // The last position: the loss alone; nothing comes from a next step.
+        #expect(at1.stateGradientFromNextStep == 0)
+        for (quantity, value) in [
+            ("h", -0.5561407501172627), ("n", -0.22721963600880218), ("z", -0.4504130381249887), ("a_n", -0.16215007316882463),
+            ("r", -0.02191437855130389), ("a_r", -0.005449878824667687), ("a_z", -0.10883764331659487),
+        ] {
+            expectClose(try gradient(at1, quantity), value, tolerance: 1e-16)
+        }
+        // Position 0: the loss there plus what position 1 sends back through its gates and directly through z.
+        expectClose(at0.stateGradientFromLayer, 0.07475209515233605, tolerance: 1e-16)
+        expectClose(at0.stateGradientFromNextStep, -0.3284229227353554, tolerance: 1e-16)
+        for (quantity, value) in [
+            ("h", -0.25367082758301934), ("n", -0.12493302526163665), ("z", 0.01274898942344271), ("a_n", -0.11366970475262582),
+            ("r", -0.01705045571289387), ("a_r", -0.004096555204812798), ("a_z", 0.0031865303327614936),
+            // W_hn's share is h_prev·r·dan (r scales n's hidden side); h_prev[0] adds the direct path z·dh.
+            ("W_hn[0]", -0.017013162391005705), ("h_prev[0]", -0.08745091149082698),
+        ] {
+            expectClose(try gradient(at0, quantity), value, tolerance: 1e-16)
+        }
+        // Central differences (tiny 1e-6) err by O(tiny²) and by rounding, ε·L / tiny ≈ 1e-16 here.
+        for e in [at0, at1] {
+            for (quantity, c) in e.comparisons {
+                #expect(c.absoluteError <= 1e-10, "position \(e.position) \(quantity): \(c.analytic) vs \(c.faux)")
+            }
+        }
+    }
+
+    /// Embedding(6→3) → GRU(3→4) → Dense(4→6, identity, per position) under the sequence loss,
+    /// seeded, with a learned h0 off zero; five tokens, token 0 twice, the last target padding.
+    private func gruTextNetwork() throws -> (network: Network<Double>, sample: [Double], target: [Double]) {
+        var network = try Network<Double>(
+            [
+                try Embedding<Double>(vocabulary: 6, features: 3, time: 5), try GRU<Double>(time: 5, inputs: 3, hidden: 4),
+                try Dense<Double>(4, 6, activation: .identity, time: 5),
+            ], loss: .sequenceCrossEntropy)
+        network.initialize(seed: 9)
+        let h0 = network.parameterTensors.first { $0.tensor == "h0" }!
+        network.parameters.replaceSubrange(h0.range, with: [0.3, -0.2, 0.1, 0.5])
+        return (network, [0, 2, 3, 1, 0], [2, 3, 1, 0, -1])
+    }
+
+    @Test("Every GRU unit at every position: chain rule = the network's backward there ≈ faux; shares add up to the whole network's gradients")
+    func gruAgainstWholeNetwork() throws {
+        let (network, sample, target) = try gruTextNetwork()
+        let central = try FiniteDifference<Double>(.central, tiny: 1e-6)
+        let tensors = ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"].map { name in
+            network.parameterTensors.first { $0.layer == 1 && $0.tensor == name }!
+        }
+        let gru = network.layers[1] as! GRU<Double>
+        var outputs = network
+        _ = try outputs.forward(try Tensor(shape: [1, 5], scalars: sample))
+        for unit in 0..<4 {
+            // Each weight's and bias's shares over the positions, by row name.
+            var sums: [String: Double] = [:]
+            var buffer: [String: Double] = [:]
+            for position in 0..<5 {
+                let e = try GRUUnitExplanation(
+                    network: network, sample: sample, target: target, layer: 1, unit: unit, position: position, difference: central)
+                #expect(e.position == position && !e.isOutput)
+                // The definition's state is the layer's output there.
+                expectClose(e.state, outputs.layers[1].output[position * 4 + unit], tolerance: 1e-15)
+                for row in e.rows {
+                    let c = row.comparison
+                    #expect(
+                        c.absoluteError <= 1e-9 + 1e-6 * abs(c.analytic),
+                        "unit \(unit) position \(position) \(row.quantity): \(c.analytic) vs \(c.faux)")
+                    // Two routes to a gate's gradient at P: the chain rule from ∂L/∂h here, the kernel's gate gradients there.
+                    if let kernel = row.networkAtPosition { expectClose(row.gradient, kernel, tolerance: 1e-15) }
+                    if let sum = row.networkSum {
+                        sums[row.quantity, default: 0] += row.gradient
+                        buffer[row.quantity] = sum
+                    }
+                }
+            }
+            // 3 gates × (2 biases + 3 input weights + 4 hidden weights) rows with a share.
+            #expect(sums.count == 27)
+            for (quantity, sum) in sums {
+                // The buffer sums the positions' shares, and so does the whole network nudged.
+                expectClose(sum, buffer[quantity]!, tolerance: 1e-15)
+                let gate = ["r", "z", "n"].firstIndex(of: String(quantity.dropFirst(3).prefix(1)))!
+                let row = gate * gru.hidden + unit
+                let column = quantity.firstIndex(of: "[").map {
+                    Int(quantity[quantity.index(after: $0)..<quantity.index(before: quantity.endIndex)])!
+                }
+                let index: Int
+                switch (quantity.prefix(3), column) {
+                case ("W_i", let i?): index = tensors[0].offset + row * gru.inputs + i
+                case ("W_h", let k?): index = tensors[1].offset + row * gru.hidden + k
+                case ("b_i", nil): index = tensors[2].offset + row
+                default: index = tensors[3].offset + row
+                }
+                expectClose(sum, try wholeNetworkDerivative(network, sample, target, index), tolerance: 1e-8)
+            }
+        }
+    }
+
+    @Test("A GRU as the output layer, its states the scores under the sequence loss: chain rule = the network's backward ≈ faux at every position")
+    func gruOutputLayer() throws {
+        var network = try Network<Double>(
+            [try Embedding<Double>(vocabulary: 4, features: 2, time: 4), try GRU<Double>(time: 4, inputs: 2, hidden: 4)], loss: .sequenceCrossEntropy)
+        network.initialize(seed: 10)
+        let central = try FiniteDifference<Double>(.central, tiny: 1e-6)
+        for unit in 0..<4 {
+            for position in 0..<4 {
+                let e = try GRUUnitExplanation(
+                    network: network, sample: [0, 3, 1, 2], target: [3, 1, 2, -1], layer: 1, unit: unit, position: position, difference: central)
+                #expect(e.isOutput)
+                for row in e.rows {
+                    let c = row.comparison
+                    #expect(
+                        c.absoluteError <= 1e-9 + 1e-6 * abs(c.analytic),
+                        "unit \(unit) position \(position) \(row.quantity): \(c.analytic) vs \(c.faux)")
+                    if let kernel = row.networkAtPosition { expectClose(row.gradient, kernel, tolerance: 1e-15) }
+                }
+            }
+        }
+    }
+
+    @Test("A Float GRU network is explained in Double with the same weights")
+    func gruFloatNetwork() throws {
+        let (network, sample, target) = try gruTextNetwork()
+        let float = network.converted(to: Float.self)
+        let e = try GRUUnitExplanation(
+            network: float, sample: sample.map(Float.init), target: target.map(Float.init), layer: 1, unit: 2, position: 1)
+        let wih = float.parameterTensors.first { $0.layer == 1 && $0.tensor == "weight_ih_l0" }!
+        // Unit 2 of the update gate: row hidden + 2.
+        #expect(e.gates[1].inputWeights == (0..<3).map { Double(float.parameters[wih.offset + (4 + 2) * 3 + $0]) })
+        for (quantity, c) in e.comparisons { #expect(c.absoluteError <= 1e-7 + 1e-3 * abs(c.analytic), "\(quantity): \(c.analytic) vs \(c.faux)") }
+    }
+
+    @Test(
+        "A GRU explanation refuses another layer, a unit or a position that is not there, saying why; without a position it takes the line's last character",
+        arguments: [
+            (0, 0, nil, "it is not a GRU"), (2, 0, nil, "it is not a GRU"), (3, 0, nil, "has layers 0 to 2"),
+            (1, 4, 0, "unit 4 is out of range; it has units 0 to 3"), (1, 0, 5, "position 5 is out of range; it has positions 0 to 4"),
+        ] as [(Int, Int, Int?, String)])
+    func gruRefusals(layer: Int, unit: Int, position: Int?, message: String) throws {
+        let (network, sample, target) = try gruTextNetwork()
+        do {
+            _ = try GRUUnitExplanation(network: network, sample: sample, target: target, layer: layer, unit: unit, position: position)
+            Issue.record("layer \(layer) unit \(unit) position \(String(describing: position)) was explained")
+        } catch {
+            #expect("\(error)".contains(message), "\(error)")
+        }
+        #expect(try GRUUnitExplanation(network: network, sample: sample, target: target, layer: 1, unit: 0).position == 3)
+    }
+
+    @Test("The GRU table shows each gate's forward numbers, the local derivatives and every row; the JSON carries the rows")
+    func gruTableAndJSON() throws {
+        let (network, sample, target) = try gruTextNetwork()
+        let e = try GRUUnitExplanation(network: network, sample: sample, target: target, layer: 1, unit: 2, position: 1)
+        let text = e.table
+        #expect(text.hasPrefix("Unit 2 of layer 1 GRU(3→4, time 5) at position 1"))
+        for piece in [
+            "r (reset)", "z (update)", "n (candidate)", "a_n = input + r·hidden", "(1 - z)·n + z·h_prev[2]", "∂h/∂z", "∂a_n/∂r",
+            "b_hn", "W_iz[2]", "W_hn[3]", "x[2]", "h_prev[3]", "network at 1", "network Σ positions", "through the next step", "h_0[k]",
+            "\(e.gates[2].preActivation)", "\(e.stateGradientFromNextStep)",
+        ] {
+            #expect(text.contains(piece), "\(piece)")
+        }
+        let encoder = JSONEncoder()
+        let object = try #require(try JSONSerialization.jsonObject(with: try encoder.encode(e)) as? [String: Any])
+        let rows = try #require(object["gradients"] as? [[String: Any]])
+        #expect(rows.count == e.rows.count && rows[0]["quantity"] as? String == "h")
+        #expect((object["gates"] as? [[String: Any]])?.map { $0["name"] as? String } == ["r", "z", "n"])
+        #expect(object["position"] as? Int == 1 && object["mode"] as? String == "evaluation")
     }
 
     @Test("The text table says what a position's numbers are, and the JSON carries the position and both backward columns")

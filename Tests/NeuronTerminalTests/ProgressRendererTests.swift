@@ -98,6 +98,21 @@ struct ProgressRendererTests {
                 == "running  epoch 3/20  step 1,234/9,380  loss 0.4123 (avg 0.4301)  val acc 0.8712  52,340 samples/s  1m 05s left")
     }
 
+    @Test("A resumed run's summary line gives the whole run's training time and this segment's; a run in one segment, its time alone")
+    func resumedTime() throws {
+        var state = Self.runningState()
+        (state.phase, state.epoch, state.step) = (.finished, 20, 9_380)
+        var summary = RunSummary(precision: "float", blas: "none", trainingSeconds: 12.14)
+        let once = try #require(renderer.endOfRun(RunEnd(status: 0, state: state, summary: summary), directory: "runs/x", configPath: "x.yaml"))
+        #expect(once.hasPrefix("Network[Dense(2→4, tanh), Dense(4→3, softmax)]: finished after 20 epochs, 9380 steps in 12.1 s (seed 42)\n"))
+        summary.segmentSeconds = 6.31
+        let resumed = try #require(renderer.endOfRun(RunEnd(status: 0, state: state, summary: summary), directory: "runs/x", configPath: "x.yaml"))
+        #expect(
+            resumed.hasPrefix(
+                "Network[Dense(2→4, tanh), Dense(4→3, softmax)]: finished after 20 epochs, 9380 steps in 12.1 s (6.3 s of it in this segment) (seed 42)\n"
+            ))
+    }
+
     @Test("Nil fields, and counts with nothing planned or done, are left out")
     func nilFieldsLeftOut() {
         var state = TrainingViewState()

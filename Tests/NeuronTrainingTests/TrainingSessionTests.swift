@@ -62,9 +62,18 @@ struct TrainingSessionTests {
 
         // Resumed with an end in sight: the numbers of a run that went there straight.
         let config = try xorConfig(epochs: step + 25)
-        let resumed = try RunBuilder.build(config, resume: stopped)
+        var resumed = try RunBuilder.build(config, resume: stopped)
         let quiet = TrainingSession(outputs: RunOutputs(directory: directory.path), configPath: "xor.yaml")
-        #expect(try await quiet.train(resumed).status == 0)
+        // The first segment's time is read back from its summary; the new one gives the whole run's and the segment's.
+        let first = try #require(end.summary?.trainingSeconds)
+        #expect(first > 0 && end.summary?.segmentSeconds == nil)
+        #expect(quiet.outputs.trainedSeconds(upTo: step) == first && quiet.outputs.trainedSeconds(upTo: step + 1) == 0)
+        resumed.earlierSeconds = first  // as RunLauncher sets it
+        let resumedEnd = try await quiet.train(resumed)
+        #expect(resumedEnd.status == 0)
+        let summary = try #require(resumedEnd.summary)
+        let segment = try #require(summary.segmentSeconds)
+        #expect(segment > 0 && summary.trainingSeconds == first + segment)
         let uninterrupted = straightRun(try #require(try RunBuilder.build(config).engine as? NetworkTrainingEngine<Double, SGD<Double>>))
         #expect(try savedTensors(directory.path) == tensors(of: uninterrupted, resumed))
         #expect(try Checkpoint.read(directory.path).state.records == uninterrupted.records)

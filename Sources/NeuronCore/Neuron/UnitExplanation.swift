@@ -99,8 +99,8 @@ public struct UnitExplanation: Sendable, Equatable {
     /// over features or per position, or an RNN), and that `position`, when given, is one of the
     /// layer's positions, before any data is read.
     /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` naming the layers, units or positions
-    ///   there are, or why the layer's units cannot be explained (a GRU's, an embedding's, a
-    ///   position embedding's, a context window's).
+    ///   there are, or why the layer's units cannot be explained (a GRU's, which
+    ///   ``GRUUnitExplanation`` explains, an embedding's, a position embedding's, a context window's).
     public static func check<Scalar: TensorScalar>(
         layer: Int, unit: Int, position: Int? = nil, of network: Network<Scalar>
     ) throws(NetworkError) {
@@ -115,7 +115,7 @@ public struct UnitExplanation: Sendable, Equatable {
                 throw .invalidLayer(
                     name,
                     reason:
-                        "a GRU unit is three neurons at each position (reset r, update z, candidate n, each with its own net) joined by h = (1 - z)·n + z·h₋₁, not one neuron's net and output: the neuron's table does not fit it; check its gradients with neuron gradcheck CONFIG --checkpoint RUN"
+                        "a GRU unit is three neurons at each position (reset r, update z, candidate n, each with its own net) joined by h = (1 - z)·n + z·h₋₁, not one neuron's net and output: the neuron's table does not fit it; GRUUnitExplanation explains it gate by gate (neuron explain --checkpoint RUN does)"
                 )
             case is any TokenInput<Scalar>, is PositionEmbedding<Scalar>, is ContextWindow<Scalar>:
                 throw .invalidLayer(

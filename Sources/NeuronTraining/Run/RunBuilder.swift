@@ -39,6 +39,9 @@ public struct Run: Sendable {
 
     /// The data files the run reads, for its checkpoints; nil for synthetic data.
     public var data: DataFingerprint?
+    /// Seconds of training before this run started: a resumed run's earlier segments, as its run
+    /// directory's summary recorded them (``RunOutputs/trainedSeconds(upTo:)``); 0 for a new run.
+    public var earlierSeconds = 0.0
 
     public init(engine: any TrainingEngine, config: RunConfig, preprocessing: Preprocessing, data: DataFingerprint? = nil) {
         (self.engine, self.config, self.preprocessing, self.data) = (engine, config, preprocessing, data)

@@ -65,6 +65,7 @@ public struct RunLauncher: Sendable {
         BLAS.threadCount = blasThreads ?? config.training.blasThreads
         var run = try RunBuilder.build(config, resume: checkpoint, dataChanged: request.dataChanged)
         run.overrides = overrides
+        if let checkpoint { run.earlierSeconds = RunOutputs(directory: checkpoint.path).trainedSeconds(upTo: checkpoint.state.step) }
         return run
     }
 

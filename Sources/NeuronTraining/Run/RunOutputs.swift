@@ -34,7 +34,10 @@ public struct RunSummary: Sendable, Equatable, Codable {
     public var trainedWeight: Double?
     public var trainedBias: Double?
     public var trainedOutput: Double?
+    /// The run's training time, every segment of a resumed run included.
     public var trainingSeconds: Double
+    /// This segment's training time, when the run was resumed (the rest is in earlier segments).
+    public var segmentSeconds: Double?
     public var checkpoint: String?
 
     public init(precision: String, blas: String, trainingSeconds: Double) {
@@ -63,6 +66,18 @@ public struct RunOutputs: Sendable {
     public var beforeWrite: @Sendable (_ name: String) throws -> Void = { _ in }
 
     public init(directory: String) { self.directory = directory }
+
+    /// The training time `summary.json` records for a run that ended (finished or stopped) at
+    /// `step`: what a resumed run adds its own time to. 0 when there is no summary, or it is of
+    /// another step (a segment ended by SIGKILL writes none; its time is not known). Kept out of the
+    /// checkpoint, which stays a function of the training alone, byte for byte.
+    public func trainedSeconds(upTo step: Int) -> Double {
+        guard let data = FileManager.default.contents(atPath: path("summary.json")),
+            let summary = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            summary["step"] as? Int == step, let seconds = summary["trainingSeconds"] as? Double, seconds.isFinite, seconds >= 0
+        else { return 0 }
+        return seconds
+    }
 
     /// Creates the directory (and its parents) when missing.
     /// - Throws: ``RunError/invalid(_:)`` naming the directory and the system's reason when it

@@ -28,6 +28,8 @@ public final class TrainingSession {
     public let outputs: RunOutputs
     /// The config's path, for the resume hint.
     public let configPath: String
+    /// How `neuron` was started, so that the resume hint starts it the same way.
+    public var invocation = Invocation.installed
     /// The processes training the run together (the ranks under `mpirun`), for the summary.
     public var processes = 1
     /// Where failures are said (standard error): a divergence, a write the disk refused.
@@ -106,7 +108,7 @@ public final class TrainingSession {
         if let writeFailure {
             // The disk refused a write: stop there, keeping the last checkpoint that was written.
             let kept = lastCheckpoint.epoch.map { "the checkpoint of epoch \($0)" } ?? "its checkpoint from before this run"
-            let resume = "neuron train \(configPath) --resume \(outputs.directory)"
+            let resume = invocation.commandLine(["train", configPath, "--resume", outputs.directory])
             writeError(
                 "neuron: \(writeFailure)\nneuron: training stopped at epoch \(ended.epoch); \(outputs.directory) keeps \(kept); make room, then resume with: \(resume)\n"
             )
@@ -117,7 +119,9 @@ public final class TrainingSession {
         // The summary shows the final state with the speed over the whole run, and no time left.
         var shown = final
         (shown.samplesPerSecond, shown.secondsRemaining) = (seconds > 0 ? Double(ended.stepsTaken * ended.samplesPerStep) / seconds : nil, nil)
-        var summary = RunSummary(precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: seconds)
+        var summary = RunSummary(
+            precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: run.earlierSeconds + seconds)
+        if run.earlierSeconds > 0 { summary.segmentSeconds = seconds }
         summary.trainingLoss = ended.records.last?.trainingLoss
         summary.processes = processes
         if checkpoint.state.vocabulary != nil { summary.lossUnit = RunSummary.perCharacter }
