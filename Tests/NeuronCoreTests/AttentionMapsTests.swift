@@ -60,6 +60,24 @@ struct AttentionMapsTests {
         for (row, want) in zip(maps.blocks[0].heads[0], expected) { expectClose(row, want, tolerance: tolerance) }
     }
 
+    @Test("Weights that make the scores infinite give NaN maps: refused by layer, not drawn")
+    func nonFiniteScores() throws {
+        var network = try Network<Double>(
+            [
+                try Embedding<Double>(vocabulary: 3, features: 2, time: 4), try CausalSelfAttention<Double>(time: 4, features: 2, heads: 1),
+                try Dense<Double>(2, 3, activation: .identity, time: 4),
+            ], loss: .sequenceCrossEntropy)
+        network.initialize(seed: 1)
+        set(&network, "layers.0.weight", [1, 0, 0, 1, 1, 1])
+        set(&network, "layers.1.c_attn.weight", Array(repeating: .greatestFiniteMagnitude, count: 12))
+        #expect(
+            throws: NetworkError.invalidValue(
+                "layers.1's attention weights on this line are not finite numbers: the model's weights give non-finite scores")
+        ) {
+            try network.attentionMaps(text: "ab", vocabulary: Vocabulary(characters: "ab".unicodeScalars))
+        }
+    }
+
     /// Two attention layers, one nested in a residual block, random weights large enough that the
     /// maps are far from uniform: each map is the softmax computed here from the layer's input.
     @Test("Nested and top-level layers, several heads: rows sum to 1, zero after the diagonal, the softmax of q·kᵀ/√size")

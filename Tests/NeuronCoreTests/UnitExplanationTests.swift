@@ -11,6 +11,19 @@ struct UnitExplanationTests {
         return try UnitExplanation(network: network, sample: [0.4], target: [0.7], layer: 0, unit: 0)
     }
 
+    @Test("A network whose loss on the sample is not finite is refused, not tabled as NaN")
+    func nonFiniteLoss() throws {
+        // An identity unit at Double's limit: the output overflows to infinity, the squared error too.
+        var network = try Network<Double>([try Dense<Double>(1, 1, activation: .identity)], loss: .halfSquaredError)
+        network.parameters = [.greatestFiniteMagnitude, .greatestFiniteMagnitude]
+        #expect(
+            throws: NetworkError.invalidValue(
+                "the network's loss on the sample is inf, not a finite number: its weights give non-finite scores, and every number of the table would be too")
+        ) {
+            try UnitExplanation(network: network, sample: [0.4], target: [0.7], layer: 0, unit: 0)
+        }
+    }
+
     @Test("The reference neuron as a network's unit gives Docs/Reference.md §1's forward and chain-rule values")
     func referenceForward() throws {
         let e = try referenceUnit()

@@ -152,6 +152,11 @@ extension Network {
             }
             return AttentionMaps.Block(name: name, title: layer.description, heads: heads)
         }
+        // A softmax of non-finite scores is NaN: a picture of it would show nothing true.
+        for block in blocks where block.heads.contains(where: { $0.contains { $0.contains { !$0.isFinite } } }) {
+            throw .invalidValue(
+                "\(block.name)'s attention weights on this line are not finite numbers: the model's weights give non-finite scores")
+        }
         let labels = tokens.map { vocabulary?.name(of: $0) ?? "\($0)" }
         return AttentionMaps(tokens: tokens, labels: labels, cropped: whole.count - m, blocks: blocks)
     }

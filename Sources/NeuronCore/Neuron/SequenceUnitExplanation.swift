@@ -35,7 +35,7 @@ extension UnitExplanation {
         let x = try! Tensor(shape: [1] + n.inputShape, scalars: sample.map { Double($0) })  // sizes checked above
         let t = try! Tensor(shape: [1, n.targetCount], scalars: target.map { Double($0) })
         // The network's own forward and backward pass on the one sample (tokens and classes checked there).
-        loss = try n.lossAndGradients(x, targets: t)
+        loss = try finiteLoss(try n.lossAndGradients(x, targets: t))
 
         let rnn = n.layers[layer] as? RNN<Double>, dense = n.layers[layer] as? Dense<Double>
         // Per position: x: (time, inputs)  y: (time, width), width the units (a dense layer's outputs, an RNN's hidden)
@@ -352,7 +352,7 @@ public struct GRUUnitExplanation: Sendable, Equatable {
         let x = try! Tensor(shape: [1] + n.inputShape, scalars: sample.map { Double($0) })  // sizes checked above
         let t = try! Tensor(shape: [1, n.targetCount], scalars: target.map { Double($0) })
         // The network's own forward and backward pass on the one sample.
-        loss = try n.lossAndGradients(x, targets: t)
+        loss = try finiteLoss(try n.lossAndGradients(x, targets: t))
 
         let gru = n.layers[layer] as! GRU<Double>  // checked above; the equivalent keeps every GRU in place
         // x: (time, inputs)  h: (time, hidden)  W_ih: (3·hidden, inputs)  W_hh: (3·hidden, hidden)  b_ih, b_hh: (3·hidden)  h0: (hidden)

@@ -207,7 +207,7 @@ public struct UnitExplanation: Sendable, Equatable {
         let x = try! Tensor(shape: [1] + n.inputShape, scalars: sample.map { Double($0) })  // sizes checked above
         let t = try! Tensor(shape: [1, n.outputCount], scalars: target.map { Double($0) })
         // The network's own forward and backward pass on the one sample.
-        loss = try n.lossAndGradients(x, targets: t)
+        loss = try finiteLoss(try n.lossAndGradients(x, targets: t))
 
         let units = dense.outputs
         let weightOffset = n.parameterTensors.first { $0.layer == layer && $0.tensor == "weight" }!.offset
@@ -512,4 +512,15 @@ extension Network where Scalar == Double {
         }
         return equivalent
     }
+}
+
+/// `loss`, when it is finite: an explanation's every number comes from the network's pass on the
+/// sample, so weights that give non-finite scores would fill the table with NaN.
+/// - Throws: ``NetworkError/invalidValue(_:)`` saying so.
+func finiteLoss(_ loss: Double) throws(NetworkError) -> Double {
+    guard loss.isFinite else {
+        throw .invalidValue(
+            "the network's loss on the sample is \(loss), not a finite number: its weights give non-finite scores, and every number of the table would be too")
+    }
+    return loss
 }
