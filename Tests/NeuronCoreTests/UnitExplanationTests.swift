@@ -18,7 +18,8 @@ struct UnitExplanationTests {
         network.parameters = [.greatestFiniteMagnitude, .greatestFiniteMagnitude]
         #expect(
             throws: NetworkError.invalidValue(
-                "the network's loss on the sample is inf, not a finite number: its weights give non-finite scores, and every number of the table would be too")
+                "the network's loss on the sample is inf, not a finite number: its weights give non-finite scores, and every number of the table would be too"
+            )
         ) {
             try UnitExplanation(network: network, sample: [0.4], target: [0.7], layer: 0, unit: 0)
         }

@@ -520,7 +520,8 @@ extension Network where Scalar == Double {
 func finiteLoss(_ loss: Double) throws(NetworkError) -> Double {
     guard loss.isFinite else {
         throw .invalidValue(
-            "the network's loss on the sample is \(loss), not a finite number: its weights give non-finite scores, and every number of the table would be too")
+            "the network's loss on the sample is \(loss), not a finite number: its weights give non-finite scores, and every number of the table would be too"
+        )
     }
     return loss
 }
