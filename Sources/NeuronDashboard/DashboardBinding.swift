@@ -1,7 +1,8 @@
 // The page's side of the view-model protocol, on the main actor: it observes `viewState` as the
 // terminal's progress view does, turns each state into a frame at most 20 times a second, and
 // hands the page's events to `handle(event:)`. It never guesses: the page shows the state the
-// view model answers with.
+// view model answers with. A live run's end is told once, by `finish`: the final state with its
+// summary (the test evaluation comes after the view model's last state), as every page's last frame.
 import Foundation
 import NeuronCore
 import NeuronTraining
@@ -29,7 +30,10 @@ public final class DashboardBinding {
     /// Frames encoded so far (concurrent readers of one state share its encoding).
     public private(set) var encodedFrames = 0
     /// The newest frame's JSON and what it was made of: requests for an unchanged state share it.
-    private var encoded: (state: TrainingViewState, engineAvailable: Bool, json: Data)?
+    private var encoded: (state: TrainingViewState, engineAvailable: Bool, ended: Bool, json: Data)?
+    /// The run's final state and summary once ``finish(state:summary:)`` was called; every frame
+    /// shows them from then on.
+    private var ending: (state: TrainingViewState, summary: RunSummary?)?
 
     /// The shortest time between two frames: at most 20 a second.
     public static let frameInterval = Duration.milliseconds(50)
@@ -53,15 +57,24 @@ public final class DashboardBinding {
 
     /// The current state's frame, as the page receives it.
     public func frame() -> DashboardFrame {
-        let state = self.state()
+        let state = current()
         record(state)
         return makeFrame(state)
     }
 
+    /// The view model's state, or the final one once the run has ended.
+    private func current() -> TrainingViewState { ending?.state ?? state() }
+
+    /// Whether the page can ask for explanations and weights: the model holds the engine and the
+    /// server is not closing for good.
+    private var engineAvailable: Bool { ending == nil && engine() != nil }
+
     private func makeFrame(_ state: TrainingViewState) -> DashboardFrame {
+        // After the end nothing is accepted: the server that would take an event is going away.
         DashboardFrame(
-            state, source: source, layouts: layouts, histories: histories, engineAvailable: engine() != nil,
-            acceptedEvents: TrainingEvent.Name.allCases.filter { accepts(TrainingEvent($0)) }, attentionLine: attentionLine)
+            state, source: source, layouts: layouts, histories: histories, engineAvailable: engineAvailable,
+            acceptedEvents: ending != nil ? [] : TrainingEvent.Name.allCases.filter { accepts(TrainingEvent($0)) },
+            attentionLine: attentionLine, ending: ending.map { DashboardFrame.Ending(summary: $0.summary) })
     }
 
     /// Starts publishing a frame for every state change, at most one per ``frameInterval``
@@ -88,22 +101,46 @@ public final class DashboardBinding {
 
     /// Stops publishing and ends every page's stream.
     public func stop() {
+        stopObserving()
+        broadcaster.closeAll()
+    }
+
+    private func stopObserving() {
         observing?.cancel()
         keepingAlive?.cancel()
         (observing, keepingAlive) = (nil, nil)
-        broadcaster.closeAll()
+    }
+
+    /// Tells every page how the run ended, as its last frame: `state` (the run's final state, with
+    /// the speed over the whole run) and `summary` (the final evaluation; nil when the run diverged
+    /// or failed). Each page's stream then ends, and a page that connects later gets this frame
+    /// alone. Events are no longer handed to the view model: the run is over.
+    public func finish(state: TrainingViewState, summary: RunSummary?) {
+        stopObserving()
+        ending = (state, summary)
+        if broadcaster.subscriberCount > 0 { publishedFrames += 1 }
+        broadcaster.finish(with: Self.event(stateJSON()))
+    }
+
+    /// The view model's current state, ended in ``TrainingViewState/Phase/failed`` with `message`:
+    /// the final state of a run that ended in an error thrown after its last state (a file of the
+    /// run directory that could not be written).
+    public func failedState(_ message: String) -> TrainingViewState {
+        var state = current()
+        state.fail(message)
+        return state
     }
 
     /// The current state's frame as JSON. Encoded once per state: any number of pages asking for
     /// an unchanged state share one encoding (one copy of its bytes).
     public func stateJSON() -> Data {
-        let state = self.state()
+        let state = current()
         record(state)
-        let engineAvailable = engine() != nil
+        let engineAvailable = self.engineAvailable, ended = ending != nil
         // Equal arrays sharing storage compare in O(1): an unchanged state costs next to nothing.
-        if let encoded, encoded.engineAvailable == engineAvailable, encoded.state == state { return encoded.json }
+        if let encoded, encoded.engineAvailable == engineAvailable, encoded.ended == ended, encoded.state == state { return encoded.json }
         let json = makeFrame(state).json()
-        encoded = (state, engineAvailable, json)
+        encoded = (state, engineAvailable, ended, json)
         encodedFrames += 1
         return json
     }
@@ -112,16 +149,17 @@ public final class DashboardBinding {
     public func publish() {
         // The layers' curves need every state's numbers, whether or not a page is there to see them.
         guard broadcaster.subscriberCount > 0 else {
-            record(state())
+            record(current())
             return
         }
         publishedFrames += 1
         broadcaster.publish(Self.event(stateJSON()))
     }
 
-    /// Hands `event` to the view model and returns the JSON of its answer's frame.
+    /// Hands `event` to the view model and returns the JSON of its answer's frame; after the
+    /// run's end, only returns the final frame.
     public func handle(_ event: TrainingEvent) -> Data {
-        send(event)
+        if ending == nil { send(event) }
         return stateJSON()
     }
 

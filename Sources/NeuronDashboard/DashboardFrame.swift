@@ -84,6 +84,21 @@ public struct DashboardFrame: Sendable, Encodable {
     public var gradientNote: String?
     /// The line the attention panel starts with, for a text model with attention layers; nil: no panel.
     public var attentionLine: String?
+    /// What a point of `state.lossHistory` stands for: `step` (a batch loss, or the mean of a few
+    /// when the curve is long) for a run training, `epoch` for a run read from its files, which
+    /// keep each epoch's mean loss and no step's. The page names its chart by it.
+    public var lossPer: String
+    /// Set on a live run's last frame, sent as its server closes for good: how the run ended.
+    public var ending: Ending?
+
+    /// How a live run ended, beyond its final state: what its summary says (the final evaluation
+    /// on the test rows, the checkpoint's path).
+    public struct Ending: Sendable, Equatable, Encodable {
+        /// What `summary.json` holds; nil when the run diverged or failed (no summary is written).
+        public var summary: RunSummary?
+
+        public init(summary: RunSummary?) { self.summary = summary }
+    }
 
     /// The frame of `state`, with the layers' `layouts` and `histories` (by layer index).
     /// - Parameters:
@@ -95,9 +110,10 @@ public struct DashboardFrame: Sendable, Encodable {
     ///   - acceptedEvents: the events the view model accepts in `state` (a step's count
     ///     does not change whether a step is accepted).
     ///   - attentionLine: the attention panel's first line; nil for a model without attention layers.
+    ///   - ending: how the run ended, on a live run's last frame; nil on every other.
     public init(
         _ state: TrainingViewState, source: String, layouts: [LayerLayout], histories: [LayerHistory], engineAvailable: Bool,
-        acceptedEvents: [TrainingEvent.Name], attentionLine: String? = nil
+        acceptedEvents: [TrainingEvent.Name], attentionLine: String? = nil, ending: Ending? = nil
     ) {
         self.state = state
         self.state.records = EpochRecord.bounded(state.records, limit: Self.recordLimit)
@@ -114,6 +130,9 @@ public struct DashboardFrame: Sendable, Encodable {
         self.engineAvailable = engineAvailable
         self.acceptedEvents = acceptedEvents
         self.attentionLine = attentionLine
+        // `SavedRunViewModel` draws its loss curve from metrics.csv, one point per epoch.
+        lossPer = source == "files" ? "epoch" : "step"
+        self.ending = ending
     }
 
     /// The most epoch records a frame carries: a frame stays under about 100 KB of records
@@ -122,6 +141,7 @@ public struct DashboardFrame: Sendable, Encodable {
 
     private enum CodingKeys: String, CodingKey {
         case phaseText, seed, source, recordCount, layouts, histories, engineAvailable, acceptedEvents, gradientNote, attentionLine
+        case lossPer, ending
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -138,6 +158,8 @@ public struct DashboardFrame: Sendable, Encodable {
         try c.encode(acceptedEvents, forKey: .acceptedEvents)
         try c.encodeIfPresent(gradientNote, forKey: .gradientNote)
         try c.encodeIfPresent(attentionLine, forKey: .attentionLine)
+        try c.encode(lossPer, forKey: .lossPer)
+        try c.encodeIfPresent(ending, forKey: .ending)
     }
 
     /// The frame as JSON; NaN and infinities (a diverged run) as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.

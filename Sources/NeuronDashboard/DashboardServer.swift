@@ -97,8 +97,39 @@ public final class DashboardServer: Sendable {
         await listener.stop()
     }
 
+    /// Shows every connected page how the run ended, then stops as ``stop()`` does.
+    ///
+    /// `state` and `summary` are every page's last frame. Before closing, the server waits until
+    /// each page's stream has written that frame and ended, or `patience` has passed, whichever
+    /// comes first; with no page connected it does not wait at all. A page that had stopped
+    /// reading costs at most `patience`, and the process exits on time.
+    /// - Parameters:
+    ///   - state: the run's final state (`RunEnd.state`).
+    ///   - summary: what `summary.json` holds (`RunEnd.summary`); nil when the run diverged or failed.
+    ///   - patience: the longest wait for the pages.
+    /// - Returns: how many pages had not been sent the last frame when the wait ended (0: all had).
+    @MainActor @discardableResult
+    public func stop(showing state: TrainingViewState, summary: RunSummary?, patience: Duration = .seconds(3)) async -> Int {
+        binding.finish(state: state, summary: summary)
+        let clock = ContinuousClock(), deadline = clock.now + patience
+        while binding.broadcaster.subscriberCount > 0, clock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        let unsent = binding.broadcaster.subscriberCount
+        await stop()
+        return unsent
+    }
+
+    /// Shows every connected page that the run failed with `message` (an error thrown after its
+    /// last state), then stops: ``stop(showing:summary:patience:)`` with the view model's state, failed.
+    @MainActor
+    public func stop(failing message: String, patience: Duration = .seconds(3)) async {
+        await stop(showing: binding.failedState(message), summary: nil, patience: patience)
+    }
+
     /// Connections open now.
     var openConnections: Int { listener.openConnections }
+
+    /// Pages whose event stream is open now.
+    var connectedPages: Int { binding.broadcaster.subscriberCount }
 
     /// Makes the next `count` accepts fail as they do when the process is out of file descriptors.
     func simulateAcceptFailures(_ count: Int) { listener.simulatedAcceptFailures.store(count, ordering: .relaxed) }

@@ -2,6 +2,8 @@
 // only the newest frame not yet sent. A slow page skips frames; a closed one is forgotten when its
 // connection ends. Publishing takes a lock per page for the time of a pointer swap; the training
 // thread never publishes at all (the view model's snapshots reach the main actor first).
+// A run's end is a last frame: each slot takes it and then ends, so that each page's stream writes
+// it and closes, and the server can wait for that before the process exits.
 import Synchronization
 
 /// Hands each frame to every subscriber, keeping at most one unsent frame per subscriber.
@@ -10,6 +12,8 @@ public final class FrameBroadcaster: Sendable {
         var slots: [Int: FrameSlot] = [:]
         var nextID = 0
         var latest: [UInt8]?
+        /// Whether `latest` is the last frame (``finish(with:)``).
+        var finished = false
     }
 
     private let clients = Mutex(Clients())
@@ -23,23 +27,42 @@ public final class FrameBroadcaster: Sendable {
     public var droppedFrames: Int { clients.withLock { $0.slots.values.reduce(0) { $0 + $1.dropped } } }
 
     /// Sends `frame` (one Server-Sent Event's bytes) to every subscriber, replacing any frame it has not taken.
+    /// Nothing once the last frame is out (``finish(with:)``).
     public func publish(_ frame: [UInt8]) {
-        let slots = clients.withLock { clients in
+        let slots = clients.withLock { clients -> [FrameSlot] in
+            guard !clients.finished else { return [] }
             clients.latest = frame
             return Array(clients.slots.values)
         }
         for slot in slots { slot.offer(frame) }
     }
 
-    /// A new subscriber, handed the latest frame at once.
+    /// Sends `frame` to every subscriber as its last: each takes it in place of any frame it has
+    /// not taken, then its subscription ends. A subscriber that comes later gets it alone.
+    /// Subscribers stay counted until their connection lets go, which it does once it has
+    /// written the frame (or found the page gone): ``subscriberCount`` falling to 0 says no page
+    /// is still waiting for it.
+    public func finish(with frame: [UInt8]) {
+        let slots = clients.withLock { clients in
+            (clients.latest, clients.finished) = (frame, true)
+            return Array(clients.slots.values)
+        }
+        for slot in slots {
+            slot.offer(frame)
+            slot.close()
+        }
+    }
+
+    /// A new subscriber, handed the latest frame at once (after the last frame: that frame, then the end).
     public func subscribe() -> FrameSubscription {
         let slot = FrameSlot()
-        let (id, latest) = clients.withLock { clients in
+        let (id, latest, finished) = clients.withLock { clients in
             clients.nextID += 1
             clients.slots[clients.nextID] = slot
-            return (clients.nextID, clients.latest)
+            return (clients.nextID, clients.latest, clients.finished)
         }
         if let latest { slot.offer(latest) }
+        if finished { slot.close() }
         return FrameSubscription(slot: slot) { [weak self] in self?.remove(id) }
     }
 
@@ -105,7 +128,7 @@ final class FrameSlot: Sendable {
         }
     }
 
-    /// Ends the slot: a waiting reader gets nil.
+    /// Ends the slot: a waiting reader gets nil; a frame not yet taken is still handed out first.
     func close() {
         let reader = state.withLock { state -> CheckedContinuation<[UInt8]?, Never>? in
             state.closed = true

@@ -101,8 +101,8 @@ struct Train: AsyncParsableCommand {
         let lock = try launcher.lock()
 
         let session = TrainingSession(outputs: launcher.outputs, configPath: config)
-        session.processes = group?.processCount ?? 1
         session.invocation = .current  // the resume hint starts neuron as this process was started
+        session.processes = group?.processCount ?? 1
         // Ctrl-C, SIGTERM, SIGHUP: finish the current step, write a checkpoint, say where, exit 128 + the signal.
         StopSignals.onStop { _ in DispatchQueue.main.async { MainActor.assumeIsolated { session.stop() } } }
         defer { StopSignals.onStop(nil) }
@@ -118,7 +118,14 @@ struct Train: AsyncParsableCommand {
             }
         }
         let mode: ProgressMode = json ? .json : quiet ? .quiet : isatty(STDOUT_FILENO) != 0 ? .live : .plain(every: .seconds(5))
-        let end = try await session.train(run, view: mode.view(write: writeOut))
+        let end: RunEnd
+        do {
+            end = try await session.train(run, view: mode.view(write: writeOut))
+        } catch {
+            // An open page shows the run failed, rather than a run that seems to go on.
+            await server?.stop(failing: "\(error)")
+            throw error
+        }
         let renderer = ProgressRenderer()
         if let text =
             json
@@ -127,7 +134,8 @@ struct Train: AsyncParsableCommand {
         {
             writeOut(text)
         }
-        await server?.stop()
+        // Every open page is sent the end (its test evaluation included) before the process exits.
+        await server?.stop(showing: end.state, summary: end.summary)
         withExtendedLifetime(lock) {}
         if let group {
             // Together: every process left training at this step (the others finish, stop or diverge with it).

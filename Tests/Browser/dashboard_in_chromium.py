@@ -4,6 +4,7 @@
 Usage: dashboard_in_chromium.py URL SCREENSHOT.png [MIN_EPOCH [HEIGHT]]
        dashboard_in_chromium.py --saved URL SCREENSHOT.png
        dashboard_in_chromium.py --attention URL SCREENSHOT.png WORD
+       dashboard_in_chromium.py --end URL_FILE SCREENSHOT.png
 
 Live (a `neuron train --dashboard`): opens the page, sees the loss curve grow, notes which controls
 are enabled while running, presses Pause and waits for the page to show the phase paused, notes the
@@ -13,10 +14,17 @@ gradients and waits for the report, clicks a unit for its explanation, and saves
 Saved (a `neuron dashboard RUN`): notes the controls, each layer's ‖w‖ chart (its x axis and its
 note) and ‖∂L/∂w‖ as shown, and saves a screenshot.
 
-Attention (a `neuron dashboard RUN` of a text model with attention layers): waits for the maps of the
-prefilled test line, types a line outside the vocabulary and reads the refusal, types WORD and waits for
-its maps, counts the canvases and their coloured pixels, hovers a cell and reads its weight, and saves
-a screenshot of the panel.
+Attention (a `neuron dashboard RUN` of a text model with attention layers): notes the header (its height,
+the title on one line, cut, whole in its tooltip) and the charts' headings and legends, waits for the maps
+of the prefilled test line, types a line outside the vocabulary and reads the refusal, types WORD and waits
+for its maps, counts the canvases and their coloured pixels, hovers a cell and reads its weight, and saves
+a screenshot of the panel and one of the page's top (SCREENSHOT with -top before .png).
+
+End (a `neuron train --dashboard` that finishes by itself): starts Chromium first and says so by creating
+URL_FILE.ready, then waits for the run's address in URL_FILE (the run starts only then, so that a short run
+is seen while it trains), sees the page running, waits for the run's last frame, notes what the page shows
+of the end (badge, enabled controls, the end panel's numbers, the connection line), waits for the server to
+go away and for as long again as a browser waits to reconnect, notes the page again, and saves a screenshot.
 
 The first two check at 1280 and 800 px wide that the step and each layer's numbers stay on one line inside
 their panel. Prints one JSON object with what it saw; exits non-zero (with the reason on stderr) on
@@ -24,6 +32,7 @@ anything else. Every wait is bounded. Called by the Swift test `DashboardBrowser
 what the page showed and the CLI's side.
 """
 import json
+import os
 import sys
 import tempfile
 import time
@@ -124,6 +133,7 @@ def saved(url, screenshot):
                            "gradientShown": values[1].text})
         seen["charts"] = charts
         seen["gradientNote"] = driver.find_element(By.ID, "gradient-note").text
+        seen["chartLabels"] = chart_labels(driver)
         window = driver.get_window_size()
         seen["layout"] = [layout_at(driver, 1280, window["height"]), layout_at(driver, 800, window["height"])]
         driver.set_window_size(window["width"], window["height"])
@@ -162,6 +172,12 @@ def attention(url, screenshot, word):
         wait_for("a frame from the files", lambda: frame() and frame()["source"] == "files")
         drawn = lambda: driver.execute_script("return window.dashboard.attentionDrawn")
         wait_for("the test line's maps", lambda: drawn() >= 1, 60)
+        seen["header"] = driver.execute_script(HEADER_SCRIPT)
+        seen["title"] = frame()["title"]
+        seen["chartLabels"] = chart_labels(driver)
+        top = screenshot[:-4] + "-top.png"
+        driver.save_screenshot(top)
+        seen["topScreenshot"] = top
         box = driver.find_element(By.ID, "attention-text")
         seen["line"] = frame().get("attentionLine")
         seen["prefilled"] = box.get_attribute("value")
@@ -203,12 +219,98 @@ def attention(url, screenshot, word):
     print(json.dumps(seen))
 
 
+# The header's height, and whether the title is one line cut short with the whole of it in its tooltip.
+HEADER_SCRIPT = """
+const header = document.querySelector("header").getBoundingClientRect(), title = document.getElementById("title");
+const range = document.createRange(); range.selectNodeContents(title);
+return { height: header.height, text: title.textContent, tooltip: title.title,
+         lines: new Set([...range.getClientRects()].map(r => Math.round(r.top))).size,
+         cut: title.scrollWidth > title.clientWidth };
+"""
+
+
+def chart_labels(driver):
+    """The loss chart's heading and each chart's legend as shown, read in one script: a live page
+    rebuilds its legends with every frame."""
+    return driver.execute_script("""
+      const legend = id => [...document.querySelectorAll("#" + id + " span")].map(e => e.innerText);
+      return { lossHeading: document.getElementById("loss-heading").innerText, lossLegend: legend("loss-legend"),
+               epochLegend: legend("epoch-legend"), layersLegend: legend("layers-legend") };
+    """)
+
+
+def server_gone(url):
+    """Whether nothing answers at the dashboard's address any more."""
+    import urllib.error
+    import urllib.request
+    try:
+        urllib.request.urlopen(url, timeout=2).close()
+        return False
+    except (urllib.error.URLError, ConnectionError, OSError):
+        return True
+
+
+def end(url_file, screenshot):
+    """A live run that finishes: the page shows its end, and does not try to reconnect once the server has gone."""
+    driver = start_chromium(1100)
+    seen = {}
+    try:
+        driver.get("about:blank")
+        open(url_file + ".ready", "w").close()
+        url = wait_for("the run's address", lambda: open(url_file).read().strip() if os.path.exists(url_file) else None, 120)
+        driver.get(url)
+        frame = lambda: driver.execute_script("return window.dashboard && window.dashboard.last")
+        phase = lambda: driver.find_element(By.ID, "phase").get_attribute("data-phase")
+        wait_for("a running frame", lambda: frame() and phase() == "running")
+        seen["running"] = {"enabled": enabled_controls(driver), "connection": driver.find_element(By.ID, "connection").text}
+        seen["lossHeading"] = driver.find_element(By.ID, "loss-heading").text
+
+        def last_frame():
+            if frame().get("ending") is not None:
+                return True
+            # The stream dropped: the run's end never came if nothing answers any more.
+            if "disconnected" in driver.find_element(By.ID, "connection").text and server_gone(url):
+                if frame().get("ending") is not None:
+                    return True  # it came just before the server went
+                raise SystemExit(f"the server went away and the page never got the run's end: it shows {phase()}, "
+                                 f"step {frame()['step']} of {frame()['totalSteps']}, "
+                                 f"{driver.find_element(By.ID, 'connection').text!r}, controls {enabled_controls(driver)}")
+            return False
+        wait_for("the run's last frame", last_frame, 300)
+        last = frame()
+        section = driver.find_element(By.ID, "end-section")
+        number = lambda id: driver.find_element(By.CSS_SELECTOR, f"#{id} .v").text
+        seen["ended"] = {"phase": phase(), "badge": driver.find_element(By.ID, "phase").text, "enabled": enabled_controls(driver),
+                         "stepBoxEnabled": driver.find_element(By.ID, "step-count").is_enabled(),
+                         "sectionShown": section.is_displayed(), "heading": driver.find_element(By.ID, "end-heading").text,
+                         "text": driver.find_element(By.ID, "end-text").text,
+                         "loss": number("end-loss"), "accuracy": number("end-accuracy"),
+                         "summary": last["ending"].get("summary"), "step": last["step"], "totalSteps": last["totalSteps"],
+                         "connection": driver.find_element(By.ID, "connection").text}
+        frames = driver.execute_script("return window.dashboard.frames")
+        wait_for("the server to go away", lambda: server_gone(url), 30)
+        # Chromium retries a lost event stream after about 3 s: a page still listening shows it by then.
+        time.sleep(4)
+        seen["afterServer"] = {"connection": driver.find_element(By.ID, "connection").text, "phase": phase(),
+                               "framesSince": driver.execute_script("return window.dashboard.frames") - frames,
+                               "enabled": enabled_controls(driver)}
+        driver.execute_script("window.scrollTo(0, 0)")
+        driver.save_screenshot(screenshot)
+        seen["screenshot"] = screenshot
+    finally:
+        driver.quit()
+    print(json.dumps(seen))
+
+
 def main():
     if sys.argv[1] == "--saved":
         saved(sys.argv[2], sys.argv[3])
         return
     if sys.argv[1] == "--attention":
         attention(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
+    if sys.argv[1] == "--end":
+        end(sys.argv[2], sys.argv[3])
         return
     url, screenshot = sys.argv[1], sys.argv[2]
     # For the README's picture: let a few epochs pass first, in a taller window.
@@ -229,6 +331,7 @@ def main():
         points = int(driver.find_element(By.ID, "loss-plot").get_attribute("data-points"))
         grown = wait_for("the loss curve to grow", lambda: (last_step() or 0) > first and last_step())
         seen["curve"] = {"lastStepBefore": first, "lastStepAfter": grown, "pointsDrawn": points}
+        seen["chartLabels"] = chart_labels(driver)
         seen["running"] = {"phase": phase(), "enabled": enabled_controls(driver),
                            "accepted": sorted(frame()["acceptedEvents"]),
                            "stepBoxEnabled": driver.find_element(By.ID, "step-count").is_enabled()}

@@ -13,12 +13,23 @@ struct DashboardBrowserTests {
     /// Runs the browser script with `arguments`, bounded: a hung Chromium is killed and the test fails.
     /// Returns what the script saw, or nil (with the issue recorded) when it failed.
     private func drive(_ arguments: [String], in dir: URL, name: String) throws -> [String: Any]? {
+        try collect(try launch(arguments, in: dir, name: name), in: dir, name: name)
+    }
+
+    /// Starts the browser script with `arguments`, its output in files named after `name`.
+    private func launch(_ arguments: [String], in dir: URL, name: String) throws -> Process {
         let browser = Process()
         browser.executableURL = URL(fileURLWithPath: "/usr/bin/python3")  // Debian's, which has python3-selenium
         browser.arguments = [Self.script] + arguments
         let out = dir.appendingPathComponent("\(name).out"), err = dir.appendingPathComponent("\(name).err")
         (browser.standardOutput, browser.standardError) = (try emptyFileForWriting(out), try emptyFileForWriting(err))
         try browser.run()
+        return browser
+    }
+
+    /// Waits (at most 300 s) for the browser script `launch` started, and returns what it saw.
+    private func collect(_ browser: Process, in dir: URL, name: String) throws -> [String: Any]? {
+        let out = dir.appendingPathComponent("\(name).out"), err = dir.appendingPathComponent("\(name).err")
         let deadline = Date().addingTimeInterval(300)
         while browser.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
         if browser.isRunning {
@@ -52,6 +63,7 @@ struct DashboardBrowserTests {
 
         // What the page showed.
         let curve = try #require(seen["curve"] as? [String: Any])
+        #expect((seen["chartLabels"] as? [String: Any])?["lossHeading"] as? String == "LOSS PER STEP", "\(seen["chartLabels"] ?? "")")
         #expect((curve["lastStepAfter"] as? Int ?? 0) > (curve["lastStepBefore"] as? Int ?? .max))
         // While running: Pause, Stop and Check gradients (taken at the next step boundary), nothing else.
         let running = try #require(seen["running"] as? [String: Any])
@@ -100,6 +112,14 @@ struct DashboardBrowserTests {
             #expect(chart["gradientShown"] as? String == "—", "\(chart)")
         }
         #expect((savedSeen["gradientNote"] as? String)?.contains("a checkpoint holds the weights, not a step's gradient") == true)
+        // metrics.csv keeps each epoch's loss, not each step's: the chart is named for what it draws.
+        let labels = try #require(savedSeen["chartLabels"] as? [String: Any])
+        #expect(labels["lossHeading"] as? String == "LOSS PER EPOCH", "\(labels)")
+        #expect((labels["lossLegend"] as? [String])?.first?.hasPrefix("training loss per epoch") == true, "\(labels)")
+        // A classifier's epochs have an accuracy. A saved run has no step's gradient and no
+        // saturation (that needs a forward pass): the layers' legend names ‖w‖ alone.
+        #expect(labels["epochLegend"] as? [String] == ["training loss", "validation loss", "validation accuracy (right axis)"], "\(labels)")
+        #expect((labels["layersLegend"] as? [String])?.first == "‖w‖" && (labels["layersLegend"] as? [String])?.count == 2, "\(labels)")
         #expect((savedSeen["layout"] as? [[String: Any]])?.count == 2)
     }
 
@@ -134,6 +154,19 @@ struct DashboardBrowserTests {
             try drive(["--attention", try files.dashboardURL().absoluteString, screenshot, "kitchen"], in: dir, name: "attention"))
         #expect(try files.interrupt() == 130)
 
+        // The transformer's title (over 200 characters) is one line of a compact header, cut with
+        // an ellipsis, whole in its tooltip.
+        let header = try #require(seen["header"] as? [String: Any]), title = try #require(seen["title"] as? String)
+        #expect(title.count > 200 && header["text"] as? String == title && header["tooltip"] as? String == title, "\(header)")
+        #expect(header["lines"] as? Int == 1 && header["cut"] as? Bool == true, "\(header)")
+        #expect((header["height"] as? Double ?? .infinity) < 100, "\(header)")
+        // A text run has no accuracy: no legend entry for it. Its files keep each epoch's loss.
+        let labels = try #require(seen["chartLabels"] as? [String: Any])
+        #expect(labels["epochLegend"] as? [String] == ["training loss", "validation loss"], "\(labels)")
+        #expect(labels["lossHeading"] as? String == "LOSS PER EPOCH", "\(labels)")
+        // No layer of this transformer has tanh units.
+        #expect((labels["layersLegend"] as? [String])?.contains("saturated share (tanh, right axis)") == false, "\(labels)")
+
         // The prefilled line is the run's first test line, drawn without a click.
         #expect((seen["line"] as? String).map { !$0.isEmpty } == true && seen["prefilled"] as? String == seen["line"] as? String)
         #expect(
@@ -151,5 +184,56 @@ struct DashboardBrowserTests {
         #expect((seen["tip"] as? String) == "block 0 head 0: n (7) → ⏎ (0), weight \(String(format: "%.4f", weight))", "\(seen["tip"] ?? "")")
         let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
         #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 10_000)
+    }
+
+    @Test(
+        "A live run that finishes: the page shows FINISHED, the final evaluation on the test rows, no control enabled, and once the server has gone no reconnecting"
+    )
+    func end() throws {
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            Issue.record("\(tool) is missing: apt-get install -y chromium chromium-driver python3-selenium")
+            return
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-browser-end-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // A few seconds: long enough for a page already open to see it train, short enough to wait for its end.
+        let config = try digitsWithTestRows(in: dir), run = dir.appendingPathComponent("run").path
+
+        // Chromium first (it takes seconds to start), then the run, its address handed over in a file.
+        let urlFile = dir.appendingPathComponent("url").path
+        let screenshot = ProcessInfo.processInfo.environment["NEURON_DASHBOARD_END_SCREENSHOT"] ?? dir.appendingPathComponent("end.png").path
+        let browser = try launch(["--end", urlFile, screenshot], in: dir, name: "end")
+        let ready = Date().addingTimeInterval(120)
+        while !FileManager.default.fileExists(atPath: urlFile + ".ready"), browser.isRunning, Date() < ready { Thread.sleep(forTimeInterval: 0.05) }
+        let live = try LiveNeuron(["train", config, "--output", run, "--dashboard", "--quiet"])
+        try live.dashboardURL().absoluteString.write(toFile: urlFile, atomically: true, encoding: .utf8)
+        let seen = try #require(try collect(browser, in: dir, name: "end"))
+        let exited = Date().addingTimeInterval(60)
+        while live.process.isRunning, Date() < exited { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(!live.process.isRunning && live.process.terminationStatus == 0, "\(live.stderr)")
+
+        let running = try #require(seen["running"] as? [String: Any])
+        #expect(running["enabled"] as? [String] == ["checkGradients", "pause", "stop"] && running["connection"] as? String == "connected")
+        let ended = try #require(seen["ended"] as? [String: Any])
+        #expect(ended["phase"] as? String == "finished" && ended["badge"] as? String == "FINISHED", "\(ended)")
+        #expect(ended["step"] as? Int == ended["totalSteps"] as? Int)
+        #expect(ended["enabled"] as? [String] == [] && ended["stepBoxEnabled"] as? Bool == false, "\(ended)")
+        #expect(ended["sectionShown"] as? Bool == true && ended["heading"] as? String == "THE RUN FINISHED", "\(ended)")
+        // The final evaluation as summary.json has it, to the page's four decimals.
+        let written = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: run + "/summary.json"))) as? [String: Any])
+        let (loss, accuracy) = (try #require(written["evaluationLoss"] as? Double), try #require(written["evaluationAccuracy"] as? Double))
+        #expect(written["evaluatedOn"] as? String == "test")
+        #expect(ended["loss"] as? String == String(format: "%.4f", loss), "\(ended)")
+        #expect(ended["accuracy"] as? String == String(format: "%.4f", accuracy), "\(ended)")
+        #expect((ended["connection"] as? String)?.hasPrefix("run ended") == true, "\(ended)")
+        // The server has gone: the page stays as it was, and says why, rather than reconnecting.
+        let after = try #require(seen["afterServer"] as? [String: Any])
+        #expect(after["phase"] as? String == "finished" && after["framesSince"] as? Int == 0 && after["enabled"] as? [String] == [])
+        let connection = after["connection"] as? String ?? ""
+        #expect(connection.hasPrefix("run ended") && !connection.contains("reconnecting"), "\(connection)")
+        let png = try Data(contentsOf: URL(fileURLWithPath: screenshot))
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000)
     }
 }

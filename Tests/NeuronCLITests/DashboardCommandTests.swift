@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `neuron train --dashboard` and `neuron dashboard RUN_DIR`, through HTTP without a browser.
 @Suite("neuron dashboard and train --dashboard")
 struct DashboardCommandTests {
@@ -41,6 +45,38 @@ struct DashboardCommandTests {
         #expect(try live.interrupt() == 130)
     }
 
+    @Test(
+        "train --dashboard: a page connected when the run finishes is sent the final state with the test evaluation, then its stream closes and the process exits 0"
+    )
+    func endOfRun() throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // Long enough for the page to connect while the run trains.
+        let config = try digitsWithTestRows(in: dir), run = dir.appendingPathComponent("run").path
+        let live = try LiveNeuron(["train", config, "--output", run, "--dashboard", "--quiet"])
+        let (text, closed) = try eventStream(try live.dashboardURL(), timeout: 300)
+        let deadline = Date().addingTimeInterval(60)
+        while live.process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(!live.process.isRunning && live.process.terminationStatus == 0, "\(live.stderr)")
+        #expect(closed, "the server closed the stream")
+
+        let frames = text.components(separatedBy: "\n\n").compactMap { event -> [String: Any]? in
+            guard let data = event.components(separatedBy: "data: ").last, event.contains("data: ") else { return nil }
+            return try? JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any]
+        }
+        #expect(frames.first?["phase"] as? String == "running", "the page saw the run training")
+        let last = try #require(frames.last)
+        #expect(last["phase"] as? String == "finished" && last["step"] as? Int == last["totalSteps"] as? Int)
+        #expect((last["acceptedEvents"] as? [String])?.isEmpty == true)
+        #expect(frames.dropLast().allSatisfy { $0["ending"] == nil }, "only the last frame is the end")
+        let summary = try #require((last["ending"] as? [String: Any])?["summary"] as? [String: Any], "\(last["ending"] ?? "no ending")")
+        let written = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: run + "/summary.json"))) as? [String: Any])
+        #expect(summary["evaluatedOn"] as? String == "test")
+        #expect(summary["evaluationLoss"] as? Double == written["evaluationLoss"] as? Double && summary["evaluationLoss"] != nil)
+        #expect(summary["evaluationAccuracy"] as? Double == written["evaluationAccuracy"] as? Double)
+    }
+
     @Test("--host beyond loopback warns; a bad --host or --port is refused before training")
     func hosts() throws {
         let dir = try scratch()
@@ -63,4 +99,48 @@ struct DashboardCommandTests {
         #expect(wide.stderr.contains("warning: the dashboard listens on 0.0.0.0, not loopback"))
         #expect(try wide.interrupt() == 130)
     }
+}
+
+/// The event stream of the dashboard at `url` (whose query holds the token), read over a plain
+/// socket until the server closes it or `timeout` seconds pass: what arrived, and whether it closed.
+private func eventStream(_ url: URL, timeout: Double) throws -> (text: String, closed: Bool) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0, let port = url.port, let query = url.query else { throw LiveNeuronError("cannot open a socket for \(url)") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw LiveNeuronError("cannot connect to \(url)") }
+    let request = Array("GET /events?\(query) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    var received: [UInt8] = [], buffer = [UInt8](repeating: 0, count: 65536)
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, 100) > 0 else { continue }
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { return (String(decoding: received, as: UTF8.self), true) }
+        received += buffer[0..<n]
+    }
+    return (String(decoding: received, as: UTF8.self), false)
+}
+
+/// A config in `dir` for digits.yaml's network with the last 297 rows of digits.csv as test rows
+/// (so that the run ends with a final evaluation on them), trained for 300 epochs: about 11,000
+/// steps, a few seconds in a debug build. Returns its path.
+func digitsWithTestRows(in dir: URL) throws -> String {
+    let config = dir.appendingPathComponent("digits.yaml").path
+    let rows = try String(contentsOfFile: "\(dataDirectory)/digits.csv", encoding: .utf8).split(separator: "\n")
+    let (train, test) = (dir.appendingPathComponent("train.csv").path, dir.appendingPathComponent("test.csv").path)
+    try (rows.prefix(1501).joined(separator: "\n") + "\n").write(toFile: train, atomically: true, encoding: .utf8)
+    try (([rows[0]] + rows.dropFirst(1501)).joined(separator: "\n") + "\n").write(toFile: test, atomically: true, encoding: .utf8)
+    try String(contentsOfFile: "\(dataDirectory)/digits.yaml", encoding: .utf8)
+        .replacingOccurrences(of: "path: digits.csv", with: "path: \(train)\n  testPath: \(test)")
+        .replacingOccurrences(of: "epochs: 20", with: "epochs: 300")
+        .write(toFile: config, atomically: true, encoding: .utf8)
+    return config
 }

@@ -78,6 +78,38 @@ struct DashboardFrameTests {
         #expect(files.gradientNote == "a checkpoint holds the weights, not a step's gradient")
     }
 
+    @Test("The loss curve's points are steps live and epochs from a run's files (metrics.csv keeps no step's loss)")
+    func lossPer() throws {
+        let state = TrainingViewState()
+        let live = DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false, acceptedEvents: [])
+        let files = DashboardFrame(state, source: "files", layouts: [], histories: [], engineAvailable: false, acceptedEvents: [])
+        #expect(live.lossPer == "step" && files.lossPer == "epoch")
+        #expect(String(decoding: files.json(), as: UTF8.self).contains(#""lossPer":"epoch""#))
+    }
+
+    @Test("Only a live run's last frame carries its ending, with the summary's final evaluation when there is one")
+    func ending() throws {
+        var state = TrainingViewState()
+        state.phase = .finished
+        let plain = String(
+            decoding: DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: false, acceptedEvents: []).json(),
+            as: UTF8.self)
+        #expect(!plain.contains(#""ending":"#))
+        var summary = RunSummary(precision: "float", blas: "none", trainingSeconds: 72)
+        (summary.evaluatedOn, summary.evaluationLoss, summary.lossUnit) = ("test", 1.8413, RunSummary.perCharacter)
+        let last = String(
+            decoding: DashboardFrame(
+                state, source: "live", layouts: [], histories: [], engineAvailable: false, acceptedEvents: [], ending: .init(summary: summary)
+            ).json(), as: UTF8.self)
+        #expect(last.contains(#""ending":{"summary":{"#) && last.contains(#""evaluationLoss":1.8413"#) && last.contains(#""trainingSeconds":72"#))
+        #expect(last.contains(#""lossUnit":"nats per character, a line's end counted as one""#))
+        let diverged = String(
+            decoding: DashboardFrame(
+                state, source: "live", layouts: [], histories: [], engineAvailable: false, acceptedEvents: [], ending: .init(summary: nil)
+            ).json(), as: UTF8.self)
+        #expect(diverged.contains(#""ending":{}"#))
+    }
+
     @Test("A layer's curve keeps at most its capacity, halving its resolution when full")
     func history() {
         var history = LayerHistory(capacity: 4)

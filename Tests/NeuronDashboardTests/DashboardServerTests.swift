@@ -141,6 +141,85 @@ struct DashboardServerTests {
         }
     }
 
+    @Test("A run's end is each connected page's last frame (final state, test evaluation, nothing accepted), sent before the server closes")
+    func endReachesPage() async throws {
+        let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState(step: 99))
+        var limits = DashboardLimits()
+        (limits.requestSeconds, limits.writeSeconds) = (60, 60)
+        let server = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: { nil }), limits: limits)
+        let (port, token) = (server.port, server.gate.token)
+        // A page's stream, read until the server closes it.
+        async let page = off { () -> (text: String, closed: Bool) in
+            guard let connection = RawConnection(port: port) else { throw POSIXError(.ECONNREFUSED) }
+            connection.send("GET /events?token=\(token) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+            return connection.receive(timeout: 30)
+        }
+        for _ in 0..<3000 where server.connectedPages == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(server.connectedPages == 1)
+
+        // As the session ends it: finished, with the summary's evaluation on the test rows.
+        var final = previewState(phase: .finished, step: 100)
+        final.samplesPerSecond = 1234
+        var summary = RunSummary(precision: "double", blas: "test", trainingSeconds: 2.5)
+        (summary.evaluatedOn, summary.evaluationLoss, summary.evaluationAccuracy) = ("test", 0.125, 0.875)
+        let clock = ContinuousClock(), start = clock.now
+        let unsent = await server.stop(showing: final, summary: summary)
+        #expect(unsent == 0 && clock.now - start < .seconds(2), "the page was sent the end at once, not after the patience ran out")
+
+        let (text, closed) = try await page
+        #expect(closed, "the server closed the stream after the last frame")
+        let frames = text.components(separatedBy: "\n\n").filter { $0.contains("data: ") }
+        let last = try #require(frames.last)
+        #expect(frames.count >= 2 && frames.first?.contains(#""phase":"running""#) == true, "\(frames.count) frames")
+        #expect(last.contains(#""phase":"finished""#) && last.contains(#""step":100,"#) && last.contains(#""samplesPerSecond":1234"#))
+        #expect(last.contains(#""ending":{"summary":{"#) && last.contains(#""evaluatedOn":"test""#))
+        #expect(last.contains(#""evaluationLoss":0.125"#) && last.contains(#""evaluationAccuracy":0.875"#))
+        #expect(last.contains(#""acceptedEvents":[]"#) && last.contains(#""engineAvailable":false"#))
+        #expect(!frames.dropLast().contains { $0.contains(#""ending""#) }, "only the last frame is the end")
+    }
+
+    @Test("The end waits for no one when no page is connected, and at most its patience for a page that stopped reading")
+    func endIsBounded() async throws {
+        let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
+        let clock = ContinuousClock()
+        let alone = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: { nil }))
+        var start = clock.now
+        #expect(await alone.stop(showing: previewState(phase: .finished), summary: nil, patience: .seconds(5)) == 0)
+        #expect(clock.now - start < .seconds(1), "\(clock.now - start) with no page to wait for")
+
+        // A page whose stream never takes a frame (its connection stuck): the end goes on without it.
+        let binding = DashboardBinding(model: model, engine: { nil })
+        let stuck = try await DashboardServer.start(binding: binding)
+        let subscription = binding.broadcaster.subscribe()
+        start = clock.now
+        #expect(await stuck.stop(showing: previewState(phase: .finished), summary: nil, patience: .milliseconds(300)) == 1)
+        let waited = clock.now - start
+        #expect(waited >= .milliseconds(300) && waited < .seconds(3), "\(waited)")
+        withExtendedLifetime(subscription) {}
+    }
+
+    @Test("After the end: events reach no view model, /api/state answers the final frame, a late page gets it alone; a failed end says why")
+    func afterTheEnd() async throws {
+        let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
+        let binding = DashboardBinding(model: model, engine: { nil })
+        // A run that threw after its last state (a file that could not be written) ends failed, saying why.
+        let failed = binding.failedState("cannot write metrics.csv: No space left on device")
+        #expect(failed.phase == .failed && failed.phaseText == "failed: cannot write metrics.csv: No space left on device" && failed.step == 7)
+        binding.finish(state: previewState(phase: .stopped, step: 50), summary: nil)
+        let answer = String(decoding: binding.handle(.reset), as: UTF8.self)
+        #expect(model.receivedEvents.isEmpty)
+        #expect(answer.contains(#""phase":"stopped""#) && answer.contains(#""ending":{}"#) && answer.contains(#""acceptedEvents":[]"#))
+        model.viewState = previewState(phase: .running, step: 60)  // the view model's later states are not the run's end
+        #expect(String(decoding: binding.stateJSON(), as: UTF8.self).contains(#""step":50,"#))
+        let late = binding.broadcaster.subscribe()
+        let frame = await late.next()
+        #expect(frame.map { String(decoding: $0, as: UTF8.self).contains(#""ending":{}"#) } == true)
+        #expect(await late.next() == nil, "its stream ends after the last frame")
+        binding.broadcaster.publish(Array("data: later\n\n".utf8))  // nothing goes out after the last frame
+        let later = binding.broadcaster.subscribe()
+        #expect(await later.next().map { String(decoding: $0, as: UTF8.self).contains("later") } == false)
+    }
+
     @Test("State changes as fast as the main actor can make them travel at most 20 times a second")
     func rate() async throws {
         let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
