@@ -26,15 +26,7 @@ extension UnitExplanation {
         sequence network: Network<Scalar>, sample: [Scalar], target: [Scalar], layer: Int, unit: Int, position: Int?,
         difference: FiniteDifference<Double>
     ) throws(NetworkError) {
-        var n = try network.converted(to: Double.self).evaluationEquivalent()
-        guard sample.count == n.featureCount, target.count == n.targetCount else {
-            throw .shapeMismatch(
-                "the sample has \(sample.count) features and \(target.count) targets but \(network) takes \(n.featureCount) and \(n.targetCount)"
-            )
-        }
-        let x = try! Tensor(shape: [1] + n.inputShape, scalars: sample.map { Double($0) })  // sizes checked above
-        let t = try! Tensor(shape: [1, n.targetCount], scalars: target.map { Double($0) })
-        // The network's own forward and backward pass on the one sample (tokens and classes checked there).
+        var (n, x, t) = try sequencePass(network, sample: sample, target: target)
         loss = try finiteLoss(try n.lossAndGradients(x, targets: t))
 
         let rnn = n.layers[layer] as? RNN<Double>, dense = n.layers[layer] as? Dense<Double>
@@ -343,15 +335,7 @@ public struct GRUUnitExplanation: Sendable, Equatable {
         difference: FiniteDifference<Double> = .reference
     ) throws(NetworkError) {
         try Self.check(layer: layer, unit: unit, position: position, of: network)
-        var n = try network.converted(to: Double.self).evaluationEquivalent()
-        guard sample.count == n.featureCount, target.count == n.targetCount else {
-            throw .shapeMismatch(
-                "the sample has \(sample.count) features and \(target.count) targets but \(network) takes \(n.featureCount) and \(n.targetCount)"
-            )
-        }
-        let x = try! Tensor(shape: [1] + n.inputShape, scalars: sample.map { Double($0) })  // sizes checked above
-        let t = try! Tensor(shape: [1, n.targetCount], scalars: target.map { Double($0) })
-        // The network's own forward and backward pass on the one sample.
+        var (n, x, t) = try sequencePass(network, sample: sample, target: target)
         loss = try finiteLoss(try n.lossAndGradients(x, targets: t))
 
         let gru = n.layers[layer] as! GRU<Double>  // checked above; the equivalent keeps every GRU in place
@@ -668,4 +652,23 @@ extension GRUUnitExplanation: Encodable {
         try differenceContainer.encode(difference.method, forKey: .method)
         try differenceContainer.encode(difference.tiny, forKey: .tiny)
     }
+}
+
+/// What a sequence unit's table starts from: the network in Double as evaluation runs it (dropout
+/// off, batch norm's running statistics), and the sample and its targets as one-row tensors; the
+/// caller's `lossAndGradients` on them is the network's own forward and backward pass (tokens and
+/// classes checked there).
+/// - Throws: ``NetworkError/shapeMismatch(_:)`` when the sample or targets do not fit the network.
+func sequencePass<Scalar: TensorScalar>(
+    _ network: Network<Scalar>, sample: [Scalar], target: [Scalar]
+) throws(NetworkError) -> (network: Network<Double>, x: Tensor<Double>, t: Tensor<Double>) {
+    let n = try network.converted(to: Double.self).evaluationEquivalent()
+    guard sample.count == n.featureCount, target.count == n.targetCount else {
+        throw .shapeMismatch(
+            "the sample has \(sample.count) features and \(target.count) targets but \(network) takes \(n.featureCount) and \(n.targetCount)"
+        )
+    }
+    let x = try! Tensor(shape: [1] + n.inputShape, scalars: sample.map { Double($0) })  // sizes checked above
+    let t = try! Tensor(shape: [1, n.targetCount], scalars: target.map { Double($0) })
+    return (n, x, t)
 }
