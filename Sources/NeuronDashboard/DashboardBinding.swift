@@ -122,7 +122,7 @@ public final class DashboardBinding {
         broadcaster.finish(with: Self.event(stateJSON()))
     }
 
-    /// The view model's current state, ended in ``TrainingViewState/Phase/failed`` with `message`:
+    /// The view model's current state, ended in `TrainingViewState.Phase.failed` with `message`:
     /// the final state of a run that ended in an error thrown after its last state (a file of the
     /// run directory that could not be written).
     public func failedState(_ message: String) -> TrainingViewState {

@@ -16,7 +16,7 @@ public struct DataFingerprint: Sendable, Equatable, Codable {
     public var files: [File]
 
     /// The fingerprints of the files `data` names; nil for data made in memory (synthetic).
-    /// - Throws: ``DataError`` for a file that cannot be read.
+    /// - Throws: `DataError` for a file that cannot be read.
     public init?(_ data: DataConfig) throws(DataError) {
         let named: [(String, String?)] = [
             ("data.path", data.path), ("data.testPath", data.testPath), ("data.trainImages", data.trainImages),

@@ -51,8 +51,11 @@ public struct Run: Sendable {
 /// Builds runs from configs.
 public enum RunBuilder {
     /// A run as `config` says, or, with `resume`, the run exactly where the checkpoint left it.
-    /// - Parameter dataChanged: go on from `resume` even when its data files have changed since
-    ///   it was written (their sizes or CRC-32s differ); refused otherwise.
+    /// - Parameters:
+    ///   - config: the run's config.
+    ///   - resume: the checkpoint to go on from; nil for a new run.
+    ///   - dataChanged: go on from `resume` even when its data files have changed since it was
+    ///     written (their sizes or CRC-32s differ); refused otherwise.
     /// - Throws: `DataError`, `NetworkError`, `OptimizerError`, ``CheckpointError`` or
     ///   ``RunError`` saying what does not fit; `BLAS.KernelMismatch` when this machine's BLAS kernels compute wrong products.
     public static func build(_ config: RunConfig, resume: LoadedCheckpoint? = nil, dataChanged: Bool = false) throws -> Run {

@@ -142,7 +142,7 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
 extension TextCorpus {
     /// A text config's lines, read and split as a run seeded `seed` splits them (``RunData``
     /// does, and `neuron sample` to mark the training lines): the first `data.limit` kept lines,
-    /// shuffled with ``RunData/splitGenerator(seed:)``, then split as ``TextCorpus/split`` says
+    /// shuffled with ``RunData/splitGenerator(seed:)``, then split as `TextCorpus.split` says
     /// (both held-out counts from all the lines: training first, then validation, test last).
     /// - Throws: `DataError` naming the file and line; ``ConfigError`` at the split's key when the
     ///   parts leave no training line.
