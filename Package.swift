@@ -79,7 +79,7 @@ let package = Package(
 
         /// The terminal view: the progress line redrawn in place, plain lines for logs, `--json`
         /// lines, and the end-of-run report, all rendered from the view state.
-        .target(name: "NeuronTerminal", dependencies: ["NeuronTraining"]),
+        .target(name: "NeuronTerminal", dependencies: ["NeuronCore", "NeuronTraining"]),
 
         /// The browser view: an HTTP server binding a page (plain HTML, CSS and JavaScript, embedded in
         /// the binary) to a training view model: state out as Server-Sent Events, events in as POSTs;

@@ -48,7 +48,6 @@ struct Sample: ParsableCommand {
             )
         }
         BLAS.threadCount = saved.state.config.training.blasThreads
-        try BLAS.checkKernels()
         let rule = try SamplingRule(temperature: temperature, topK: topK)
         guard let tokens = vocabulary.encode(prefix) else {
             let unknown = prefix.unicodeScalars.first { vocabulary.index(of: $0) == nil }!

@@ -1,33 +1,49 @@
-// The kernels: every loop over the elements of a training step that is not a BLAS product. Layers,
-// the network's loss head and the optimizers call them on whole buffers, once per step, and never
-// loop over elements themselves. `TensorScalar` holds only what differs per type (BLAS, the C
-// library's scalar functions, the vectorized tanh and erf); everything else is one generic body
-// here, a file per concern:
+// The kernels: the entry point of every loop over the elements of a training step that is not a
+// BLAS product. Layers, the network's loss head and the optimizers call them on whole buffers, once
+// per pass, and never loop over elements themselves; a new layer adds its kernels here, not a
+// requirement to `TensorScalar`. One generic body per kernel, a file per concern:
 //
-//     Kernels.swift                element-wise and reductions (bias, column sums, gathers, norms)
-//     ActivationKernels.swift      activations forward and backward, softmax, GELU
-//     DenseKernels.swift           the dense layer's forward and backward passes
+//     Kernels.swift                element-wise and reductions (resize, add, scaled add, multiply, bias,
+//                                  column sums, row gathers, argmax, sums of squares, magnitude counts,
+//                                  finiteness)
+//     ActivationKernels.swift      activations forward and backward, bias and activation in one pass,
+//                                  softmax, GELU
+//     DenseKernels.swift           the dense layer's passes, and its backward with the SGD update inside
 //     ImageKernels.swift           im2col and col2im, max and average pooling, per-image transposes
 //     RecurrentKernels.swift       the recurrent layers' passes through time (RNN, GRU)
 //     AttentionKernels.swift       causal multi-head self-attention's passes
 //     SequenceKernels.swift        embedding lookups and their scatter-adds, context windows, index checks
 //     NormalizationKernels.swift   dropout, batch and layer normalization
-//     LossKernels.swift            the fused losses
-//     UpdateKernels.swift          the optimizers' updates
+//     LossKernels.swift            the fused losses (value and gradient in one pass)
+//     UpdateKernels.swift          the optimizers' updates (SGD, momentum, Adam) and gradient clipping
 //
-// A naive definition of each sits under it, in `Naive`: the tests' oracle. This namespace is the
-// seam a future accelerator backend implements; a new layer adds its kernels here, not a
-// requirement to `TensorScalar`.
+// What differs between Float and Double is reached through `T`, never written here: `TensorScalar`
+// (Tensor/TensorScalar.swift) holds BLAS's gemm and scal (Tensor/BLAS.swift, the only file that
+// imports CBLAS), the C library's scalar functions, exp, erf and tanh over a buffer, and five fused
+// passes (GELU forward and backward, layer normalization forward and backward, Adam's update). For
+// Float the buffer functions and the fused passes are C loops (Sources/CKernels), compiled once per
+// x86-64 vector width (baseline SSE2, AVX2 with FMA, AVX-512) and chosen at first use as the widest
+// the CPU and its OS run (`Kernels.vectorLevel`, in Tensor/VectorKernels.swift, the only file that
+// imports CKernels); for Double they are the C library's functions and the Swift loops kept in this
+// folder (`geluForwardLoops`, `layerNormForwardLoops`, their backward twins, `adamUpdateLoop`).
+//
+// Most kernels have a naive definition in `Naive`, under the kernel or beside the layer it serves
+// (Layers/Dense.swift, Conv2D.swift, …): the tests' oracle. The updates are checked by hand and
+// against PyTorch's formulas instead. This namespace is the seam a future accelerator backend
+// implements.
 //
 // The one specialization rule: every public kernel carries exactly the pair
 // `@_specialize(where T == Float)` / `@_specialize(where T == Double)`, and outside this folder only
 // the step's entries, `Network.lossAndGradientsUnchecked` and `Network.fusedLossAndUpdate`, carry
-// it (`.ci/specialize-check` counts them). A caller that does not know its scalar type (a layer
-// reached through `any Layer<Float>`) or sits in another module reaches the generic entry point,
-// which checks the type and jumps to the concrete copy. Without the pair, relu over conv 1's 1.38M outputs called from another module took 34.7 ms
-// instead of 0.24 ms (addBias 12.0 → 0.35 ms, relu's backward 53.8 → 0.37 ms). A layer carries no
-// attribute: where its own generic body cost a step (the dense layer, in W1–W3), its pass is one
-// kernel call (`DenseKernels.swift`).
+// it; the internal helpers a kernel calls carry none. A caller that does not know its scalar type
+// (a layer reached through `any Layer<Float>`) or sits in another module reaches the generic entry
+// point, which checks the type and jumps to the concrete copy. Without the pair, relu over conv 1's
+// 1.38M outputs called from another module took 34.7 ms instead of 0.24 ms (addBias 12.0 → 0.35 ms,
+// relu's backward 53.8 → 0.37 ms). A layer carries no attribute: where its own generic body cost a
+// step (the dense layer, in W1–W3), its pass is one kernel call (`DenseKernels.swift`).
+// `.ci/specialize-check` fails on an attribute outside this folder and those two entries' files, or
+// on more than 108 in all (52 kernels and the two entries, a pair each); that each kernel has its
+// pair is for review to see.
 
 /// The engine's kernels over contiguous row-major buffers; see the file's header for the rule
 /// that specializes them.

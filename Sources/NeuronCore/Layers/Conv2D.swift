@@ -92,7 +92,7 @@ public struct Conv2D<Scalar: TensorScalar>: ActivatedLayer {
     /// The unfolded input and its gradient, `outputPixels × patchSize` each (none for a 1×1 window),
     /// and the pre-activation gradient.
     public var cacheCount: Int {
-        (window.isPointwise ? 0 : 2 * window.outputPixels * window.patchSize) + outputShape.reduce(1, *)
+        (window.isPointwise ? 0 : window.outputPixels.times(window.patchSize).times(2)).adding(outputShape.reduce(1) { $0.times($1) })
     }
 
     /// As ``Dense``, with PyTorch's fans for a convolution (`fanIn = kh·kw·in`, `fanOut = kh·kw·filters`):

@@ -81,7 +81,7 @@ public struct GRU<Scalar: TensorScalar>: Layer {
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
     /// The gates and their gradient, the hidden projection and its gradient (`3·hidden` a position
     /// each), the previous states and the carry.
-    public var cacheCount: Int { 14 * time * hidden }
+    public var cacheCount: Int { time.times(hidden).times(14) }
 
     /// PyTorch's: every weight and bias `U(±1/√hidden)`; `h0` zero.
     public func initialize(

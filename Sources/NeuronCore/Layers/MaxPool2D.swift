@@ -45,7 +45,7 @@ public struct MaxPool2D<Scalar: TensorScalar>: Layer {
     public var output: Tensor<Scalar> { cache.output }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
     /// Each output's winner, an `Int`, counted in scalars of this precision.
-    public var cacheCount: Int { outputShape.reduce(1, *) * max(1, MemoryLayout<Int>.size / MemoryLayout<Scalar>.size) }
+    public var cacheCount: Int { outputShape.reduce(1) { $0.times($1) }.times(max(1, MemoryLayout<Int>.size / MemoryLayout<Scalar>.size)) }
 
     public func initialize(
         parameters: UnsafeMutableBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,

@@ -69,7 +69,7 @@ public struct RNN<Scalar: TensorScalar>: Layer {
     public var output: Tensor<Scalar> { cache.output }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
     /// The previous states, the pre-activation gradient and the carry.
-    public var cacheCount: Int { 3 * time * hidden }
+    public var cacheCount: Int { time.times(hidden).times(3) }
 
     /// PyTorch's: every weight and bias `U(±1/√hidden)`; `h0` zero.
     public func initialize(

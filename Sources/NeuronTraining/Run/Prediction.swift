@@ -4,9 +4,13 @@ import NeuronCore
 
 /// Predicts with a saved network.
 public enum Prediction<Scalar: TensorScalar> {
-    /// The network saved in `checkpoint` (its architecture from the saved config).
-    /// - Throws: ``CheckpointError`` for a missing tensor or a shape that does not fit.
+    /// The network saved in `checkpoint` (its architecture from the saved config), after this
+    /// machine's BLAS kernels have passed their check: every use of it (explain, sample, export,
+    /// predict) runs products.
+    /// - Throws: ``CheckpointError`` for a missing tensor or a shape that does not fit;
+    ///   `BLAS.KernelMismatch` when the kernels compute wrong products.
     public static func network(_ checkpoint: LoadedCheckpoint) throws -> Network<Scalar> {
+        try BLAS.checkKernels()
         // Seed 0: every weight is replaced by the saved one.
         var network: Network<Scalar> = try checkpoint.state.config.desugared.model.network(
             features: checkpoint.state.featureNames.count, vocabulary: checkpoint.state.vocabulary?.count, seed: 0)
@@ -19,7 +23,6 @@ public enum Prediction<Scalar: TensorScalar> {
     /// - Throws: ``RunError`` naming the first row whose outputs are not finite, and what reading
     ///   `input` or building the network throws.
     public static func csv(_ checkpoint: LoadedCheckpoint, input: String) throws -> String {
-        try BLAS.checkKernels()
         var network = try network(checkpoint)
         var x: Tensor<Scalar> = try CSV.loadFeatures(input, columns: checkpoint.state.featureNames)
         try checkpoint.state.preprocessing.apply(to: &x)
