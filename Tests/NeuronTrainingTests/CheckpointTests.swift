@@ -155,6 +155,15 @@ struct CheckpointTests {
         ("classNames shorter than the outputs", "classNames", #"["setosa", "versicolor"]"#, "classNames"),
         ("saved batchSize 0", "config.training.batchSize", "0", "config.training.batchSize"),
         ("saved blasThreads 3e9", "config.training.blasThreads", "3000000000", "config.training.blasThreads"),
+        (
+            "saved batchThreads 257 (the loader's bound, 256, not OpenBLAS's 1024)", "config.training.batchThreads", "257",
+            "config.training.batchThreads"
+        ),
+        (
+            "saved dropout rate 1", "config.model.layers",
+            #"[{"units": 16, "activation": "tanh"}, {"kind": "dropout", "rate": 1}, {"units": 3, "activation": "softmax"}]"#,
+            "config.model.layers[1].rate"
+        ),
         ("saved epochs Int.max", "config.training.epochs", "9223372036854775807", "config.training.epochs"),
         (
             "a step schedule every Int.max epochs", "config.optimizer.schedule", #"{"kind": "step", "every": 9223372036854775807}"#,

@@ -634,11 +634,12 @@ struct ConfigLoaderTests {
         check("training:\n  precision: half\n", "run.yaml:9:14: training.precision: expected one of float, double; found 'half'")
         check("training:\n  blasThreads: 0\n", "run.yaml:9:16: training.blasThreads: expected a whole number from 1 to 1024; found 0")
         check("training:\n  batchThreads: 0\n", "run.yaml:9:17: training.batchThreads: expected a whole number from 1 to 256; found 0")
+        check("training:\n  batchThreads: 257\n", "run.yaml:9:17: training.batchThreads: expected a whole number from 1 to 256; found 257")
         // OpenBLAS takes a C int: three billion threads are refused here, not trapped on conversion.
         check(
             "training:\n  blasThreads: 3000000000\n", "run.yaml:9:16: training.blasThreads: expected a whole number from 1 to 1024; found 3000000000")
         check("output:\n  checkpointEvery: 0\n", "run.yaml:9:20: output.checkpointEvery: expected a whole number 1 or more; found 0")
-        check("output:\n  checkpointSeconds: 0\n", "run.yaml:9:22: output.checkpointSeconds: expected a number greater than 0; found 0")
+        check("output:\n  checkpointSeconds: 0\n", "run.yaml:9:22: output.checkpointSeconds: expected a finite number greater than 0; found 0")
         // An empty run directory is the current folder.
         check(
             "output:\n  directory: ''\n",

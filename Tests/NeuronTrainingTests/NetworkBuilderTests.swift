@@ -125,11 +125,17 @@ struct NetworkBuilderTests {
         }
     }
 
-    @Test("Steps past Int.max are an error, not a trap: a cosine over huge epochs, a step every Int.max epochs")
-    func scheduleOverflow() {
+    @Test("Steps past 2⁵³ are an error, not a trap: a cosine over huge epochs, a step every Int.max epochs")
+    func scheduleOverflow() throws {
         var schedule = ScheduleConfig()
         schedule.kind = .cosine
         #expect(throws: OptimizerError.self) { try schedule.learningRateSchedule(stepsPerEpoch: 9, epochs: 4_611_686_018_427_387_904) }
+        // 2⁵¹ epochs of 4 steps are 2⁵³, the most a run counts; one epoch more is refused with the bound.
+        #expect(try schedule.learningRateSchedule(stepsPerEpoch: 4, epochs: 1 << 51) == .cosine(totalSteps: 1 << 53, minimumFactor: 0))
+        #expect(
+            throws: OptimizerError.invalidHyperparameter(
+                name: "cosine schedule's epochs", value: "2251799813685249 epochs", allowed: "at most 2251799813685248 epochs of 4 steps")
+        ) { try schedule.learningRateSchedule(stepsPerEpoch: 4, epochs: (1 << 51) + 1) }
         (schedule.kind, schedule.every) = (.step, Int.max)
         #expect(throws: OptimizerError.self) { try schedule.learningRateSchedule(stepsPerEpoch: 2, epochs: 1) }
     }

@@ -362,7 +362,7 @@ struct RunBuilderTests {
         #expect(failure { try RunBuilder.build(built) } == "the config: model.inputs is 5 but the data has 4 features (data: \(iris))")
     }
 
-    @Test("Sizes past Int.max are config errors at their key, not traps: units, epochs, a step schedule's every")
+    @Test("Sizes past counting are config errors at their key, not traps: units past Int.max, epochs and a step schedule's every past 2⁵³ steps")
     func overflowingSizes() throws {
         let units = try config("model: {layers: [{units: 9223372036854775807}, {units: 1}]}\ndata: {kind: synthetic, name: xor}")
         #expect(
@@ -382,7 +382,7 @@ struct RunBuilderTests {
                 """)
             #expect(
                 failure { try RunBuilder.build(epochs) }
-                    == "test.yaml:4:20: training.epochs: 4611686018427387904 epochs of 9 steps are more steps than can be counted; expected at most 1024819115206086200"
+                    == "test.yaml:4:20: training.epochs: 4611686018427387904 epochs of 9 steps are more steps than can be counted; expected at most 1000799917193443"
             )
         }
         let every = try config(
@@ -393,6 +393,13 @@ struct RunBuilderTests {
             """)
         #expect(
             failure { try RunBuilder.build(every) }.hasPrefix("test.yaml:3:43: optimizer.schedule.every: every 9223372036854775807 epochs of 5 steps")
+        )
+        // The neuron's iterations, a step each: 2⁵³ + 1 of them are refused at the key written.
+        let iterations = try config(
+            "model: {neuron: {weight: 0.5, bias: 0.5}}\ndata: {kind: sample, input: 0.01, target: 0.1}\ntraining: {iterations: 9007199254740993}")
+        #expect(
+            failure { try RunBuilder.build(iterations) }
+                == "test.yaml:3:24: training.iterations: 9007199254740993 epochs of 1 steps are more steps than can be counted; expected at most 9007199254740992"
         )
     }
 

@@ -70,11 +70,11 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
                 name: "saved position", value: "\(position.batches.count) samples, batch \(position.batchIndex)",
                 expected: "\(dataset.count) samples and a batch from 0 to \(position.batches.batchesPerEpoch - 1)")
         }
-        let (done, overflow) = position.epoch.multipliedReportingOverflow(by: position.batches.batchesPerEpoch)
-        guard position.epoch >= 0, !overflow, done + position.batchIndex == position.stepsTaken else {
+        let steps = stepCount(epochs: position.epoch, stepsPerEpoch: position.batches.batchesPerEpoch, plus: position.batchIndex)
+        guard steps == position.stepsTaken else {
             throw DataError.invalidArgument(
                 name: "saved position", value: "epoch \(position.epoch), batch \(position.batchIndex), \(position.stepsTaken) steps",
-                expected: "steps equal to epochs × \(position.batches.batchesPerEpoch) batches + the batch")
+                expected: "steps equal to epochs × \(position.batches.batchesPerEpoch) batches + the batch, at most \(maximumStepCount)")
         }
         // The optimizer's buffers were restored before it was handed over; `update` requires one
         // value per parameter once it has stepped, so a saved buffer of another length is refused here.

@@ -1,7 +1,9 @@
-// Sizes from configs (units, positions, batch sizes, epochs × steps) multiplied together: one
-// rule for all of them. A layer refuses, where it is built, a buffer past ``maximumHeldCount``
-// elements; an estimate of memory or steps saturates at `Int.max` instead of trapping, so that a
-// size past counting reads as "too large" in the message that refuses it.
+// Counts from configs and checkpoints multiplied together, each kind under one rule. Sizes (units,
+// positions, batch sizes): a layer refuses, where it is built, a buffer past ``maximumHeldCount``
+// elements; an estimate of memory saturates at `Int.max` instead of trapping, so that a size past
+// counting reads as "too large" in the message that refuses it. Steps (epochs × steps per epoch):
+// counted to ``maximumStepCount`` by ``stepCount(epochs:stepsPerEpoch:plus:)``, which every check of
+// a run's length calls (the config's, the schedule's, the engine's, a saved position's).
 
 /// The largest number of elements a layer's buffer may be sized for, per sample or per tensor.
 let maximumHeldCount = 1 << 40
@@ -18,6 +20,26 @@ func heldCount(_ factors: [Int]) -> Int? {
         product = next
     }
     return product
+}
+
+/// The most steps a run counts, 2⁵³: steps leave a run as numbers (metrics.csv, summary.json, the
+/// checkpoint's JSON state, the dashboard's frames), and a JSON reader, JavaScript's among them,
+/// holds a number as a `Double`, whose whole numbers are exact up to 2⁵³ and no further. No run comes
+/// near it: a billion steps a second would take 104 days.
+public let maximumStepCount = 1 << 53
+
+/// `epochs × stepsPerEpoch + extra` steps, or nil when one of them is negative or the count passes
+/// ``maximumStepCount``: epochs and steps per epoch come from configs and checkpoints, so a run too
+/// long to count is an error where its length is checked, never a trap or a wrapped product later.
+/// - Parameters:
+///   - epochs: whole epochs (a step schedule's interval counts the same way).
+///   - stepsPerEpoch: the steps (batches) each epoch takes.
+///   - extra: steps into the next epoch (a saved position's batch), 0 for whole epochs.
+public func stepCount(epochs: Int, stepsPerEpoch: Int, plus extra: Int = 0) -> Int? {
+    guard epochs >= 0, stepsPerEpoch >= 0, extra >= 0 else { return nil }
+    let (whole, overflow) = epochs.multipliedReportingOverflow(by: stepsPerEpoch)
+    guard !overflow, whole <= maximumStepCount, extra <= maximumStepCount - whole else { return nil }
+    return whole + extra
 }
 
 extension Int {

@@ -7,12 +7,6 @@ import Foundation
 import NeuronCore
 
 extension CheckpointState {
-    /// More steps than any run takes; the bound keeps every later count (`stepsTaken + 1`, epochs
-    /// × batches) clear of overflow.
-    static let maximumSteps = 1 << 53
-    /// OpenBLAS's thread count is a C `int`; far more threads than any machine has is an error.
-    static let maximumBLASThreads = 1024
-
     /// Checks every field against its range, the others and `tensors`.
     /// - Throws: ``CheckpointError/invalidState(path:field:reason:)`` naming `file` and the field.
     func validate(tensors: [String: SafeTensors.Entry], file: String) throws(CheckpointError) {
@@ -121,7 +115,8 @@ extension CheckpointState {
         }
 
         // Counts: the position in the epochs (none saved for a run on one sample without a seed, an epoch a step).
-        guard step >= 0, step <= Self.maximumSteps else { throw invalid("step", "\(step); expected 0 to \(Self.maximumSteps)") }
+        // Steps are counted to `maximumStepCount`, which keeps every later count (`stepsTaken + 1`) clear of overflow.
+        guard step >= 0, step <= maximumStepCount else { throw invalid("step", "\(step); expected 0 to \(maximumStepCount)") }
         guard optimizerStep == step else { throw invalid("optimizerStep", "\(optimizerStep) but step is \(step)") }
         guard epoch >= 0, epoch <= step else { throw invalid("epoch", "\(epoch); expected 0 to step (\(step))") }
         guard records.count <= epoch else { throw invalid("records", "\(records.count) records for \(epoch) epochs") }
@@ -140,16 +135,14 @@ extension CheckpointState {
         } else {
             guard let position else { throw invalid("position", "missing; a network's checkpoint saves its epoch order and generator") }
             try position.validate(step: step, epoch: epoch, file: file)
-            // The schedule and the progress count in steps: epochs (and a step schedule's interval) × batches.
-            let perEpoch = position.batches.batchesPerEpoch
-            for (key, epochs) in [
-                ("config.training.epochs", config.training.epochs), ("config.optimizer.schedule.every", config.optimizer.schedule.every ?? 1),
-            ] {
-                let (steps, overflow) = epochs.multipliedReportingOverflow(by: perEpoch)
-                guard !overflow, steps <= Self.maximumSteps else {
-                    throw invalid(key, "\(epochs) epochs of \(perEpoch) steps are more than \(Self.maximumSteps) steps")
-                }
-            }
+        }
+        // The schedule and the progress count in steps: epochs (and a step schedule's interval) ×
+        // batches (on one sample, an epoch a step), as the run builder counts them.
+        let perEpoch = position?.batches.batchesPerEpoch ?? 1
+        for (key, epochs) in [
+            ("config.training.epochs", config.training.epochs), ("config.optimizer.schedule.every", config.optimizer.schedule.every ?? 1),
+        ] where stepCount(epochs: epochs, stepsPerEpoch: perEpoch) == nil {
+            throw invalid(key, "\(epochs) epochs of \(perEpoch) steps are more than \(maximumStepCount) steps")
         }
 
         try preprocessing.validate(features: featureNames.count, file: file)
@@ -197,11 +190,11 @@ extension TrainingPosition {
         guard self.epoch == epoch else { throw invalid("epoch", "\(self.epoch) but epoch is \(epoch)") }
         guard stepsTaken == step else { throw invalid("stepsTaken", "\(stepsTaken) but step is \(step)") }
         // Every epoch has the same batches, so the steps follow from the epoch and the batch.
-        let (done, overflow) = self.epoch.multipliedReportingOverflow(by: perEpoch)
-        guard !overflow, done + batchIndex == stepsTaken else {
+        let steps = stepCount(epochs: self.epoch, stepsPerEpoch: perEpoch, plus: batchIndex)
+        guard steps == stepsTaken else {
             throw invalid(
                 "stepsTaken",
-                "\(stepsTaken) but \(self.epoch) epochs of \(perEpoch) batches and \(batchIndex) more make \(overflow ? "more than Int.max" : "\(done + batchIndex)")"
+                "\(stepsTaken) but \(self.epoch) epochs of \(perEpoch) batches and \(batchIndex) more make \(steps.map { "\($0)" } ?? "more than \(maximumStepCount)")"
             )
         }
         // The sums are cleared when the next epoch's first step starts: at an epoch's end they still hold the whole epoch.
@@ -241,61 +234,26 @@ extension Preprocessing {
 }
 
 extension RunConfig {
-    /// The ranges the config loader checks, for the keys a checkpoint's config is used by (the
-    /// loader itself also refuses keys of another kind, which a saved config holds with their defaults).
+    /// The ranges the config loader checks (the same functions, Config/ConfigRanges.swift), and the
+    /// keys each data kind requires: a saved config was loaded once, so what only a file can get
+    /// wrong (a key of another kind, which a saved config holds with its default) is not asked again.
     func validate(file: String) throws(CheckpointError) {
         func check(_ ok: Bool, _ key: String, _ value: Any, _ expected: String) throws(CheckpointError) {
             guard ok else { throw .invalidState(path: file, field: "config.\(key)", reason: "\(value); expected \(expected)") }
         }
         // The sugar's own rule, then the checks of what it stands for.
         try check((model.neuron != nil) == (data.kind == .sample), "data.kind", data.kind.rawValue, "sample for the neuron, and only for it")
-        if let n = training.iterations {
-            try check(n >= 1 && n <= CheckpointState.maximumSteps, "training.iterations", n, "1 to \(CheckpointState.maximumSteps)")
+        let desugared = desugared
+        do {
+            try checkRanges()
+            // In the precision the run trains in (the neuron's always double).
+            try desugared.optimizer.checkPrecision(desugared.training.precision)
+        } catch {
+            throw .invalidState(path: file, field: "config.\(error.key)", reason: "\(error.value); expected \(error.expected)")
         }
-        let config = desugared, model = config.model, o = config.optimizer, t = config.training
-        if let transformer = model.transformer {
+        if model.transformer != nil {
             try check(model.layers.isEmpty, "model.layers", "\(model.layers.count) layers beside a transformer", "none")
-            if let (key, value, expected) = transformer.firstProblem() { try check(false, "model.transformer.\(key)", value, expected) }
-        } else {
-            try check(!model.layers.isEmpty, "model.layers", "no layers", "at least one layer")
         }
-        for (i, layer) in model.layers.enumerated() where layer.kind == .dense {
-            try check((layer.units ?? 0) >= 1, "model.layers[\(i)].units", layer.units ?? 0, "1 or more")
-        }
-        if let inputs = model.inputs { try check(inputs >= 1, "model.inputs", inputs, "1 or more") }
-        try check(t.epochs >= 1 && t.epochs <= CheckpointState.maximumSteps, "training.epochs", t.epochs, "1 to \(CheckpointState.maximumSteps)")
-        try check(t.batchSize >= 1, "training.batchSize", t.batchSize, "1 or more")
-        try check(
-            (1...CheckpointState.maximumBLASThreads).contains(t.blasThreads), "training.blasThreads", t.blasThreads,
-            "1 to \(CheckpointState.maximumBLASThreads)")
-        if let threads = t.batchThreads {
-            try check(
-                (1...CheckpointState.maximumBLASThreads).contains(threads), "training.batchThreads", threads,
-                "1 to \(CheckpointState.maximumBLASThreads)")
-        }
-        if let every = output.checkpointEvery { try check(every >= 1, "output.checkpointEvery", every, "1 or more") }
-        try check(
-            output.checkpointSeconds.isFinite && output.checkpointSeconds > 0, "output.checkpointSeconds", output.checkpointSeconds,
-            "a finite number above 0")
-        try check(o.learningRate.isFinite && o.learningRate > 0, "optimizer.learningRate", o.learningRate, "a finite number above 0")
-        try check(o.momentum >= 0 && o.momentum < 1, "optimizer.momentum", o.momentum, "in [0, 1)")
-        try check(o.beta1 >= 0 && o.beta1 < 1, "optimizer.beta1", o.beta1, "in [0, 1)")
-        try check(o.beta2 >= 0 && o.beta2 < 1, "optimizer.beta2", o.beta2, "in [0, 1)")
-        try check(o.epsilon.isFinite && o.epsilon > 0, "optimizer.epsilon", o.epsilon, "a finite number above 0")
-        try check(o.weightDecay.isFinite && o.weightDecay >= 0, "optimizer.weightDecay", o.weightDecay, "a finite number at least 0")
-        if t.precision == .float {
-            // As the config is checked when a run is built: a finite Double that is infinite as a Float.
-            let numbers = [
-                ("optimizer.learningRate", o.learningRate), ("optimizer.momentum", o.momentum), ("optimizer.beta1", o.beta1),
-                ("optimizer.beta2", o.beta2), ("optimizer.epsilon", o.epsilon), ("optimizer.weightDecay", o.weightDecay),
-            ]
-            for (key, value) in numbers { try check(Float(value).isFinite, key, value, "a number within float precision") }
-        }
-        if let every = o.schedule.every { try check(every >= 1, "optimizer.schedule.every", every, "1 or more") }
-        if let factor = o.schedule.factor { try check(factor > 0 && factor <= 1, "optimizer.schedule.factor", factor, "in (0, 1]") }
-        if let floor = o.schedule.minimumFactor { try check(floor >= 0 && floor <= 1, "optimizer.schedule.minimumFactor", floor, "in [0, 1]") }
-        if let warmup = o.schedule.warmupSteps { try check(warmup >= 0, "optimizer.schedule.warmupSteps", warmup, "0 or more") }
-        if let norm = t.clipGradientNorm { try check(norm.isFinite && norm > 0, "training.clipGradientNorm", norm, "a finite number above 0") }
         // The keys each data kind requires (the data reader relies on the loader having checked them).
         let required: [(String, Bool)] =
             switch data.kind {
@@ -307,8 +265,5 @@ extension RunConfig {
             }
         for (key, given) in required { try check(given, "data.\(key)", "nothing", "a value for a \(data.kind.rawValue) dataset") }
         try check((data.testImages == nil) == (data.testLabels == nil), "data.testImages", "one of testImages and testLabels", "both or neither")
-        if let split = data.validationSplit { try check(split >= 0 && split < 1, "data.validationSplit", split, "in [0, 1)") }
-        if let limit = data.limit { try check(limit >= 1, "data.limit", limit, "1 or more") }
-        if let count = data.count { try check(count >= 1, "data.count", count, "1 or more") }
     }
 }

@@ -332,8 +332,10 @@ private struct ConfigChecker {
         guard condition else { throw self.expected(expected(), at: path, found: found()) }
     }
 
-    func atLeastOne(_ value: Int, at path: String) throws(ConfigError) {
-        try require(value >= 1, "a whole number 1 or more", at: path, found: "\(value)")
+    /// Runs the shared range checks of `check` (Config/ConfigRanges.swift), reporting the first
+    /// value out of range where it is written.
+    func ranges(_ check: () throws(ConfigRangeError) -> Void) throws(ConfigError) {
+        do { try check() } catch { throw expected(error.expected, at: error.key, found: error.value) }
     }
 
     /// `tanh, sigmoid, relu or identity`: the names of `choices`, for prose.
@@ -369,13 +371,7 @@ private struct ConfigChecker {
         try validateData(config.data)
         try validateOptimizer(config.optimizer)
         try validateTraining(config.training)
-        if let every = config.output.checkpointEvery { try atLeastOne(every, at: "output.checkpointEvery") }
-        if let directory = config.output.directory {
-            // An empty name is the current folder: the run's files would land among whatever is there.
-            try require(!directory.isEmpty, "a folder name (leave the key out for runs/<config name>)", at: "output.directory", found: "''")
-        }
-        let seconds = config.output.checkpointSeconds
-        try require(seconds.isFinite && seconds > 0, "a number greater than 0", at: "output.checkpointSeconds", found: "\(seconds)")
+        try ranges { () throws(ConfigRangeError) in try config.output.checkRanges() }
         try validatePairing(config)
     }
 
@@ -419,7 +415,6 @@ private struct ConfigChecker {
         }
         if let samples = config.output.samples {
             try require(model.takesTokens || samples == 0, "0: only a text model samples lines", at: "output.samples", found: "\(samples)")
-            try require((0...100).contains(samples), "a whole number from 0 to 100", at: "output.samples", found: "\(samples)")
         }
     }
 
@@ -427,17 +422,15 @@ private struct ConfigChecker {
     /// plain gradient steps for `training.iterations` (``RunConfig/desugared``), so the keys that
     /// would say otherwise are refused rather than ignored.
     func validateNeuron(_ config: RunConfig) throws(ConfigError) {
-        guard let neuron = config.model.neuron, config.model.layers.isEmpty, config.model.transformer == nil else {
+        guard config.model.layers.isEmpty, config.model.transformer == nil else {
             let other = config.model.transformer == nil ? "layers (a network)" : "transformer (a GPT)"
             throw ConfigError(
                 source, at: nodes.keys["model.neuron"]?.mark, "model: expected either \(other) or neuron (the single neuron), not both")
         }
-        for (key, value) in [("weight", neuron.weight), ("bias", neuron.bias)] {
-            try require(value.isFinite, "a finite number", at: "model.neuron.\(key)", found: "\(value)")
-        }
         if let inputs = config.model.inputs {
             try require(inputs == 1, "1 for the single neuron (it has one input)", at: "model.inputs", found: "\(inputs)")
         }
+        try ranges { () throws(ConfigRangeError) in try config.model.checkRanges() }  // its weight and bias
         if nodes.has("model.loss") {
             throw ConfigError(
                 source, at: nodes.keys["model.loss"]?.mark,
@@ -472,13 +465,17 @@ private struct ConfigChecker {
     }
 
     func validateModel(_ model: inout ModelConfig) throws(ConfigError) {
-        if let transformer = model.transformer {
+        if model.transformer != nil {
             guard !nodes.has("model.layers") else {
                 throw ConfigError(
                     source, at: nodes.keys["model.transformer"]?.mark,
                     "model: expected either layers (a network of the layers listed) or transformer (a GPT by its sizes), not both")
             }
-            try validateTransformer(transformer, inputs: model.inputs)
+            try ranges { () throws(ConfigRangeError) in try model.checkRanges() }  // the sizes, the inputs
+            if nodes.has("model.inputShape") {
+                throw ConfigError(
+                    source, at: nodes.keys["model.inputShape"]?.mark, "model.inputShape does not apply to a transformer, which reads text")
+            }
             if let loss = model.loss {
                 try require(loss == .sequenceCrossEntropy, "sequenceCrossEntropy for a transformer", at: "model.loss", found: "'\(loss.rawValue)'")
             }
@@ -488,17 +485,7 @@ private struct ConfigChecker {
         guard nodes.has("model.layers") else {
             throw missing("layers", in: "model", because: "a model needs layers (a network), transformer (a GPT) or neuron (the single neuron)")
         }
-        try require(!model.layers.isEmpty, "at least one layer", at: "model.layers", found: "an empty list")
-        if let inputs = model.inputs { try atLeastOne(inputs, at: "model.inputs") }
-        if let shape = model.inputShape {
-            try require(
-                shape.count == 3 && shape.allSatisfy { $0 >= 1 && $0 <= 1 << 24 },
-                "[height, width, channels], each a whole number from 1 to \(1 << 24)", at: "model.inputShape", found: "\(shape)")
-            try require(
-                ModelConfig.valueCount(shape) != nil,
-                "values per sample (height × width × channels) that can be counted, at most \(Int.max); \(shape.map(String.init).joined(separator: " × ")) is more",
-                at: "model.inputShape", found: "\(shape)")
-        }
+        try ranges { () throws(ConfigRangeError) in try model.checkRanges() }  // at least one layer, the inputs, the image shape
         for (i, layer) in model.layers.enumerated() {
             try validateLayer(layer, at: "model.layers[\(i)]", isLast: i == model.layers.count - 1)
             model.layers[i].writeActivations()
@@ -539,17 +526,6 @@ private struct ConfigChecker {
         }
     }
 
-    /// A transformer's sizes; the block against the position table once the data is read.
-    func validateTransformer(_ transformer: TransformerConfig, inputs: Int?) throws(ConfigError) {
-        if let (key, value, expected) = transformer.firstProblem() {
-            throw self.expected(expected, at: "model.transformer.\(key)", found: value)
-        }
-        if let inputs { try atLeastOne(inputs, at: "model.inputs") }
-        if nodes.has("model.inputShape") {
-            throw ConfigError(source, at: nodes.keys["model.inputShape"]?.mark, "model.inputShape does not apply to a transformer, which reads text")
-        }
-    }
-
     /// One layer's keys for its kind, the keys its kind needs, and their ranges; shapes are
     /// checked when the network is built against the data.
     func validateLayer(_ layer: LayerConfig, at path: String, isLast: Bool) throws(ConfigError) {
@@ -558,25 +534,15 @@ private struct ConfigChecker {
         func needs(_ key: String, _ value: (some Any)?, _ what: String) throws(ConfigError) {
             guard value != nil else { throw missing(key, in: path, because: "a \(kind.rawValue) layer needs \(what)") }
         }
-        func range(_ value: Int?, _ key: String, from lower: Int) throws(ConfigError) {
-            guard let value else { return }
-            try require(
-                value >= lower && value <= 1 << 24, "a whole number from \(lower) to \(1 << 24)", at: "\(path).\(key)", found: "\(value)")
-        }
         switch kind {
         case .dense:
             if layer.units == nil, nodes.keys["\(path).units"] != nil {
                 throw error(at: "\(path).units", "\(path).units: expected a whole number; found nothing (null)")
             }
             try needs("units", layer.units, "units")
-            try atLeastOne(layer.units!, at: "\(path).units")
         case .conv2d:
             try needs("filters", layer.filters, "filters and kernel")
             try needs("kernel", layer.kernel, "filters and kernel")
-            try range(layer.filters, "filters", from: 1)
-            try range(layer.kernel, "kernel", from: 1)
-            try range(layer.stride, "stride", from: 1)
-            try range(layer.pad, "pad", from: 0)
             if layer.pad != nil, layer.padding != nil {
                 throw error(at: "\(path).pad", "\(path).pad: give either padding (valid or same) or pad (zeros on every side), not both")
             }
@@ -588,13 +554,8 @@ private struct ConfigChecker {
             } else {
                 try needs("size", layer.size, kind == .avgPool2d ? "size (or global: true)" : "size")
             }
-            try range(layer.size, "size", from: 1)
-            try range(layer.stride, "stride", from: 1)
-        case .flatten:
-            break
         case .dropout:
             try needs("rate", layer.rate, "rate")
-            try require(layer.rate! >= 0 && layer.rate! < 1, "a number in [0, 1)", at: "\(path).rate", found: "\(layer.rate!)")
         case .residual:
             guard let body = layer.layers else { throw missing("layers", in: path, because: "a residual layer needs layers, its body") }
             try require(!body.isEmpty, "at least one layer in the body", at: "\(path).layers", found: "an empty list")
@@ -604,29 +565,18 @@ private struct ConfigChecker {
                     found: "'residual'")
                 try validateLayer(inner, at: "\(path).layers[\(j)]", isLast: false)
             }
-        case .embedding:
-            try range(layer.features, "features", from: 1)
-        case .positionEmbedding:
+        case .embedding, .positionEmbedding, .flatten, .batchNorm, .layerNorm:
             break
         case .context:
             try needs("size", layer.size, "size (how many positions it concatenates)")
-            try range(layer.size, "size", from: 1)
         case .rnn, .gru:
             try needs("units", layer.units, "units (the hidden state's size)")
-            try range(layer.units, "units", from: 1)
-        case .batchNorm:
-            if let momentum = layer.momentum {
-                try require(momentum >= 0 && momentum <= 1, "a number in [0, 1]", at: "\(path).momentum", found: "\(momentum)")
-            }
-            try epsilonFloor(layer.epsilon, at: path, for: "a channel whose batch variance is 0")
-        case .layerNorm:
-            try epsilonFloor(layer.epsilon, at: path, for: "a sample or position whose features are all equal")
         case .gelu:
             break  // approximation: its names are checked as it is read
         case .attention:
             try needs("heads", layer.heads, "heads")
-            try range(layer.heads, "heads", from: 1)
         }
+        try ranges { () throws(ConfigRangeError) in try layer.checkRanges(at: path) }
         if layer.activation == .softmax {
             let others = alternatives(Activation.allCases.filter { $0 != .softmax })
             try require(
@@ -635,16 +585,6 @@ private struct ConfigChecker {
             try require(
                 isLast, "\(others) before the last layer (softmax belongs only in the output layer)", at: "\(path).activation", found: "'softmax'")
         }
-    }
-
-    /// Throws at `path.epsilon` unless `epsilon` (when given) is finite and at least
-    /// ``LayerConfig/smallestEpsilon``: batchNorm's and layerNorm's floor, for `what`.
-    private func epsilonFloor(_ epsilon: Double?, at path: String, for what: String) throws(ConfigError) {
-        guard let epsilon else { return }
-        try require(
-            epsilon >= LayerConfig.smallestEpsilon && epsilon.isFinite,
-            "a finite number of at least \(LayerConfig.smallestEpsilon) (epsilon keeps 1/√(variance + epsilon) finite for \(what); Float holds nothing below 1.4e-45)",
-            at: "\(path).epsilon", found: "\(epsilon)")
     }
 
     func validateData(_ data: DataConfig) throws(ConfigError) {
@@ -671,107 +611,40 @@ private struct ConfigChecker {
             guard let name = data.name else {
                 throw missing("name", in: "data", because: "a synthetic dataset needs name (\(alternatives(DataConfig.SyntheticName.allCases)))")
             }
-            if let count = data.count {
-                guard name == .sine else {
-                    throw ConfigError(
-                        source, at: nodes.keys["data.count"]?.mark,
-                        "data.count does not apply to the xor dataset (always its 4 rows); only sine takes a count")
-                }
-                try atLeastOne(count, at: "data.count")
+            if data.count != nil, name != .sine {
+                throw ConfigError(
+                    source, at: nodes.keys["data.count"]?.mark,
+                    "data.count does not apply to the xor dataset (always its 4 rows); only sine takes a count")
             }
         case .sample:
             let needs = "a sample needs input and target"
-            guard let input = data.input else { throw missing("input", in: "data", because: needs) }
-            guard let target = data.target else { throw missing("target", in: "data", because: needs) }
-            try require(input.isFinite, "a finite number", at: "data.input", found: "\(input)")
-            try require(target.isFinite, "a finite number", at: "data.target", found: "\(target)")
+            guard data.input != nil else { throw missing("input", in: "data", because: needs) }
+            guard data.target != nil else { throw missing("target", in: "data", because: needs) }
         case .text:
             guard data.path != nil else { throw missing("path", in: "data", because: "a text dataset needs path, a file of one sample per line") }
             if let keep = data.keep {
                 do { _ = try CharacterClass(keep) } catch { throw self.error(at: "data.keep", "data.keep: \(error)") }
             }
-            try range(data.blockSize, at: "data.blockSize", from: 2)
-            if let split = data.testSplit {
-                try require(split >= 0 && split < 1, "a number in [0, 1)", at: "data.testSplit", found: "\(split)")
-            }
         }
-        if let split = data.validationSplit {
-            try require(split >= 0 && split < 1, "a number in [0, 1)", at: "data.validationSplit", found: "\(split)")
-        }
-        if let limit = data.limit { try atLeastOne(limit, at: "data.limit") }
+        try ranges { () throws(ConfigRangeError) in try data.checkRanges() }
     }
 
     func validateOptimizer(_ optimizer: OptimizerConfig) throws(ConfigError) {
         try onlyKeys(optimizer.kind.keys, in: "optimizer", for: optimizer.kind.rawValue)
-        let rate = optimizer.learningRate
-        try require(rate.isFinite && rate > 0, "a finite number greater than 0", at: "optimizer.learningRate", found: "\(rate)")
-        try require(
-            optimizer.momentum >= 0 && optimizer.momentum < 1, "a number in [0, 1)", at: "optimizer.momentum",
-            found: "\(optimizer.momentum)")
-        try require(
-            !optimizer.nesterov || optimizer.momentum > 0, "false when momentum is 0 (Nesterov momentum needs momentum > 0)",
-            at: "optimizer.nesterov", found: "true")
-        try require(optimizer.beta1 >= 0 && optimizer.beta1 < 1, "a number in [0, 1)", at: "optimizer.beta1", found: "\(optimizer.beta1)")
-        try require(optimizer.beta2 >= 0 && optimizer.beta2 < 1, "a number in [0, 1)", at: "optimizer.beta2", found: "\(optimizer.beta2)")
-        try require(
-            optimizer.epsilon.isFinite && optimizer.epsilon > 0, "a finite number greater than 0", at: "optimizer.epsilon",
-            found: "\(optimizer.epsilon)")
-        try require(
-            optimizer.weightDecay.isFinite && optimizer.weightDecay >= 0, "a finite number 0 or greater",
-            at: "optimizer.weightDecay", found: "\(optimizer.weightDecay)")
-
         let schedule = optimizer.schedule
         try onlyKeys(schedule.kind.keys, in: "optimizer.schedule", for: "a \(schedule.kind.rawValue) schedule")
-        switch schedule.kind {
-        case .constant:
-            break
-        case .step:
-            guard let every = schedule.every else {
-                throw missing("every", in: "optimizer.schedule", because: "a step schedule multiplies the rate by factor every so many epochs")
-            }
-            try atLeastOne(every, at: "optimizer.schedule.every")
-            if let factor = schedule.factor {
-                try require(factor > 0 && factor <= 1, "a number in (0, 1]", at: "optimizer.schedule.factor", found: "\(factor)")
-            }
-        case .cosine:
-            if let floor = schedule.minimumFactor {
-                try require(floor >= 0 && floor <= 1, "a number in [0, 1]", at: "optimizer.schedule.minimumFactor", found: "\(floor)")
-            }
+        if schedule.kind == .step, schedule.every == nil {
+            throw missing("every", in: "optimizer.schedule", because: "a step schedule multiplies the rate by factor every so many epochs")
         }
-        // Its upper bound, fewer than the run's steps, is checked when the run is built and its steps are known.
-        if let warmup = schedule.warmupSteps {
-            try require(warmup >= 0, "a whole number 0 or greater", at: "optimizer.schedule.warmupSteps", found: "\(warmup)")
-        }
-    }
-
-    /// Throws at `key` unless `value` (when given) is a whole number from `lower` to 2²⁴.
-    private func range(_ value: Int?, at key: String, from lower: Int) throws(ConfigError) {
-        guard let value else { return }
-        try require(value >= lower && value <= 1 << 24, "a whole number from \(lower) to \(1 << 24)", at: key, found: "\(value)")
+        try ranges { () throws(ConfigRangeError) in try optimizer.checkRanges() }
     }
 
     func validateTraining(_ training: TrainingConfig) throws(ConfigError) {
-        try atLeastOne(training.epochs, at: "training.epochs")
         if let smoothing = training.smoothing {
             try require(
                 training.fit == .counts, "nothing: smoothing belongs to training.fit: counts", at: "training.smoothing", found: "\(smoothing)")
-            try require(
-                smoothing > 0 && smoothing <= TrainingConfig.maximumSmoothing, "a number above 0 and at most 1e6",
-                at: "training.smoothing", found: "\(smoothing)")
         }
-        if let iterations = training.iterations { try atLeastOne(iterations, at: "training.iterations") }
-        if let norm = training.clipGradientNorm {
-            try require(norm.isFinite && norm > 0, "a finite number greater than 0", at: "training.clipGradientNorm", found: "\(norm)")
-        }
-        try atLeastOne(training.batchSize, at: "training.batchSize")
-        try require(
-            (1...ConfigLimits.blasThreads).contains(training.blasThreads), "a whole number from 1 to \(ConfigLimits.blasThreads)",
-            at: "training.blasThreads", found: "\(training.blasThreads)")
-        if let threads = training.batchThreads {
-            try require(
-                (1...ConfigLimits.batchThreads).contains(threads), "a whole number from 1 to \(ConfigLimits.batchThreads)",
-                at: "training.batchThreads", found: "\(threads)")
-        }
+        try ranges { () throws(ConfigRangeError) in try training.checkRanges() }
     }
 
     // MARK: Data files

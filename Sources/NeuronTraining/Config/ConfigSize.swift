@@ -11,11 +11,6 @@ enum ConfigLimits {
     static let textBytes = 1 << 20
     /// The most nodes (scalars, lists and mappings) a config may stand for once its aliases are expanded.
     static let expandedNodes = 100_000
-    /// The most OpenBLAS threads a config may ask for (OpenBLAS builds cap far lower; this keeps the
-    /// count within the C `int` it is passed as).
-    static let blasThreads = 1024
-    /// A share per thread: more shares than cores only add replicas.
-    static let batchThreads = 256
 }
 
 extension ConfigLoader {

@@ -76,6 +76,13 @@ public struct ModelConfig: Sendable, Equatable, Codable {
         (self.inputs, self.inputShape, self.layers, self.loss, self.neuron) = (inputs, inputShape, layers, loss, neuron)
     }
 
+    /// The largest size a config gives any one extent: a layer's units (rnn, gru), features, heads,
+    /// filters, kernel, stride, pad or window; a transformer's sizes and positions; an image's
+    /// side; a text block's positions. 2²⁴ is far beyond any layer a run can hold (a dense layer of
+    /// 2²⁴ units on 2²⁴ inputs has 2⁴⁸ weights), and the largest whole number a Float holds exactly,
+    /// the bound a vocabulary has for that reason (token indices travel in Float tensors).
+    public static let largestSize = 1 << 24
+
     /// The values one sample of `shape` holds (the product of its sizes), or nil when the product
     /// is more than an `Int` counts: every size a config gives is checked this way before it is multiplied.
     public static func valueCount(_ shape: [Int]) -> Int? {
@@ -280,22 +287,6 @@ public struct TransformerConfig: Sendable, Equatable, Codable {
     /// The most blocks: each is a handful of layers built before any memory check, so a hostile
     /// count must not be able to build millions of them.
     public static let maximumBlocks = 1024
-
-    /// The first key out of range, its value as written and what it allows; nil when every key
-    /// is in range. The config loader's check, and a checkpoint's.
-    func firstProblem() -> (key: String, value: String, expected: String)? {
-        let largest = 1 << 24
-        if !(1...Self.maximumBlocks).contains(blocks) { return ("blocks", "\(blocks)", "a whole number from 1 to \(Self.maximumBlocks)") }
-        if !(1...largest).contains(heads) { return ("heads", "\(heads)", "a whole number from 1 to \(largest)") }
-        if !(1...largest).contains(features) { return ("features", "\(features)", "a whole number from 1 to \(largest)") }
-        if features % heads != 0 {
-            return ("heads", "\(heads)", "a number of heads dividing model.transformer.features, \(features), into heads of equal size")
-        }
-        if !(1...largest).contains(mlpRatio) { return ("mlpRatio", "\(mlpRatio)", "a whole number from 1 to \(largest)") }
-        if !(dropout >= 0 && dropout < 1) { return ("dropout", "\(dropout)", "a number in [0, 1)") }
-        if let positions, !(1...largest).contains(positions) { return ("positions", "\(positions)", "a whole number from 1 to \(largest)") }
-        return nil
-    }
 }
 
 /// The single neuron's starting parameters.
@@ -459,7 +450,7 @@ public struct ScheduleConfig: Sendable, Equatable, Codable {
 
     /// Default `constant`.
     public var kind: Kind = .constant
-    /// step: multiply by `factor` every `every` epochs (at least 1; required for step).
+    /// step: multiply by `factor` every `every` epochs (at least 1, its steps at most 2⁵³; required for step).
     public var every: Int?
     /// step: the multiplier, in (0, 1]; default 0.1 (PyTorch's `StepLR`).
     public var factor: Double?
@@ -485,7 +476,8 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
         public init<Scalar: TensorScalar>(_: Scalar.Type) { self = Scalar.self == Float.self ? .float : .double }
     }
 
-    /// Passes over the training rows (networks); default 10.
+    /// Passes over the training rows (networks), at least 1, their steps at most 2⁵³
+    /// (`maximumStepCount`); default 10.
     public var epochs: Int = 10
     /// The single neuron's name for its epochs, each one step on its one sample (Docs/Reference.md
     /// §3: 100,000); a neuron config's sugar, replaced by `--epochs`.
@@ -496,13 +488,25 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     public var seed: UInt64 = 42
     /// Default `float`.
     public var precision: Precision = .float
-    /// OpenBLAS threads, at least 1; default 2.
+    /// OpenBLAS threads, in ``blasThreadsRange``; default 2.
     public var blasThreads: Int = 2
+    /// The OpenBLAS threads a config may ask for, 1 to 1024: the count is passed as a C `int`, and
+    /// OpenBLAS caps it at the threads its build was made for (far fewer), so 1024, beyond any
+    /// machine's cores, only keeps a hostile count from reaching the C call.
+    public static let blasThreadsRange = 1...1024
     /// The threads a training step splits its batch over (`Network.batchThreads`): 1 (the default)
     /// computes each batch whole; `n > 1` computes `n` shares of rows side by side, each with its
     /// products on one BLAS thread. Not with batch normalization, whose statistics are the whole
-    /// batch's. Left out of a saved config when not given, so that a run's checkpoint stays as it was.
+    /// batch's. Left out of a saved config when not given, so that a run's checkpoint stays as it
+    /// was. In ``batchThreadsRange``.
     public var batchThreads: Int?
+    /// The threads a step may split its batch over, 1 to 256. Each share has its own replica of the
+    /// network's activations and gradients and its own thread, so shares beyond the machine's
+    /// cores cost memory and wake-ups and compute nothing sooner, as do shares of a row or two;
+    /// 256 is past the cores of one socket of today's largest servers (192) and the rows of a
+    /// usual batch. It is the bound the documentation and the loader have always given, so no
+    /// checkpoint a loaded config trained holds more.
+    public static let batchThreadsRange = 1...256
     /// How the parameters are found: by gradient descent (nil, the default), or, for a bigram model
     /// (one embedding over text), by counting, the maximum-likelihood table in closed form. Left
     /// out of a saved config when not given, so that a run's checkpoint stays as it was.

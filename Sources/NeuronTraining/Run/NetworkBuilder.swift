@@ -251,16 +251,16 @@ extension ScheduleConfig {
     /// The schedule in steps, for `epochs` epochs of `stepsPerEpoch` steps (the config counts
     /// epochs, its warmup steps), behind its warmup when it has one; a cosine then runs over the
     /// steps after the warmup, as nanoGPT's does.
-    /// - Throws: `OptimizerError` when the steps are more than an `Int` counts, or the warmup is
-    ///   not shorter than the run.
+    /// - Throws: `OptimizerError` when the steps are more than a run counts (`maximumStepCount`),
+    ///   or the warmup is not shorter than the run.
     public func learningRateSchedule(stepsPerEpoch: Int, epochs: Int) throws(OptimizerError) -> LearningRateSchedule {
         func steps(_ epochs: Int, _ name: String) throws(OptimizerError) -> Int {
-            let (product, overflow) = epochs.multipliedReportingOverflow(by: stepsPerEpoch)
-            guard !overflow else {
+            guard let steps = stepCount(epochs: epochs, stepsPerEpoch: stepsPerEpoch) else {
                 throw .invalidHyperparameter(
-                    name: name, value: "\(epochs) epochs", allowed: "at most \(Int.max / stepsPerEpoch) epochs of \(stepsPerEpoch) steps")
+                    name: name, value: "\(epochs) epochs",
+                    allowed: "at most \(maximumStepCount / max(1, stepsPerEpoch)) epochs of \(stepsPerEpoch) steps")
             }
-            return product
+            return steps
         }
         let warmup = warmupSteps ?? 0
         if warmup > 0 {

@@ -210,18 +210,20 @@ public enum RunBuilder {
         let stepsPerEpoch = (data.training.count + batchSize - 1) / batchSize
         // A counted table takes no step: the run evaluates it.
         let epochs = config.training.fit == .counts ? 0 : config.training.epochs
-        guard !epochs.multipliedReportingOverflow(by: stepsPerEpoch).overflow else {
+        // Steps are counted to `maximumStepCount`: the run's, and a step schedule's interval.
+        guard stepCount(epochs: epochs, stepsPerEpoch: stepsPerEpoch) != nil else {
+            let key = saved.training.iterations != nil ? "training.iterations" : "training.epochs"  // the neuron's name for its epochs
             throw origin.error(
-                at: "training.epochs",
-                "training.epochs: \(epochs) epochs of \(stepsPerEpoch) steps are more steps than can be counted; expected at most \(Int.max / stepsPerEpoch)"
+                at: key,
+                "\(key): \(epochs) epochs of \(stepsPerEpoch) steps are more steps than can be counted; expected at most \(maximumStepCount / stepsPerEpoch)"
             )
         }
         if config.optimizer.schedule.kind == .step, let every = config.optimizer.schedule.every,
-            every.multipliedReportingOverflow(by: stepsPerEpoch).overflow
+            stepCount(epochs: every, stepsPerEpoch: stepsPerEpoch) == nil
         {
             throw origin.error(
                 at: "optimizer.schedule.every",
-                "optimizer.schedule.every: every \(every) epochs of \(stepsPerEpoch) steps is more steps than can be counted; expected at most \(Int.max / stepsPerEpoch)"
+                "optimizer.schedule.every: every \(every) epochs of \(stepsPerEpoch) steps is more steps than can be counted; expected at most \(maximumStepCount / stepsPerEpoch)"
             )
         }
         let runSteps = max(1, epochs) * stepsPerEpoch  // as the schedule counts them (a counted table's one epoch)
@@ -278,24 +280,21 @@ public enum RunBuilder {
         }
     }
 
-    /// Throws at `key` when `budget` exceeds the machine's physical memory, giving both figures.
     /// Throws at the first optimizer number that is finite as written but not in the run's
-    /// precision (1e308 as a Float is infinite): the optimizer would otherwise refuse "inf", a
-    /// value the user never wrote.
+    /// precision (`OptimizerConfig.checkPrecision(_:)`, a checkpoint's check too), with what to do.
     private static func checkPrecision<Scalar: TensorScalar>(_: Scalar.Type, _ config: RunConfig, origin: ConfigOrigin) throws(ConfigError) {
-        let o = config.optimizer
-        let numbers: [(String, Double)] = [
-            ("optimizer.learningRate", o.learningRate), ("optimizer.momentum", o.momentum), ("optimizer.beta1", o.beta1),
-            ("optimizer.beta2", o.beta2), ("optimizer.epsilon", o.epsilon), ("optimizer.weightDecay", o.weightDecay),
-        ]
-        for (key, value) in numbers where value.isFinite && !Scalar(value).isFinite {
+        let precision = TrainingConfig.Precision(Scalar.self)
+        do {
+            try config.optimizer.checkPrecision(precision)
+        } catch {
             throw origin.error(
-                at: key,
-                "\(key): \(value) is beyond \(TrainingConfig.Precision(Scalar.self).rawValue) precision (at most about \(Scalar.greatestFiniteMagnitude)); write a smaller value or use training.precision: double"
+                at: error.key,
+                "\(error.key): \(error.value) is beyond \(precision.rawValue) precision (at most about \(Scalar.greatestFiniteMagnitude)); write a smaller value or use training.precision: double"
             )
         }
     }
 
+    /// Throws at `key` when `budget` exceeds the machine's physical memory, giving both figures.
     private static func checkFits(_ budget: MemoryBudget, origin: ConfigOrigin, key: String, change: String) throws(ConfigError) {
         let memory = MemoryBudget.physicalMemory
         guard budget.total > memory else { return }

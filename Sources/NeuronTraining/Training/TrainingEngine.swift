@@ -203,12 +203,14 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
 
     private static func recordEvery(epochs: Int, dataset: Dataset<Scalar>) -> Int { dataset.count == 1 ? max(1, epochs / 100) : 1 }
 
-    /// `epochs × batchesPerEpoch` steps must be countable: ``totalSteps`` is their product.
+    /// `epochs × batchesPerEpoch` steps must be countable (`maximumStepCount`): ``totalSteps`` is their product.
     private static func checkStepCount(epochs: Int, batchesPerEpoch: Int) throws(DataError) {
-        guard epochs.multipliedReportingOverflow(by: batchesPerEpoch).overflow else { return }
+        guard stepCount(epochs: epochs, stepsPerEpoch: batchesPerEpoch) == nil else { return }
         throw .invalidArgument(
             name: "epochs", value: "\(epochs)",
-            expected: "at most \(Int.max / batchesPerEpoch) (epochs × \(batchesPerEpoch) batches per epoch must be countable)")
+            expected:
+                "at most \(maximumStepCount / batchesPerEpoch) (epochs × \(batchesPerEpoch) batches per epoch are counted to \(maximumStepCount) steps)"
+        )
     }
 
     /// The evaluation a run ends with: on the test rows when there are any, else on the validation rows.
