@@ -16,7 +16,7 @@ let model = TrainingViewModel(engine: engine)
 model.handle(event: .start)
 var final = model.viewState
 for await state in Observations({ model.viewState }) {
-    if let loss = state.loss { print("\(state.phase)  step \(state.step)/\(state.totalSteps)  loss \(loss)") }
+    if let loss = state.loss { print("\(state.phase)  step \(state.progress.step)/\(state.progress.totalSteps)  loss \(loss)") }
     final = state
     if !state.isRunning { break }
 }

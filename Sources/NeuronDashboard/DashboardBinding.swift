@@ -197,6 +197,6 @@ public final class DashboardBinding {
 
     private func record(_ state: TrainingViewState) {
         if histories.count != state.layers.count { histories = state.layers.map { _ in LayerHistory() } }
-        for (i, layer) in state.layers.enumerated() { histories[i].append(step: state.step, layer) }
+        for (i, layer) in state.layers.enumerated() { histories[i].append(step: state.progress.step, layer) }
     }
 }

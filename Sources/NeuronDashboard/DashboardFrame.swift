@@ -126,7 +126,7 @@ public struct DashboardFrame: Sendable, Encodable {
         gradientNote =
             source == "files"
             ? "a checkpoint holds the weights, not a step's gradient"
-            : state.step == 0 ? "no step taken yet" : nil
+            : state.progress.step == 0 ? "no step taken yet" : nil
         self.engineAvailable = engineAvailable
         self.acceptedEvents = acceptedEvents
         self.attentionLine = attentionLine
@@ -149,7 +149,7 @@ public struct DashboardFrame: Sendable, Encodable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(state.phaseText, forKey: .phaseText)
         // Over the state's number: a UInt64 does not survive JavaScript's numbers.
-        try c.encode(state.seed.map { "\($0)" } ?? "none", forKey: .seed)
+        try c.encode(state.progress.seed.map { "\($0)" } ?? "none", forKey: .seed)
         try c.encode(source, forKey: .source)
         try c.encode(recordCount, forKey: .recordCount)
         try c.encode(layouts, forKey: .layouts)

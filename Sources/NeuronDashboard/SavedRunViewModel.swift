@@ -35,7 +35,7 @@ public final class SavedRunViewModel: TrainingViewModeling {
         if let last = state.records.last {
             (state.loss, state.smoothedLoss) = (last.trainingLoss, last.trainingLoss)
             (state.validationLoss, state.validationAccuracy) = (last.validationLoss, last.validationAccuracy)
-            (state.epoch, state.step) = (max(state.epoch, last.epoch), max(state.step, last.step))
+            (state.progress.epoch, state.progress.step) = (max(state.progress.epoch, last.epoch), max(state.progress.step, last.step))
         }
         viewState = state
     }

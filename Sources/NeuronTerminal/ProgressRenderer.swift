@@ -18,8 +18,8 @@ public struct ProgressRenderer: Sendable {
     public func line(_ state: TrainingViewState) -> String {
         // A live display redraws one line in place: a message with line breaks would scroll it.
         var fields = [state.phaseText.replacingOccurrences(of: "\n", with: " ")]
-        if let epochs = Self.progress(state.epoch, of: state.totalEpochs) { fields.append("epoch \(epochs)") }
-        if let steps = Self.progress(state.step, of: state.totalSteps) { fields.append("step \(steps)") }
+        if let epochs = Self.progress(state.progress.epoch, of: state.progress.totalEpochs) { fields.append("epoch \(epochs)") }
+        if let steps = Self.progress(state.progress.step, of: state.progress.totalSteps) { fields.append("step \(steps)") }
         if let losses = Self.losses(state) { fields.append("loss \(losses)") }
         if let loss = state.validationLoss { fields.append("val loss \(Self.number(loss))") }
         if let accuracy = state.validationAccuracy { fields.append("val acc \(Self.number(accuracy))") }
@@ -37,8 +37,8 @@ public struct ProgressRenderer: Sendable {
         if !state.title.isEmpty { lines.append(state.title) }
 
         var summary: [(String, String)] = [("phase", state.phaseText)]
-        if let epochs = Self.progress(state.epoch, of: state.totalEpochs) { summary.append(("epoch", epochs)) }
-        if let steps = Self.progress(state.step, of: state.totalSteps) { summary.append(("step", steps)) }
+        if let epochs = Self.progress(state.progress.epoch, of: state.progress.totalEpochs) { summary.append(("epoch", epochs)) }
+        if let steps = Self.progress(state.progress.step, of: state.progress.totalSteps) { summary.append(("step", steps)) }
         if let losses = Self.losses(state) { summary.append(("loss", losses)) }
         let validation = [
             state.validationLoss.map { "loss \(Self.number($0))" },
@@ -53,7 +53,7 @@ public struct ProgressRenderer: Sendable {
         if !speed.isEmpty { summary.append(("speed", speed.joined(separator: ", "))) }
         // The learning rate and seed are configured values: shown exactly as a config would spell them.
         summary.append(("learning rate", "\(state.learningRate)"))
-        if let seed = state.seed { summary.append(("seed", "\(seed)")) }
+        if let seed = state.progress.seed { summary.append(("seed", "\(seed)")) }
         lines += Self.keyValues(summary, indent: "  ")
 
         if !state.layers.isEmpty {
@@ -112,10 +112,10 @@ public struct ProgressRenderer: Sendable {
     public func endOfRun(_ end: RunEnd, directory: String, configPath: String, invocation: Invocation = .installed) -> String? {
         guard let summary = end.summary else { return nil }
         let state = end.state
-        let epochs = "\(state.epoch) epoch\(state.epoch == 1 ? "" : "s")"
-        let seed = state.seed.map { " (seed \($0))" } ?? ""
+        let epochs = "\(state.progress.epoch) epoch\(state.progress.epoch == 1 ? "" : "s")"
+        let seed = state.progress.seed.map { " (seed \($0))" } ?? ""
         var lines = [
-            "\(state.title): \(state.phaseText) after \(epochs), \(state.step) steps in \(String(format: "%.1f", summary.trainingSeconds)) s"
+            "\(state.title): \(state.phaseText) after \(epochs), \(state.progress.step) steps in \(String(format: "%.1f", summary.trainingSeconds)) s"
                 + (summary.segmentSeconds.map { " (\(String(format: "%.1f", $0)) s of it in this segment)" } ?? "") + seed
         ]
         if let loss = summary.trainingLoss { lines.append("  training loss        \(loss)") }

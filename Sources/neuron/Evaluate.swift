@@ -49,7 +49,7 @@ struct Evaluate: ParsableCommand {
         guard evaluation.loss.isFinite else {
             throw RunError.invalid("\(saved.file): the loss on the \(name) rows is \(evaluation.loss), not a finite number")
         }
-        print("\(saved.state.network) at epoch \(saved.state.epoch), step \(saved.state.step), on \(evaluation.count) \(name) rows")
+        print("\(saved.state.network) at epoch \(saved.state.progress.epoch), step \(saved.state.progress.step), on \(evaluation.count) \(name) rows")
         print("  loss      \(evaluation.loss)")
         if let accuracy = evaluation.accuracy { print("  accuracy  \(accuracy)") }
         if let confusion = evaluation.confusion {

@@ -230,7 +230,7 @@ extension Explain {
             guard (0..<time).contains(position) else { throw RunError.invalid("--position \(position): \(name) has positions 0 to \(time - 1)") }
         }
         // The training rows as the run read them: the same split and the same fitted statistics.
-        let data = try RunData<Scalar>(saved.state.config.data, seed: saved.state.seed)
+        let data = try RunData<Scalar>(saved.state.config.data, seed: saved.state.progress.seed ?? 0)
         guard data.preprocessing == saved.state.preprocessing else {
             throw RunError.invalid("\(saved.path): the data's statistics differ from the checkpoint's (did the data files change?)")
         }

@@ -71,7 +71,7 @@ struct Sample: ParsableCommand {
             for (token, probability) in p.enumerated() { print("\(Prediction<Scalar>.field(vocabulary.name(of: token))),\(probability)") }
             return
         }
-        let seed = self.seed ?? saved.state.seed
+        let seed = self.seed ?? saved.state.progress.seed ?? 0
         var drawn: [[Int]] = []
         while drawn.count < count {
             drawn += try network.sampleLines(
@@ -81,7 +81,7 @@ struct Sample: ParsableCommand {
         var training = Set<String>()
         var note = "* marks a line of the training data"
         do {
-            let (corpus, parts) = try TextCorpus.read(saved.state.config.data, seed: saved.state.seed)
+            let (corpus, parts) = try TextCorpus.read(saved.state.config.data, seed: saved.state.progress.seed ?? 0)
             training = Set(parts.training.map { corpus.lines[$0] })
         } catch {
             note = "lines are not marked: the training data cannot be read (\(error))"

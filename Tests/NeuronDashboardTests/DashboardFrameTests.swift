@@ -10,7 +10,7 @@ struct DashboardFrameTests {
     @Test("The neuron's reference row, the check, the ignored events and non-finite numbers travel in the frame")
     func frame() throws {
         var state = TrainingViewState()
-        (state.phase, state.divergedStep, state.divergedAt, state.step, state.seed) = (.diverged, 3, "layers.1 output", 3, .max)
+        (state.phase, state.divergedStep, state.divergedAt, state.progress.step, state.progress.seed) = (.diverged, 3, "layers.1 output", 3, .max)
         state.loss = .nan
         state.neuron = .init(
             input: 0.4, weight: 0.5, bias: 0.6, target: 0.7, net: 0.8, output: 0.6640367702678491, error: -0.035963229732150825,
@@ -69,7 +69,7 @@ struct DashboardFrameTests {
 
         // A state that has stepped carries its gradient norms live, none from files.
         var state = TrainingViewState()
-        (state.phase, state.step, state.totalSteps) = (.stopped, 5, 10)
+        (state.phase, state.progress.step, state.progress.totalSteps) = (.stopped, 5, 10)
         state.layers = [LayerStatistics(index: 0, title: "Dense(2→4, tanh)", weightNorm: 1.5, gradientNorm: 0.25, saturation: nil)]
         let live = DashboardFrame(state, source: "live", layouts: [], histories: [], engineAvailable: true, acceptedEvents: [.resume])
         #expect(live.gradientNote == nil && live.acceptedEvents == [.resume])

@@ -17,7 +17,7 @@ private func serving(
     _ body: (DashboardServer, DashboardBinding) async throws -> Void
 ) async throws {
     var state = TrainingViewState()
-    (state.phase, state.title, state.step) = (.running, "Network[Dense(2→1, tanh)]", 7)
+    (state.phase, state.title, state.progress.step) = (.running, "Network[Dense(2→1, tanh)]", 7)
     state.records = (0..<epochs).map {
         EpochRecord(
             epoch: $0 + 1, step: $0 * 10, trainingLoss: 1 / Double($0 + 1), trainingAccuracy: 0.5, validationLoss: 0.4, validationAccuracy: 0.6)

@@ -43,7 +43,7 @@ private let json = ["Content-Type": "application/json"]
 @MainActor
 private func previewState(phase: TrainingViewState.Phase = .running, step: Int = 7) -> TrainingViewState {
     var state = TrainingViewState()
-    (state.phase, state.title, state.step, state.totalSteps) = (phase, "Network[Dense(2→3, tanh), Dense(3→1, tanh)]", step, 100)
+    (state.phase, state.title, state.progress.step, state.progress.totalSteps) = (phase, "Network[Dense(2→3, tanh), Dense(3→1, tanh)]", step, 100)
     state.loss = 0.25
     state.layers = [
         LayerStatistics(index: 0, title: "Dense(2→3, tanh)", weightNorm: 1.5, gradientNorm: 0.01, saturation: 0.2),
@@ -204,7 +204,8 @@ struct DashboardServerTests {
         let binding = DashboardBinding(model: model, engine: { nil })
         // A run that threw after its last state (a file that could not be written) ends failed, saying why.
         let failed = binding.failedState("cannot write metrics.csv: No space left on device")
-        #expect(failed.phase == .failed && failed.phaseText == "failed: cannot write metrics.csv: No space left on device" && failed.step == 7)
+        #expect(
+            failed.phase == .failed && failed.phaseText == "failed: cannot write metrics.csv: No space left on device" && failed.progress.step == 7)
         binding.finish(state: previewState(phase: .stopped, step: 50), summary: nil)
         let answer = String(decoding: binding.handle(.reset), as: UTF8.self)
         #expect(model.receivedEvents.isEmpty)
@@ -230,7 +231,7 @@ struct DashboardServerTests {
         let clock = ContinuousClock(), start = clock.now
         var changes = 0
         while clock.now - start < .seconds(1) {
-            model.viewState.step += 1
+            model.viewState.progress.step += 1
             changes += 1
             try await Task.sleep(for: .milliseconds(1))
         }
@@ -268,7 +269,7 @@ struct DashboardServerTests {
             #expect(layout.body.contains(#""units":3"#) && layout.body.contains(#""weightShape":[2,3]"#))
             #expect(try await fetch(server, method: "POST", "/api/event", headers: json, body: #"{"event":"step","count":5}"#).status == 200)
             await model.activity?.value
-            #expect(model.viewState.phase == .paused && model.viewState.step == 5)
+            #expect(model.viewState.phase == .paused && model.viewState.progress.step == 5)
             let state = try await fetch(server, "/api/state")
             #expect(state.body.contains(#""phase":"paused""#) && state.body.contains(#""step":5,"#))
 
@@ -392,7 +393,7 @@ struct DashboardServerTests {
                 bad.hasPrefix("HTTP/1.1 400") && bad.contains("the body is not UTF-8 text: byte 11 (0xFF, counted from 0) starts no character"),
                 "\(bad)")
             #expect(try await fetch(server, method: "POST", "/api/attention", token: false, headers: json, body: #"{"text":"cab"}"#).status == 403)
-            #expect(model.viewState.step == 0 && model.viewState.ignoredEventCount == 0)
+            #expect(model.viewState.progress.step == 0 && model.viewState.ignoredEventCount == 0)
         }
     }
 
@@ -408,9 +409,9 @@ struct DashboardServerTests {
                 running = try await fetch(server, method: "POST", "/api/attention", headers: json, body: #"{"text":"cab"}"#)
             }
             #expect(running.status == 409 && running.body.contains("pause it to see attention"), "\(running.status) \(running.body)")
-            let before = model.viewState.step
+            let before = model.viewState.progress.step
             try await Task.sleep(for: .milliseconds(300))
-            #expect(model.viewState.phase == .running && model.viewState.step > before, "training goes on")
+            #expect(model.viewState.phase == .running && model.viewState.progress.step > before, "training goes on")
             model.handle(event: .pause)
             await model.activity?.value
             #expect(model.viewState.phase == .paused)

@@ -36,7 +36,7 @@ struct DataParallelTests {
         try expectTrains(config, epochs: 100, output: scratch.path("two"), ranks: 2)
         try expectTrains(config, epochs: 100, output: scratch.path("again"), ranks: 2)
         let one = try Checkpoint.read(scratch.path("one")), two = try Checkpoint.read(scratch.path("two"))
-        #expect(two.state.step == 100 && two.state.epoch == 100)
+        #expect(two.state.progress.step == 100 && two.state.progress.epoch == 100)
         let difference = try relativeDifference(one, two, as: Double.self)
         #expect(difference <= 1e-12, "2 ranks against 1 process: \(difference)")
         // Rounding differs from one process's (each rank sums half the batch), but not between runs.
@@ -51,7 +51,7 @@ struct DataParallelTests {
         try expectTrains(config, epochs: 2, output: scratch.path("one"))
         try expectTrains(config, epochs: 2, output: scratch.path("two"), ranks: 2)
         let one = try Checkpoint.read(scratch.path("one")), two = try Checkpoint.read(scratch.path("two"))
-        #expect(two.state.step == 90)
+        #expect(two.state.progress.step == 90)
         let difference = try relativeDifference(one, two, as: Float.self)
         #expect(difference <= 1e-5, "2 ranks against 1 process: \(difference)")
         // The epoch's records are sums over both ranks' shares: the same samples and accuracy as one process's.
@@ -82,10 +82,10 @@ struct DataParallelTests {
         try expectTrains(config, epochs: 1, output: scratch.path("one"))
         try expectTrains(config, epochs: 1, output: scratch.path("two"), ranks: 2)
         let one = try Checkpoint.read(scratch.path("one")), two = try Checkpoint.read(scratch.path("two"))
-        #expect(two.state.step == one.state.step && one.state.step > 20)
+        #expect(two.state.progress.step == one.state.progress.step && one.state.progress.step > 20)
         let difference = try relativeDifference(one, two, as: Double.self)
         #expect(difference <= 1e-9, "2 ranks against 1 process: \(difference)")
-        print("tied transformer, Double, \(one.state.step) steps: 2 ranks against 1 process, largest relative difference \(difference)")
+        print("tied transformer, Double, \(one.state.progress.step) steps: 2 ranks against 1 process, largest relative difference \(difference)")
     }
 
     @Test("A checkpoint written by 2 ranks goes on in 1 process, and one written by 1 process in 2 ranks")
@@ -98,7 +98,7 @@ struct DataParallelTests {
         try expectTrains(config, epochs: 50, output: scratch.path("two-one"), ranks: 2)
         try expectTrains(config, epochs: 100, output: scratch.path("two-one"), resume: true)
         let twoOne = try Checkpoint.read(scratch.path("two-one"))
-        #expect(twoOne.state.step == 100 && twoOne.state.records.count == 100)
+        #expect(twoOne.state.progress.step == 100 && twoOne.state.records.count == 100)
         #expect(try relativeDifference(Checkpoint.read(scratch.path("one")), twoOne, as: Double.self) <= 1e-12)
         // 1 process, then 2 ranks, then 2 ranks again from 2 ranks' checkpoint: resuming on the same
         // ranks gives the bits of an uninterrupted 2-rank run.
@@ -121,7 +121,7 @@ struct DataParallelTests {
         let output = scratch.path("run")
         let run = try launch(["train", config, "--output", output, "--quiet"], ranks: 2, timeout: 300) { mpirun in
             // Epoch 3's checkpoint, written by rank 0, is the one that must survive.
-            guard (try? Checkpoint.read(output))?.state.epoch ?? 0 >= 3, let rank1 = rank(1, of: mpirun) else { return false }
+            guard (try? Checkpoint.read(output))?.state.progress.epoch ?? 0 >= 3, let rank1 = rank(1, of: mpirun) else { return false }
             kill(rank1, SIGKILL)
             return true
         }
@@ -130,10 +130,10 @@ struct DataParallelTests {
         // Ended within seconds of the kill, not by the test's timeout (which would have failed the launch).
         #expect(run.secondsAfterAction < 60, "mpirun took \(run.secondsAfterAction) s to end after the kill")
         let kept = try Checkpoint.read(output)
-        #expect(kept.state.epoch >= 3)
+        #expect(kept.state.progress.epoch >= 3)
         // Resumable in one process, for one more epoch.
-        try expectTrains(config, epochs: kept.state.epoch + 1, output: output, resume: true)
-        #expect(try Checkpoint.read(output).state.epoch == kept.state.epoch + 1)
+        try expectTrains(config, epochs: kept.state.progress.epoch + 1, output: output, resume: true)
+        #expect(try Checkpoint.read(output).state.progress.epoch == kept.state.progress.epoch + 1)
     }
 
     @Test("SIGTERM to mpirun: every rank stops after the same step and rank 0 writes a checkpoint that resumes")
@@ -148,15 +148,15 @@ struct DataParallelTests {
         }
         #expect(run.stdout.contains("stopped: checkpoint written to"), "\(run.stdout)\n\(run.stderr)")
         let saved = try Checkpoint.read(output)
-        #expect(saved.state.step > 0)
+        #expect(saved.state.progress.step > 0)
         let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: output + "/summary.json"))) as? [String: Any]
         #expect(summary?["phase"] as? String == "stopped")
-        #expect(summary?["step"] as? Int == saved.state.step)
+        #expect(summary?["step"] as? Int == saved.state.progress.step)
         #expect(summary?["processes"] as? Int == 2)  // the ranks that trained it
         // The stopped step is a step boundary every rank agreed on: 2 ranks go on from it.
-        let next = saved.state.epoch + 1
+        let next = saved.state.progress.epoch + 1
         try expectTrains(config, epochs: next, output: output, ranks: 2, resume: true)
-        #expect(try Checkpoint.read(output).state.epoch == next)
+        #expect(try Checkpoint.read(output).state.progress.epoch == next)
     }
 }
 

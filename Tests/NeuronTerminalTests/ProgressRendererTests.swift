@@ -16,13 +16,13 @@ struct ProgressRendererTests {
         var state = TrainingViewState()
         state.phase = .running
         state.title = "Network[Dense(2→4, tanh), Dense(4→3, softmax)]"
-        (state.epoch, state.totalEpochs, state.step, state.totalSteps) = (3, 20, 1_234, 9_380)
+        (state.progress.epoch, state.progress.totalEpochs, state.progress.step, state.progress.totalSteps) = (3, 20, 1_234, 9_380)
         (state.loss, state.smoothedLoss) = (0.41234, 0.43009)
         state.validationAccuracy = 0.87124
         state.samplesPerSecond = 52_340.4
         state.secondsRemaining = 65
         state.learningRate = 0.01
-        state.seed = 42
+        state.progress.seed = 42
         return state
     }
 
@@ -101,7 +101,7 @@ struct ProgressRendererTests {
     @Test("A resumed run's summary line gives the whole run's training time and this segment's; a run in one segment, its time alone")
     func resumedTime() throws {
         var state = Self.runningState()
-        (state.phase, state.epoch, state.step) = (.finished, 20, 9_380)
+        (state.phase, state.progress.epoch, state.progress.step) = (.finished, 20, 9_380)
         var summary = RunSummary(precision: "float", blas: "none", trainingSeconds: 12.14)
         let once = try #require(renderer.endOfRun(RunEnd(status: 0, state: state, summary: summary), directory: "runs/x", configPath: "x.yaml"))
         #expect(once.hasPrefix("Network[Dense(2→4, tanh), Dense(4→3, softmax)]: finished after 20 epochs, 9380 steps in 12.1 s (seed 42)\n"))
@@ -117,10 +117,10 @@ struct ProgressRendererTests {
     func nilFieldsLeftOut() {
         var state = TrainingViewState()
         #expect(renderer.line(state) == "idle")
-        state.totalEpochs = 20
+        state.progress.totalEpochs = 20
         state.smoothedLoss = 0.25
         #expect(renderer.line(state) == "idle  epoch 0/20  loss avg 0.2500")
-        state.step = 17
+        state.progress.step = 17
         state.validationLoss = 0.5
         #expect(renderer.line(state) == "idle  epoch 0/20  step 17  loss avg 0.2500  val loss 0.5000")
 
@@ -261,7 +261,7 @@ struct ProgressRendererTests {
         state.samplesPerSecond = 52_340.123456789
         state.secondsRemaining = 65.5
         state.learningRate = 1e-3
-        state.seed = .max
+        state.progress.seed = .max
         let line = renderer.jsonLine(state)
         #expect(!line.contains("\n"))
         #expect(line.hasPrefix(#"{"epoch":3,"ignoredEventCount":3,"learningRate":0.001,"loss":0.1000000000000007,"#), "sorted keys: \(line)")
@@ -273,7 +273,7 @@ struct ProgressRendererTests {
         (progress.lossHistory, progress.gradientCheck) = (LossHistory(), nil)
         #expect(decoded == progress)
         #expect(decoded.loss?.bitPattern == 0.1000000000000007.bitPattern)
-        #expect(decoded.seed == .max && decoded.ignoredEventCount == 3)
+        #expect(decoded.progress.seed == .max && decoded.ignoredEventCount == 3)
     }
 
     @Test("jsonLine leaves nil values out, and names the divergence or the failure")
@@ -292,7 +292,7 @@ struct ProgressRendererTests {
         #expect(mirror.divergedAt == "layers.1")
         #expect(mirror.loss?.isNaN == true, "NaN written as the string \"NaN\": \(diverged)")
         // A state with no seed claims none (the single neuron's run makes no random choice).
-        #expect(mirror.epoch == 0 && mirror.title == "" && mirror.seed == nil)
+        #expect(mirror.progress.epoch == 0 && mirror.title == "" && mirror.progress.seed == nil)
 
         state = TrainingViewState()
         state.fail("could not read data/train.csv")

@@ -68,7 +68,7 @@ struct ProgressViewTests {
     static func state(_ phase: TrainingViewState.Phase, step: Int) -> TrainingViewState {
         var state = TrainingViewState()
         state.phase = phase
-        (state.step, state.totalSteps) = (step, 10)
+        (state.progress.step, state.progress.totalSteps) = (step, 10)
         state.loss = 1 / Double(step + 1)
         if phase == .running { state.samplesPerSecond = 12_345 }
         return state
@@ -170,7 +170,7 @@ struct ProgressViewTests {
 
         let objects = try output.writes.map { try TrainingViewState.decoder().decode(TrainingViewState.self, from: Data($0.utf8)) }
         #expect(objects.map(\.phase) == [.running, .running, .paused, .running, .finished])
-        #expect(objects.map(\.step) == [1, 2, 2, 3, 10])
+        #expect(objects.map(\.progress.step) == [1, 2, 2, 3, 10])
         #expect(objects.last?.loss == 1 / 11.0)
     }
 

@@ -278,7 +278,7 @@ struct CheckpointTests {
         let adam = try irisCheckpoint(steps: 4, optimizer: "{kind: adam, learningRate: 0.01}")
         #expect(try Checkpoint.decode(try adam.encoded(), file: "f").state == adam.state)
         let fresh = try irisCheckpoint(steps: 0, optimizer: "{kind: adam, learningRate: 0.01}")
-        #expect(try Checkpoint.decode(try fresh.encoded(), file: "f").state.step == 0)
+        #expect(try Checkpoint.decode(try fresh.encoded(), file: "f").state.progress.step == 0)
         var short = adam
         let i = short.tensors.firstIndex { $0.name == "optimizer.v" }!
         short.tensors[i] = SafeTensors.entry("optimizer.v", Tensor<Float>(vector: [1]))

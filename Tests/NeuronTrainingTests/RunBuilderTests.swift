@@ -10,7 +10,7 @@ private func expectSameState<E: TrainingEngine>(_ a: E, _ b: E, sourceLocation: 
     let (x, y) = (a.resumePoint(), b.resumePoint())
     #expect(x.tensors.map(\.name) == y.tensors.map(\.name), sourceLocation: sourceLocation)
     #expect(zip(x.tensors, y.tensors).allSatisfy { $0.tensor == $1.tensor }, "tensors differ", sourceLocation: sourceLocation)
-    #expect(x.step == y.step && x.position == y.position && x.optimizerStep == y.optimizerStep, sourceLocation: sourceLocation)
+    #expect(x.progress.step == y.progress.step && x.position == y.position && x.optimizerStep == y.optimizerStep, sourceLocation: sourceLocation)
     #expect(x.records == y.records, sourceLocation: sourceLocation)
 }
 
@@ -156,10 +156,15 @@ struct RunBuilderTests {
         let engine = straightRun(try neuronEngine(iterations: 1_000), steps: 250)
         let directory = try CheckpointTestDirectory()
         defer { directory.remove() }
-        try Checkpoint(engine, config: config, preprocessing: .none).write(to: directory.path)
+        let checkpoint = Checkpoint(engine, config: config, preprocessing: .none)
+        try checkpoint.write(to: directory.path)
         let saved = try Checkpoint.read(directory.path)
-        // Saved as the neuron's checkpoints always were: no position (nothing was drawn), seed 0.
-        #expect(saved.state.position == nil && saved.state.seed == 0 && saved.state.step == 250 && saved.state.epoch == 250)
+        // Saved as the neuron's checkpoints always were: no position (nothing was drawn), seed 0,
+        // which reads back as none; the planned counts are the config's.
+        let json = try #require(try SafeTensors.decode(try checkpoint.encoded(), source: "neuron").metadata[Checkpoint.stateKey])
+        #expect(json.contains(#""seed":0,"#) && !json.contains("totalSteps"))
+        #expect(saved.state.position == nil && saved.state.progress == RunProgress(of: engine))
+        #expect(saved.state.progress == RunProgress(epoch: 250, totalEpochs: 1_000, step: 250, totalSteps: 1_000, seed: nil))
         let resumed = try #require(try RunBuilder.build(config, resume: saved).engine as? NetworkTrainingEngine<Double, SGD<Double>>)
         #expect(resumed.stepsTaken == 250 && resumed.epoch == 250 && resumed.records.count == 25)
         #expect(resumed.network.parameters == engine.network.parameters)
@@ -171,7 +176,7 @@ struct RunBuilderTests {
     func oldNeuronCheckpoint() throws {
         // Written by the build before the one engine: `neuron train Data/single-neuron.yaml --epochs 50000`.
         let saved = try Checkpoint.read(dataDirectory + "/../Tests/Fixtures/neuron-engine-50000.safetensors")
-        #expect(saved.state.position == nil && saved.state.step == 50_000 && saved.state.config.training.iterations == 50_000)
+        #expect(saved.state.position == nil && saved.state.progress.step == 50_000 && saved.state.config.training.iterations == 50_000)
         let file = try ConfigLoader.load(dataDirectory + "/single-neuron.yaml")
         let run = try RunBuilder.build(RunOverrides(epochs: 100_000).applied(to: file), resume: saved)
         let ended = straightRun(try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>))

@@ -248,10 +248,10 @@ struct RunOutputsTests {
         defer { directory.remove() }
         let outputs = RunOutputs(directory: directory.path)
         var state = TrainingViewState()
-        (state.title, state.phase, state.epoch, state.totalEpochs, state.step, state.totalSteps) = (
+        (state.title, state.phase, state.progress.epoch, state.progress.totalEpochs, state.progress.step, state.progress.totalSteps) = (
             "Network[Dense(2→1, tanh)]", .finished, 3, 3, 12, 12
         )
-        (state.seed, state.learningRate) = (9, 0.5)
+        (state.progress.seed, state.learningRate) = (9, 0.5)
         state.records = [EpochRecord(epoch: 3, step: 12, trainingLoss: 0.125, trainingAccuracy: nil, validationLoss: nil, validationAccuracy: nil)]
         var summary = RunSummary(precision: "double", blas: "OpenBLAS", trainingSeconds: 0.5)
         summary.trainingLoss = 0.125

@@ -42,8 +42,8 @@ struct TrainingEngineTests {
         #expect(point.tensors.map(\.name) == ["layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias", "optimizer.velocity"])
         #expect(point.tensors[0].tensor == engine.network.parameter(engine.network.parameterTensors[0]))
         #expect(point.tensors[4].tensor.scalars == engine.training.optimizer.state["velocity"])
-        #expect(point.network == engine.title && point.step == 3 && point.epoch == 3 && point.optimizerStep == 3)
-        #expect(point.position == engine.training.position && point.records == engine.records && point.seed == 1)
+        #expect(point.network == engine.title && point.progress.step == 3 && point.progress.epoch == 3 && point.optimizerStep == 3)
+        #expect(point.position == engine.training.position && point.records == engine.records && point.progress.seed == 1)
         #expect(point.featureNames == engine.training.dataset.featureNames && point.classNames == nil)
     }
 
@@ -110,8 +110,9 @@ struct TrainingEngineTests {
         #expect(row.weight == 0.5 && row.bias == 0.5 && row.input == 0.01 && row.target == 0.1)
         let point = straightRun(engine, steps: 7).resumePoint()
         #expect(point.network == "Network[Dense(1→1, tanh)]" && point.tensors.map(\.name) == ["layers.0.weight", "layers.0.bias"])
-        #expect(point.tensors.map(\.tensor.shape) == [[1, 1], [1]] && point.position == nil && point.step == 7 && point.featureNames == ["x"])
-        #expect(engine.seed == nil && point.seed == 0 && point.epoch == 7 && point.optimizerStep == 7)
+        #expect(
+            point.tensors.map(\.tensor.shape) == [[1, 1], [1]] && point.position == nil && point.progress.step == 7 && point.featureNames == ["x"])
+        #expect(engine.seed == nil && point.progress.seed == nil && point.progress.epoch == 7 && point.optimizerStep == 7)
         // A network of one tanh unit on more than one sample is not the neuron: no row.
         #expect(try xorEngine(epochs: 1).snapshot().neuron == nil)
     }

@@ -35,11 +35,11 @@ struct TrainingSessionTests {
         let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
         let straight = straightRun(engine)
         let saved = try Checkpoint.read(directory.path)
-        #expect(saved.state.step == 40 && saved.state.records == straight.records)
+        #expect(saved.state.progress.step == 40 && saved.state.records == straight.records)
         #expect(saved.tensors == tensors(of: straight, run))
         let metrics = try String(contentsOfFile: directory.file("metrics.csv"), encoding: .utf8)
         #expect(metrics.split(separator: "\n").count == 41)
-        #expect(end.state.phase == .finished && end.state.epoch == 40 && end.summary?.checkpoint == directory.file("checkpoint.safetensors"))
+        #expect(end.state.phase == .finished && end.state.progress.epoch == 40 && end.summary?.checkpoint == directory.file("checkpoint.safetensors"))
     }
 
     @Test("Stopped from its progress, as Ctrl-C does: exit 130, a checkpoint at that step, and resuming ends as a run that never stopped")
@@ -50,12 +50,12 @@ struct TrainingSessionTests {
         let session = TrainingSession(outputs: RunOutputs(directory: directory.path), configPath: "xor.yaml")
         let end = try await session.train(unending) { model in
             await TrainingSession.watch(model) { state in
-                if state.phase == .running, state.step >= 1 { session.stop() }
+                if state.phase == .running, state.progress.step >= 1 { session.stop() }
             }
         }
         #expect(end.status == 130)
         let stopped = try Checkpoint.read(directory.path)
-        let step = stopped.state.step
+        let step = stopped.state.progress.step
         let engine = try #require(unending.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
         #expect(step >= 1 && stopped.tensors == tensors(of: straightRun(engine, steps: step), unending))
         #expect(end.state.phase == .stopped && end.summary != nil)
@@ -129,16 +129,17 @@ struct TrainingSessionTests {
         // On standard error, where a --json consumer of standard output does not parse it.
         #expect(errors.text.contains("diverged at step"))
         let saved = try Checkpoint.read(directory.path)
-        try #require(saved.state.epoch >= 1, "the run diverged in its first epoch: nothing to keep")
+        try #require(saved.state.progress.epoch >= 1, "the run diverged in its first epoch: nothing to keep")
         let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
-        let atEpochEnd = straightRun(engine, steps: saved.state.step)
-        #expect(atEpochEnd.training.batchIndex == 0 && atEpochEnd.epoch == saved.state.epoch)
+        let atEpochEnd = straightRun(engine, steps: saved.state.progress.step)
+        #expect(atEpochEnd.training.batchIndex == 0 && atEpochEnd.epoch == saved.state.progress.epoch)
         #expect(saved.tensors == tensors(of: atEpochEnd, run) && saved.state.records == atEpochEnd.records)
         // The diverged epoch never completed: it is in neither the checkpoint nor the metrics.
         var further = atEpochEnd
         while !further.isFinished, further.step().isFinite {}
-        #expect(further.epoch == saved.state.epoch && !further.isFinished)
-        #expect(try String(contentsOfFile: directory.file("metrics.csv"), encoding: .utf8).split(separator: "\n").count == saved.state.epoch + 1)
+        #expect(further.epoch == saved.state.progress.epoch && !further.isFinished)
+        #expect(
+            try String(contentsOfFile: directory.file("metrics.csv"), encoding: .utf8).split(separator: "\n").count == saved.state.progress.epoch + 1)
         #expect(!FileManager.default.fileExists(atPath: directory.file("summary.json")))
     }
 
@@ -173,11 +174,13 @@ struct TrainingSessionTests {
         #expect(!FileManager.default.fileExists(atPath: directory.file("summary.json")))
         // The previous checkpoint is whole, and resuming from it goes on as a run that never failed.
         let saved = try Checkpoint.read(directory.path)
-        #expect(errors.text.contains("keeps the checkpoint of epoch \(saved.state.epoch)") && errors.text.contains("--resume \(directory.path)"))
-        let resumed = try RunBuilder.build(try xorConfig(epochs: saved.state.epoch + 3, extra: "output: {checkpointEvery: 1}"), resume: saved)
+        #expect(
+            errors.text.contains("keeps the checkpoint of epoch \(saved.state.progress.epoch)") && errors.text.contains("--resume \(directory.path)"))
+        let resumed = try RunBuilder.build(
+            try xorConfig(epochs: saved.state.progress.epoch + 3, extra: "output: {checkpointEvery: 1}"), resume: saved)
         let quiet = TrainingSession(outputs: RunOutputs(directory: directory.path), configPath: "xor.yaml")
         #expect(try await quiet.train(resumed).status == 0)
-        let straight = try RunBuilder.build(try xorConfig(epochs: saved.state.epoch + 3)).engine
+        let straight = try RunBuilder.build(try xorConfig(epochs: saved.state.progress.epoch + 3)).engine
         let uninterrupted = straightRun(try #require(straight as? NetworkTrainingEngine<Double, SGD<Double>>))
         #expect(try savedTensors(directory.path) == tensors(of: uninterrupted, resumed))
     }
@@ -196,6 +199,6 @@ struct TrainingSessionTests {
         let session = TrainingSession(outputs: outputs, configPath: "xor.yaml")
         #expect(try await session.train(run).status == 0)
         #expect(checkpoints.withLock { $0 } == 1)
-        #expect(try Checkpoint.read(directory.path).state.epoch == 200)
+        #expect(try Checkpoint.read(directory.path).state.progress.epoch == 200)
     }
 }

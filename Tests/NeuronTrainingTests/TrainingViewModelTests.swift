@@ -10,12 +10,12 @@ struct TrainingViewModelTests {
     @Test("start → running → finished, observed through Observations")
     func runsToTheEnd() async throws {
         let vm = TrainingViewModel(engine: try xorEngine(epochs: 1_000), policy: .every(50))
-        #expect(vm.viewState.phase == .idle && vm.viewState.step == 0 && vm.viewState.totalSteps == 1_000)
+        #expect(vm.viewState.phase == .idle && vm.viewState.progress.step == 0 && vm.viewState.progress.totalSteps == 1_000)
         #expect(vm.viewState.title == "Network[Dense(2→4, tanh), Dense(4→1, tanh)]")
         vm.handle(event: .start)
         #expect(vm.viewState.phase == .running)
         let final = try await waitUntil(vm) { $0.phase == .finished }
-        #expect(final.step == 1_000 && final.epoch == 1_000)
+        #expect(final.progress.step == 1_000 && final.progress.epoch == 1_000)
         #expect(final.lossHistory.points.count > 0 && final.lossHistory.points.count <= final.lossHistory.capacity)
         #expect((final.smoothedLoss ?? 1) < 0.01)
         #expect(final.layers.map(\.title) == ["Dense(2→4, tanh)", "Dense(4→1, tanh)"])
@@ -35,12 +35,12 @@ struct TrainingViewModelTests {
             if phases.last != state.phase { phases.append(state.phase) }
             switch state.phase {
             case .idle: vm.handle(event: .start)
-            case .running where pausedAt == nil && state.step >= 100: vm.handle(event: .pause)
+            case .running where pausedAt == nil && state.progress.step >= 100: vm.handle(event: .pause)
             case .paused:
-                pausedAt = state.step
-                #expect(vm.engine?.stepsTaken == state.step)  // the engine is back, at the step the state shows
+                pausedAt = state.progress.step
+                #expect(vm.engine?.stepsTaken == state.progress.step)  // the engine is back, at the step the state shows
                 vm.handle(event: .resume)
-            case .running where pausedAt.map { state.step >= $0 + 100 } == true: vm.handle(event: .stop)
+            case .running where pausedAt.map { state.progress.step >= $0 + 100 } == true: vm.handle(event: .stop)
             default: break
             }
             if state.phase == .stopped { break }
@@ -57,15 +57,15 @@ struct TrainingViewModelTests {
         let engine = try xorEngine(epochs: endless)
         let vm = TrainingViewModel(engine: engine, policy: .every(100))
         vm.handle(event: .start)
-        _ = try await waitUntil(vm) { $0.step >= 100 }
+        _ = try await waitUntil(vm) { $0.progress.step >= 100 }
         vm.handle(event: .stop)
         let stopped = try await waitUntil(vm) { $0.phase == .stopped }
         vm.handle(event: .resume)
-        _ = try await waitUntil(vm) { $0.phase == .running && $0.step >= stopped.step + 100 }
+        _ = try await waitUntil(vm) { $0.phase == .running && $0.progress.step >= stopped.progress.step + 100 }
         vm.handle(event: .stop)
         _ = try await waitUntil(vm) { $0.phase == .stopped }
         let ended = try #require(vm.engine)
-        #expect(ended.stepsTaken > stopped.step)
+        #expect(ended.stepsTaken > stopped.progress.step)
         #expect(ended.network.parameters == straightRun(engine, steps: ended.stepsTaken).network.parameters)
     }
 
@@ -75,9 +75,9 @@ struct TrainingViewModelTests {
         let vm = TrainingViewModel(engine: engine, policy: .every(1))
         vm.handle(event: .step(count: 37))
         var state = try await waitUntil(vm) { $0.phase == .paused }
-        #expect(state.step == 37)
+        #expect(state.progress.step == 37)
         vm.handle(event: .step(count: 1))
-        state = try await waitUntil(vm) { $0.phase == .paused && $0.step == 38 }
+        state = try await waitUntil(vm) { $0.phase == .paused && $0.progress.step == 38 }
         vm.handle(event: .resume)
         _ = try await waitUntil(vm) { $0.phase == .finished }
         #expect(vm.engine?.network.parameters == straightRun(engine).network.parameters)
@@ -88,7 +88,7 @@ struct TrainingViewModelTests {
         let vm = TrainingViewModel(engine: try xorEngine(epochs: endless), policy: .every(100))
         vm.handle(event: .resume)  // idle: nothing to resume
         vm.handle(event: .step(count: 0))  // zero steps mean nothing
-        #expect(vm.viewState.phase == .idle && vm.viewState.step == 0)
+        #expect(vm.viewState.phase == .idle && vm.viewState.progress.step == 0)
         vm.handle(event: .start)
         vm.handle(event: .start)  // already running
         vm.handle(event: .step(count: 3))  // single steps only while paused or idle
@@ -102,7 +102,7 @@ struct TrainingViewModelTests {
         #expect(vm.viewState.ignoredEventCount == 5)
         vm.handle(event: .reset)
         let reset = try await waitUntil(vm) { $0.phase == .idle }
-        #expect(reset.step == 0 && reset.loss == nil)
+        #expect(reset.progress.step == 0 && reset.loss == nil)
         #expect(vm.engine?.network.parameters == (try xorEngine(epochs: endless)).network.parameters)
     }
 
@@ -148,13 +148,13 @@ struct TrainingViewModelTests {
         vm.handle(event: .start)
         let state = try await waitUntil(vm) { $0.phase == .diverged }
         let (step, location) = (try #require(state.divergedStep), try #require(state.divergedAt))
-        #expect(step >= 1 && step < state.totalSteps && step == state.step)
+        #expect(step >= 1 && step < state.progress.totalSteps && step == state.progress.step)
         #expect(location.hasPrefix("layers.") || location == "loss", "\(location)")
         #expect(state.loss.map { !$0.isFinite } == true)
         vm.handle(event: .resume)  // nothing to go on with
         #expect(vm.viewState.ignoredEvents.last?.event == .resume)
         vm.handle(event: .reset)
-        #expect(try await waitUntil(vm) { $0.phase == .idle }.step == 0)
+        #expect(try await waitUntil(vm) { $0.phase == .idle }.progress.step == 0)
     }
 
     @Test("The parent hands out one live view model per layer; a layer's check reaches the parent")
@@ -177,7 +177,7 @@ struct TrainingViewModelTests {
     func checkWhileRunning() async throws {
         let vm = TrainingViewModel(engine: try xorEngine(epochs: endless), policy: .every(100))
         vm.handle(event: .start)
-        _ = try await waitUntil(vm) { $0.step >= 100 }
+        _ = try await waitUntil(vm) { $0.progress.step >= 100 }
         vm.handle(event: .checkGradients)
         let state = try await waitUntil(vm) { $0.gradientCheck != nil }
         #expect(state.gradientCheck?.passed == true && state.phase == .running)
@@ -239,13 +239,13 @@ struct TrainingViewModelTests {
         let vm = TrainingViewModel(engine: try neuronEngine(), policy: .default)
         // Before training: net = 0.01·0.5 + 0.5, output = tanh(net).
         #expect(vm.viewState.neuron?.net == 0.505 && vm.viewState.neuron?.output == Double.libmTanh(0.505))
-        #expect(vm.viewState.totalSteps == 100_000 && vm.viewState.seed == nil)
+        #expect(vm.viewState.progress.totalSteps == 100_000 && vm.viewState.progress.seed == nil)
         vm.handle(event: .start)
         let final = try await waitUntil(vm) { $0.phase == .finished }
         let row = try #require(final.neuron)
         #expect(row.output == 0.1000000000000007)
         #expect(row.weight == 0.4959537581015022 && row.bias == 0.09537581015006125)
-        #expect(final.step == 100_000)
+        #expect(final.progress.step == 100_000)
         #expect(final.lossHistory.points.count <= final.lossHistory.capacity && final.lossHistory.stride > 1)
     }
 }

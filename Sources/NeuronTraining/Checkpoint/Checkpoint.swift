@@ -42,7 +42,7 @@ public struct Checkpoint: Sendable {
         tensors = point.tensors.map { SafeTensors.entry($0.name, Self.fileLayout($0.tensor, order: point.pytorchOrders[$0.name])) }
         state = CheckpointState(
             config: config, network: point.network, precision: Engine.Scalar.self == Float.self ? .float : .double,
-            epoch: point.epoch, step: point.step, seed: point.seed, position: point.position,
+            progress: point.progress, position: point.position,
             optimizerKind: config.optimizer.kind, optimizerStep: point.optimizerStep, preprocessing: preprocessing,
             classNames: point.classNames, featureNames: point.featureNames,
             records: EpochRecord.bounded(point.records, limit: Self.recordLimit),
@@ -95,7 +95,7 @@ public struct Checkpoint: Sendable {
 }
 
 /// A checkpoint's run state: what the tensors alone cannot say.
-public struct CheckpointState: Sendable, Equatable, Codable {
+public struct CheckpointState: Sendable, Equatable {
     /// Bumped when the layout changes: 2 is one file, the state in the header, dense weights (outputs, inputs).
     public var format = CheckpointState.currentFormat
     /// The format this engine writes and reads.
@@ -106,9 +106,10 @@ public struct CheckpointState: Sendable, Equatable, Codable {
     public var network: String
     /// The tensors' type.
     public var precision: TrainingConfig.Precision
-    public var epoch: Int
-    public var step: Int
-    public var seed: UInt64
+    /// Epochs and steps done and planned, and the seed. The file holds `epoch`, `step` and `seed`
+    /// (0 for a run that makes none) at the top level of the state; the totals follow from the
+    /// config, as the run builder counts them (see `init(from:)`).
+    public var progress: RunProgress
     /// The epoch order, the random generator's state and the position within the epoch.
     public var position: TrainingPosition?
     /// The optimizer, and its step count; its buffers are the `optimizer.*` tensors.
@@ -131,6 +132,81 @@ public struct CheckpointState: Sendable, Equatable, Codable {
     /// The data files trained on, each with its size and CRC-32; absent for synthetic data and in
     /// checkpoints written before it was recorded. A resume on files that differ is refused.
     public var data: DataFingerprint? = nil
+
+    /// A state from its parts.
+    public init(
+        config: RunConfig, network: String, precision: TrainingConfig.Precision, progress: RunProgress, position: TrainingPosition?,
+        optimizerKind: OptimizerConfig.Kind, optimizerStep: Int, preprocessing: Preprocessing, classNames: [String]?,
+        featureNames: [String], records: [EpochRecord], recordCount: Int? = nil, overrides: RunOverrides? = nil,
+        vocabulary: Vocabulary? = nil, data: DataFingerprint? = nil
+    ) {
+        (self.config, self.network, self.precision, self.progress, self.position) = (config, network, precision, progress, position)
+        (self.optimizerKind, self.optimizerStep, self.preprocessing) = (optimizerKind, optimizerStep, preprocessing)
+        (self.classNames, self.featureNames, self.records, self.recordCount) = (classNames, featureNames, records, recordCount)
+        (self.overrides, self.vocabulary, self.data) = (overrides, vocabulary, data)
+    }
+}
+
+extension CheckpointState: Codable {
+    // The keys of the file's state, each at the top level (the progress's counters too), as every
+    // checkpoint since format 2 has written them.
+    private enum CodingKeys: String, CodingKey {
+        case format, config, network, precision, epoch, step, seed, position, optimizerKind, optimizerStep, preprocessing
+        case classNames, featureNames, records, recordCount, overrides, vocabulary, data
+    }
+
+    /// Reads the state as the file holds it. The seed 0 with no position is a run that makes
+    /// none (the only one that saves no position); the planned epochs are the config's, the planned
+    /// steps those epochs of the position's batches (on one sample, a step each).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        format = try c.decode(Int.self, forKey: .format)
+        config = try c.decode(RunConfig.self, forKey: .config)
+        network = try c.decode(String.self, forKey: .network)
+        precision = try c.decode(TrainingConfig.Precision.self, forKey: .precision)
+        let (epoch, step) = (try c.decode(Int.self, forKey: .epoch), try c.decode(Int.self, forKey: .step))
+        let seed = try c.decode(UInt64.self, forKey: .seed)
+        position = try c.decodeIfPresent(TrainingPosition.self, forKey: .position)
+        let totalEpochs = config.desugared.training.epochs
+        // A plan past counting is refused by `validate`, which checks the same product.
+        let totalSteps = stepCount(epochs: totalEpochs, stepsPerEpoch: position?.batches.batchesPerEpoch ?? 1) ?? maximumStepCount
+        progress = RunProgress(
+            epoch: epoch, totalEpochs: totalEpochs, step: step, totalSteps: totalSteps, seed: position == nil && seed == 0 ? nil : seed)
+        optimizerKind = try c.decode(OptimizerConfig.Kind.self, forKey: .optimizerKind)
+        optimizerStep = try c.decode(Int.self, forKey: .optimizerStep)
+        preprocessing = try c.decode(Preprocessing.self, forKey: .preprocessing)
+        classNames = try c.decodeIfPresent([String].self, forKey: .classNames)
+        featureNames = try c.decode([String].self, forKey: .featureNames)
+        records = try c.decode([EpochRecord].self, forKey: .records)
+        recordCount = try c.decodeIfPresent(Int.self, forKey: .recordCount)
+        overrides = try c.decodeIfPresent(RunOverrides.self, forKey: .overrides)
+        vocabulary = try c.decodeIfPresent(Vocabulary.self, forKey: .vocabulary)
+        data = try c.decodeIfPresent(DataFingerprint.self, forKey: .data)
+    }
+
+    /// Writes the state as the file holds it: the progress's counters at the top level, the seed 0
+    /// for a run that makes none, the totals left to the config.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(format, forKey: .format)
+        try c.encode(config, forKey: .config)
+        try c.encode(network, forKey: .network)
+        try c.encode(precision, forKey: .precision)
+        try c.encode(progress.epoch, forKey: .epoch)
+        try c.encode(progress.step, forKey: .step)
+        try c.encode(progress.seed ?? 0, forKey: .seed)
+        try c.encodeIfPresent(position, forKey: .position)
+        try c.encode(optimizerKind, forKey: .optimizerKind)
+        try c.encode(optimizerStep, forKey: .optimizerStep)
+        try c.encode(preprocessing, forKey: .preprocessing)
+        try c.encodeIfPresent(classNames, forKey: .classNames)
+        try c.encode(featureNames, forKey: .featureNames)
+        try c.encode(records, forKey: .records)
+        try c.encodeIfPresent(recordCount, forKey: .recordCount)
+        try c.encodeIfPresent(overrides, forKey: .overrides)
+        try c.encodeIfPresent(vocabulary, forKey: .vocabulary)
+        try c.encodeIfPresent(data, forKey: .data)
+    }
 }
 
 /// A checkpoint read back and checked: its state and its tensors by name, in the file's layout.
@@ -199,8 +275,8 @@ extension Checkpoint {
         let json = String(decoding: try encoder.encode(state), as: UTF8.self)
         // The short keys let a reader see what the file holds without parsing the state.
         let metadata = [
-            "format": "neuron-\(state.format)", "network": state.network, "step": "\(state.step)",
-            "epoch": "\(state.epoch)", "precision": state.precision.rawValue, Self.stateKey: json,
+            "format": "neuron-\(state.format)", "network": state.network, "step": "\(state.progress.step)",
+            "epoch": "\(state.progress.epoch)", "precision": state.precision.rawValue, Self.stateKey: json,
         ]
         return SafeTensors.encode(tensors, metadata: metadata)
     }

@@ -116,6 +116,7 @@ extension CheckpointState {
 
         // Counts: the position in the epochs (none saved for a run on one sample without a seed, an epoch a step).
         // Steps are counted to `maximumStepCount`, which keeps every later count (`stepsTaken + 1`) clear of overflow.
+        let (epoch, step) = (progress.epoch, progress.step)
         guard step >= 0, step <= maximumStepCount else { throw invalid("step", "\(step); expected 0 to \(maximumStepCount)") }
         guard optimizerStep == step else { throw invalid("optimizerStep", "\(optimizerStep) but step is \(step)") }
         guard epoch >= 0, epoch <= step else { throw invalid("epoch", "\(epoch); expected 0 to step (\(step))") }

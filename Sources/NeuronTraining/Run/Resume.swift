@@ -65,7 +65,7 @@ public enum ResumeSettings {
     /// checkpoint had finished its own run (nothing to do, said by the caller), else the error for
     /// a run stopped short of its end that `config` ends before it (a smaller `--epochs`).
     public static func endedBefore(_ saved: LoadedCheckpoint, config: RunConfig) -> RunError? {
-        let done = saved.state.epoch
+        let done = saved.state.progress.epoch
         let (started, now) = (saved.state.config.desugared.training.epochs, config.desugared.training.epochs)
         guard done < started else { return nil }
         return .checkpointMismatch(

@@ -242,7 +242,7 @@ public enum RunBuilder {
             // Nothing is drawn for given parameters on one sample (the neuron): no seed to claim.
             let seed = config.model.startingParameters != nil && data.training.count == 1 ? nil : config.training.seed
             if let resume {
-                let position = resume.state.position ?? .oneSample(after: resume.state.step)
+                let position = resume.state.position ?? .oneSample(after: resume.state.progress.step)
                 var state: [String: [Scalar]] = [:]
                 for (name, entry) in resume.tensors where name.hasPrefix("optimizer.") {
                     state[String(name.dropFirst("optimizer.".count))] = try entry.tensor(as: Scalar.self, source: resume.path).scalars
@@ -329,7 +329,7 @@ public enum RunBuilder {
         var raw = data
         // Text keeps its split: its test lines are the ones drawn from the run's seed.
         if data.kind != .text { (raw.normalization, raw.validationSplit) = (DataConfig.Normalization.none, 0) }
-        let rows = try RunData<Scalar>(raw, seed: saved.state.seed)
+        let rows = try RunData<Scalar>(raw, seed: saved.state.progress.seed ?? 0)
         var (name, dataset) = rows.test.map { ("test", $0) } ?? ("data", rows.training)
         guard dataset.featureCount == saved.state.featureNames.count else {
             throw RunError.invalid(

@@ -65,7 +65,7 @@ public struct RunLauncher: Sendable {
         BLAS.threadCount = blasThreads ?? config.training.blasThreads
         var run = try RunBuilder.build(config, resume: checkpoint, dataChanged: request.dataChanged)
         run.overrides = overrides
-        if let checkpoint { run.earlierSeconds = RunOutputs(directory: checkpoint.path).trainedSeconds(upTo: checkpoint.state.step) }
+        if let checkpoint { run.earlierSeconds = RunOutputs(directory: checkpoint.path).trainedSeconds(upTo: checkpoint.state.progress.step) }
         return run
     }
 
@@ -75,7 +75,7 @@ public struct RunLauncher: Sendable {
     public func nothingLeft(in run: Run) throws -> String? {
         guard let checkpoint, run.engine.isFinished else { return nil }
         if let error = ResumeSettings.endedBefore(checkpoint, config: config) { throw error }
-        return "\(checkpoint.path) already finished its \(checkpoint.state.epoch) epochs; nothing to do (give a larger --epochs to train on)"
+        return "\(checkpoint.path) already finished its \(checkpoint.state.progress.epoch) epochs; nothing to do (give a larger --epochs to train on)"
     }
 
     /// Creates the run directory and takes it for this process alone, until the returned lock is

@@ -1,6 +1,7 @@
 // What the loop trains: a value that takes one step at a time and reports on itself in plain
-// numbers (`TrainingSnapshot` for a display, `ResumePoint` for a checkpoint). Engines know no view
-// and no file format; the view model and `Checkpoint` turn their reports into those.
+// numbers (`TrainingSnapshot` for a display, `ResumePoint` for a checkpoint, both with the engine's
+// `RunProgress`). Engines know no view and no file format; the view model and `Checkpoint` turn
+// their reports into those.
 import NeuronCore
 
 /// Something trained one step at a time (a network on a dataset, the single neuron among them). A value:
@@ -95,10 +96,8 @@ public struct ResumePoint<Scalar: TensorScalar>: Sendable {
     public var network: String
     /// The parameters (`layers.<i>.weight`, `layers.<i>.bias`), then the optimizer's buffers (`optimizer.<name>`).
     public var tensors: [(name: String, tensor: Tensor<Scalar>)]
-    /// Epochs completed, and steps taken.
-    public var epoch: Int, step: Int
-    /// The seed every random choice flows from; 0 when the run makes none (as the neuron's checkpoints always said).
-    public var seed: UInt64
+    /// Epochs and steps done and planned, and the seed.
+    public var progress: RunProgress
     /// The epoch order, the generator and the place in the epoch; nil when nothing is random (the neuron).
     public var position: TrainingPosition?
     /// The optimizer's step count (its buffers are among `tensors`).
@@ -114,10 +113,10 @@ public struct ResumePoint<Scalar: TensorScalar>: Sendable {
     public var vocabulary: Vocabulary?
 
     public init(
-        network: String, tensors: [(name: String, tensor: Tensor<Scalar>)], epoch: Int, step: Int, seed: UInt64,
-        position: TrainingPosition?, optimizerStep: Int, featureNames: [String], classNames: [String]?, records: [EpochRecord]
+        network: String, tensors: [(name: String, tensor: Tensor<Scalar>)], progress: RunProgress, position: TrainingPosition?,
+        optimizerStep: Int, featureNames: [String], classNames: [String]?, records: [EpochRecord]
     ) {
-        (self.network, self.tensors, self.epoch, self.step, self.seed) = (network, tensors, epoch, step, seed)
+        (self.network, self.tensors, self.progress) = (network, tensors, progress)
         (self.position, self.optimizerStep, self.featureNames, self.classNames, self.records) = (
             position, optimizerStep, featureNames, classNames, records
         )
@@ -316,8 +315,8 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
             + network.stateTensors.map { (name: $0.name, tensor: network.stateTensor($0)) }
         let buffers = optimizer.state.sorted { $0.key < $1.key }.map { (name: "optimizer.\($0.key)", tensor: Tensor(vector: $0.value)) }
         var point = ResumePoint(
-            network: network.description, tensors: parameters + buffers, epoch: position.epoch, step: position.stepsTaken,
-            seed: seed ?? 0, position: seed == nil ? nil : position, optimizerStep: optimizer.step, featureNames: training.dataset.featureNames,
+            network: network.description, tensors: parameters + buffers, progress: RunProgress(of: self),
+            position: seed == nil ? nil : position, optimizerStep: optimizer.step, featureNames: training.dataset.featureNames,
             classNames: training.dataset.classNames, records: records)
         for t in network.parameterTensors + network.stateTensors { point.pytorchOrders[t.name] = t.pytorchOrder }
         point.vocabulary = lineSampler?.vocabulary

@@ -27,12 +27,8 @@ public struct TrainingSnapshot: Sendable, Equatable {
 
     /// What is trained, e.g. `Network[Dense(2→4, tanh), Dense(4→1, tanh)]`.
     public var title: String
-    /// The seed every random choice flows from; nil when the run makes none.
-    public var seed: UInt64?
-    /// Epochs completed, and planned.
-    public var epoch: Int, totalEpochs: Int
-    /// Steps taken, and planned.
-    public var step: Int, totalSteps: Int
+    /// Epochs and steps done and planned, and the seed.
+    public var progress: RunProgress
     /// The learning rate of the next step.
     public var learningRate: Double
     /// The loss and accuracy on the validation rows after the last completed epoch.
@@ -51,8 +47,7 @@ public struct TrainingSnapshot: Sendable, Equatable {
     /// The progress counters and records of `engine`; validation, layers and the neuron's row empty.
     public init(progressOf engine: some TrainingEngine) {
         title = engine.title
-        seed = engine.seed
-        (epoch, totalEpochs, step, totalSteps) = (engine.epoch, engine.totalEpochs, engine.stepsTaken, engine.totalSteps)
+        progress = RunProgress(of: engine)
         learningRate = engine.learningRate
         records = engine.records
     }

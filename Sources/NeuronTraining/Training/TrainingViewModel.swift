@@ -231,15 +231,9 @@ extension TrainingViewState {
     public init(phase: Phase, engine snapshot: TrainingSnapshot) {
         self.init()
         self.phase = phase
-        title = snapshot.title
-        (epoch, totalEpochs, step, totalSteps) = (snapshot.epoch, snapshot.totalEpochs, snapshot.step, snapshot.totalSteps)
-        (learningRate, seed) = (snapshot.learningRate, snapshot.seed)
-        (validationLoss, validationAccuracy) = (snapshot.validationLoss, snapshot.validationAccuracy)
-        rankStepSeconds = snapshot.rankStepSeconds
-        layers = snapshot.layers
-        neuron = snapshot.neuron
-        records = snapshot.records
-        sampledLines = snapshot.sampledLines
+        (title, progress, learningRate) = (snapshot.title, snapshot.progress, snapshot.learningRate)
+        (validationLoss, validationAccuracy, rankStepSeconds) = (snapshot.validationLoss, snapshot.validationAccuracy, snapshot.rankStepSeconds)
+        (layers, neuron, records, sampledLines) = (snapshot.layers, snapshot.neuron, snapshot.records, snapshot.sampledLines)
     }
 
     /// What a display shows of an engine's snapshot and the loop's record, in `phase`.

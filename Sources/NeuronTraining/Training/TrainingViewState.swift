@@ -64,14 +64,9 @@ public struct TrainingViewState: Sendable, Equatable {
     public var failure: String?
     /// What is trained, e.g. `Network[Dense(2→4, tanh), Dense(4→1, tanh)]` or `Neuron(1 input, tanh)`.
     public var title: String = ""
-    /// Epochs completed (the neuron counts each iteration as an epoch of one sample).
-    public var epoch: Int = 0
-    /// Epochs planned.
-    public var totalEpochs: Int = 0
-    /// Steps taken.
-    public var step: Int = 0
-    /// Steps planned.
-    public var totalSteps: Int = 0
+    /// Epochs and steps done and planned, and the seed, as the engine's snapshot reports them
+    /// (as JSON, their keys at the top level: `epoch`, `totalEpochs`, `step`, `totalSteps`, `seed`).
+    public var progress = RunProgress()
     /// The last step's batch loss.
     public var loss: Double?
     /// An exponential moving average of the batch losses (weight 0.05 on the newest).
@@ -91,8 +86,6 @@ public struct TrainingViewState: Sendable, Equatable {
     public var rankStepSeconds: [Double]?
     /// The learning rate of the next step (after the schedule).
     public var learningRate: Double = 0
-    /// The seed every random choice of the run flows from; nil when the run makes none (the single neuron).
-    public var seed: UInt64?
     /// The last gradient check's report.
     public var gradientCheck: GradientCheckReport?
     /// Each layer's statistics at the last snapshot.
@@ -117,7 +110,7 @@ public struct TrainingViewState: Sendable, Equatable {
     /// `diverged at step 37 in layers.1`, `failed: could not read data/train.csv`.
     public var phaseText: String {
         switch phase {
-        case .diverged: "diverged at step \(divergedStep ?? step) in \(divergedAt ?? "an unknown place")"
+        case .diverged: "diverged at step \(divergedStep ?? progress.step) in \(divergedAt ?? "an unknown place")"
         case .failed: failure.map { "failed: \($0)" } ?? "failed"
         default: phase.rawValue
         }
@@ -191,15 +184,17 @@ extension TrainingViewState: Codable {
             try c.decodeIfPresent(String.self, forKey: .failure)
         )
         title = try c.decode(String.self, forKey: .title)
-        (epoch, totalEpochs) = (try c.decode(Int.self, forKey: .epoch), try c.decode(Int.self, forKey: .totalEpochs))
-        (step, totalSteps) = (try c.decode(Int.self, forKey: .step), try c.decode(Int.self, forKey: .totalSteps))
+        progress = RunProgress(
+            epoch: try c.decode(Int.self, forKey: .epoch), totalEpochs: try c.decode(Int.self, forKey: .totalEpochs),
+            step: try c.decode(Int.self, forKey: .step), totalSteps: try c.decode(Int.self, forKey: .totalSteps),
+            seed: try c.decodeIfPresent(UInt64.self, forKey: .seed))
         (loss, smoothedLoss) = (try c.decodeIfPresent(Double.self, forKey: .loss), try c.decodeIfPresent(Double.self, forKey: .smoothedLoss))
         validationLoss = try c.decodeIfPresent(Double.self, forKey: .validationLoss)
         validationAccuracy = try c.decodeIfPresent(Double.self, forKey: .validationAccuracy)
         samplesPerSecond = try c.decodeIfPresent(Double.self, forKey: .samplesPerSecond)
         secondsRemaining = try c.decodeIfPresent(Double.self, forKey: .secondsRemaining)
         rankStepSeconds = try c.decodeIfPresent([Double].self, forKey: .rankStepSeconds)
-        (learningRate, seed) = (try c.decode(Double.self, forKey: .learningRate), try c.decodeIfPresent(UInt64.self, forKey: .seed))
+        learningRate = try c.decode(Double.self, forKey: .learningRate)
         ignoredEventCount = try c.decode(Int.self, forKey: .ignoredEventCount)
         sampledLines = try c.decodeIfPresent([SampledLine].self, forKey: .sampledLines)
         lossHistory = try c.decodeIfPresent(LossHistory.self, forKey: .lossHistory) ?? LossHistory()
@@ -218,10 +213,10 @@ extension TrainingViewState: Codable {
         try c.encodeIfPresent(divergedAt, forKey: .divergedAt)
         try c.encodeIfPresent(failure, forKey: .failure)
         try c.encode(title, forKey: .title)
-        try c.encode(epoch, forKey: .epoch)
-        try c.encode(totalEpochs, forKey: .totalEpochs)
-        try c.encode(step, forKey: .step)
-        try c.encode(totalSteps, forKey: .totalSteps)
+        try c.encode(progress.epoch, forKey: .epoch)
+        try c.encode(progress.totalEpochs, forKey: .totalEpochs)
+        try c.encode(progress.step, forKey: .step)
+        try c.encode(progress.totalSteps, forKey: .totalSteps)
         try c.encodeIfPresent(loss, forKey: .loss)
         try c.encodeIfPresent(smoothedLoss, forKey: .smoothedLoss)
         try c.encodeIfPresent(validationLoss, forKey: .validationLoss)
@@ -230,7 +225,7 @@ extension TrainingViewState: Codable {
         try c.encodeIfPresent(secondsRemaining, forKey: .secondsRemaining)
         try c.encodeIfPresent(rankStepSeconds, forKey: .rankStepSeconds)
         try c.encode(learningRate, forKey: .learningRate)
-        try c.encodeIfPresent(seed, forKey: .seed)
+        try c.encodeIfPresent(progress.seed, forKey: .seed)
         try c.encode(ignoredEventCount, forKey: .ignoredEventCount)
         try c.encodeIfPresent(sampledLines, forKey: .sampledLines)
         guard encoder.userInfo[Self.extentKey] as? Extent != .progress else { return }
