@@ -93,15 +93,18 @@ struct SequenceUnitExplanationTests {
 
     // MARK: Against the whole network
 
-    /// Embedding(6→3) → RNN(3→4) → Dense(4→6, identity, per position) under the sequence loss,
-    /// seeded, with a learned h0 off zero; five tokens, token 0 twice, the last target padding.
-    private func recurrentTextNetwork() throws -> (network: Network<Double>, sample: [Double], target: [Double]) {
+    /// Embedding(6→3) → `recurrent` (3→4, an RNN by default) → Dense(4→6, identity, per position)
+    /// under the sequence loss, seeded, with a learned h0 off zero; five tokens, token 0 twice, the
+    /// last target padding.
+    private func recurrentTextNetwork(
+        _ recurrent: (any Layer<Double>)? = nil, seed: UInt64 = 7
+    ) throws -> (network: Network<Double>, sample: [Double], target: [Double]) {
         var network = try Network<Double>(
             [
-                try Embedding<Double>(vocabulary: 6, features: 3, time: 5), try RNN<Double>(time: 5, inputs: 3, hidden: 4),
+                try Embedding<Double>(vocabulary: 6, features: 3, time: 5), try recurrent ?? RNN<Double>(time: 5, inputs: 3, hidden: 4),
                 try Dense<Double>(4, 6, activation: .identity, time: 5),
             ], loss: .sequenceCrossEntropy)
-        network.initialize(seed: 7)
+        network.initialize(seed: seed)
         let h0 = network.parameterTensors.first { $0.tensor == "h0" }!
         network.parameters.replaceSubrange(h0.range, with: [0.3, -0.2, 0.1, 0.5])
         return (network, [0, 2, 3, 1, 0], [2, 3, 1, 0, -1])
@@ -375,18 +378,9 @@ struct SequenceUnitExplanationTests {
         }
     }
 
-    /// Embedding(6→3) → GRU(3→4) → Dense(4→6, identity, per position) under the sequence loss,
-    /// seeded, with a learned h0 off zero; five tokens, token 0 twice, the last target padding.
+    /// ``recurrentTextNetwork(_:seed:)`` with a GRU(3→4), seed 9.
     private func gruTextNetwork() throws -> (network: Network<Double>, sample: [Double], target: [Double]) {
-        var network = try Network<Double>(
-            [
-                try Embedding<Double>(vocabulary: 6, features: 3, time: 5), try GRU<Double>(time: 5, inputs: 3, hidden: 4),
-                try Dense<Double>(4, 6, activation: .identity, time: 5),
-            ], loss: .sequenceCrossEntropy)
-        network.initialize(seed: 9)
-        let h0 = network.parameterTensors.first { $0.tensor == "h0" }!
-        network.parameters.replaceSubrange(h0.range, with: [0.3, -0.2, 0.1, 0.5])
-        return (network, [0, 2, 3, 1, 0], [2, 3, 1, 0, -1])
+        try recurrentTextNetwork(try GRU<Double>(time: 5, inputs: 3, hidden: 4), seed: 9)
     }
 
     @Test("Every GRU unit at every position: chain rule = the network's backward there ≈ faux; shares add up to the whole network's gradients")
