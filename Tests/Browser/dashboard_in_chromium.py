@@ -235,7 +235,8 @@ def chart_labels(driver):
     return driver.execute_script("""
       const legend = id => [...document.querySelectorAll("#" + id + " span")].map(e => e.innerText);
       return { lossHeading: document.getElementById("loss-heading").innerText, lossLegend: legend("loss-legend"),
-               epochLegend: legend("epoch-legend"), layersLegend: legend("layers-legend") };
+               epochLegend: legend("epoch-legend"), layersLegend: legend("layers-legend"),
+               accuracyBox: !document.getElementById("val-acc").parentElement.hidden };
     """)
 
 

@@ -119,6 +119,7 @@ struct DashboardBrowserTests {
         // A classifier's epochs have an accuracy. A saved run has no step's gradient and no
         // saturation (that needs a forward pass): the layers' legend names ‖w‖ alone.
         #expect(labels["epochLegend"] as? [String] == ["training loss", "validation loss", "validation accuracy (right axis)"], "\(labels)")
+        #expect(labels["accuracyBox"] as? Bool == true, "\(labels)")
         #expect((labels["layersLegend"] as? [String])?.first == "‖w‖" && (labels["layersLegend"] as? [String])?.count == 2, "\(labels)")
         #expect((savedSeen["layout"] as? [[String: Any]])?.count == 2)
     }
@@ -163,6 +164,8 @@ struct DashboardBrowserTests {
         // A text run has no accuracy: no legend entry for it. Its files keep each epoch's loss.
         let labels = try #require(seen["chartLabels"] as? [String: Any])
         #expect(labels["epochLegend"] as? [String] == ["training loss", "validation loss"], "\(labels)")
+        // A text run has no accuracy: no box waiting for one.
+        #expect(labels["accuracyBox"] as? Bool == false, "\(labels)")
         #expect(labels["lossHeading"] as? String == "LOSS PER EPOCH", "\(labels)")
         // No layer of this transformer has tanh units.
         #expect((labels["layersLegend"] as? [String])?.contains("saturated share (tanh, right axis)") == false, "\(labels)")
