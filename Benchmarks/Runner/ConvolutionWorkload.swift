@@ -110,7 +110,7 @@ struct ConvolutionWorkload: BatchSplitting {
     /// Per-step seconds and heap allocations per step after the first.
     func time(blocks: Int) throws -> (seconds: [Double], allocationsPerStep: Double) {
         let (network, x, t) = try make()
-        return try timeSGDSteps(network, x: x, targets: t, learningRate: learningRate, blocks: blocks)
+        return try withRunThreads { try timeSGDSteps(network, x: x, targets: t, learningRate: learningRate, blocks: blocks) }
     }
 
     /// The layout question measured on W7's two convolutions: the forward product as channels-last

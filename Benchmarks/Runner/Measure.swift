@@ -148,6 +148,16 @@ extension BatchSplitting {
         return w
     }
 
+    /// `body` with the process's BLAS threads as a run of this workload sets them, once, at its
+    /// start (one per product when each step is split: `BLAS.threadCount(blasThreads:batchThreads:)`);
+    /// restored after.
+    func withRunThreads<T>(_ body: () throws -> T) rethrows -> T {
+        let threads = BLAS.threadCount
+        BLAS.threadCount = BLAS.threadCount(blasThreads: threads, batchThreads: batchThreads)
+        defer { BLAS.threadCount = threads }
+        return try body()
+    }
+
     /// What a title says of the split: `, split over n threads`, or nothing for a whole batch.
     var splitDescription: String { batchThreads > 1 ? ", split over \(batchThreads) threads" : "" }
 }

@@ -194,7 +194,9 @@ struct TransformerWorkload: BatchSplitting {
         let (network, x, t) = try make()
         // Each step timed alone, as the peers time theirs: on a shared machine a block of many
         // steps takes in every preemption, where the median of single steps passes over them.
-        let seconds = try timeSteps(network, x: x, targets: t, optimizer: try optimizer(), blocks: blocks, blockTarget: .zero).seconds
+        let seconds = try withRunThreads {
+            try timeSteps(network, x: x, targets: t, optimizer: try optimizer(), blocks: blocks, blockTarget: .zero).seconds
+        }
         let threads = BLAS.threadCount
         BLAS.threadCount = 1
         defer { BLAS.threadCount = threads }

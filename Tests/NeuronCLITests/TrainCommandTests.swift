@@ -68,6 +68,22 @@ struct TrainCommandTests {
         #expect(try checkpointTensors(json) == checkpointTensors(out))
     }
 
+    @Test("The BLAS threads are set once, at the run's start: the config's blasThreads, or 1 when each step splits its batch")
+    func blasThreadsOfARun() throws {
+        let directory = try scratchDirectory("blas-threads")
+        let xor = try String(contentsOfFile: dataDirectory + "/xor.yaml", encoding: .utf8)
+            .replacingOccurrences(of: "epochs: 1000", with: "epochs: 3\n  blasThreads: 2")
+        for (name, extra, expected) in [("whole", "", "· 2 threads"), ("split", "\n  batchThreads: 2", "· 1 thread")] {
+            let config = directory + "/\(name).yaml"
+            try xor.replacingOccurrences(of: "batchSize: 4", with: "batchSize: 4" + extra).write(toFile: config, atomically: true, encoding: .utf8)
+            let run = try runNeuron(["train", config, "--output", directory + "/" + name, "--quiet"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let written = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/\(name)/summary.json")))
+            let blas = try #require((written as? [String: Any])?["blas"] as? String)
+            #expect(blas.hasSuffix(expected), "\(name): \(blas)")
+        }
+    }
+
     @Test("The single neuron's config: the summary shows trained output 0.1000000000000007")
     func singleNeuron() throws {
         let out = try scratchDirectory("neuron") + "/run"

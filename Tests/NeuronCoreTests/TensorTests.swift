@@ -53,4 +53,11 @@ struct TensorTests {
         #expect(BLAS.configuration.contains("OpenBLAS"))
         #expect(BLAS.summary.contains("1 thread"))
     }
+
+    @Test("A process whose network splits each batch over threads runs its products on one BLAS thread each")
+    func blasThreadsForASplitBatch() {
+        #expect(BLAS.threadCount(blasThreads: 4, batchThreads: 1) == 4)
+        #expect(BLAS.threadCount(blasThreads: 4, batchThreads: 2) == 1)
+        #expect(BLAS.threadCount(blasThreads: 1, batchThreads: 8) == 1)
+    }
 }

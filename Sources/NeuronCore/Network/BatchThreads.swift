@@ -11,6 +11,14 @@
 //
 // The same weighting as data parallelism over processes (`MiniBatchTraining.step(share:combine:)`):
 // for the sequence loss a share's weight is its counted positions over the batch's, not its rows.
+//
+// The BLAS thread count: each share's products should run on one BLAS thread. OpenBLAS 0.3.21
+// (Debian 12's) has one count for the whole process and no count per call or per thread
+// (`openblas_set_num_threads_local` came in 0.3.26, for OpenMP builds), and its threaded level-3
+// calls from several threads at once queue for its one pool. So the count is a setting of the
+// process, made once by whoever owns it (the CLI at a run's start, a benchmark per workload) by
+// `BLAS.threadCount(blasThreads:batchThreads:)`; a pass never sets it. Results do not depend on it:
+// OpenBLAS's threads split a product's rows and columns, never the sum over k.
 /// The replicas and buffers of a pass split over threads, kept from step to step so that a pass
 /// allocates nothing once the first has sized them.
 struct BatchSplit<Scalar: TensorScalar>: Sendable {
@@ -49,11 +57,9 @@ extension Network {
             if s > 0 { (split.replicas[s - 1].noiseSeed, split.replicas[s - 1].noiseStep) = (noiseSeed, noiseStep) }
         }
 
-        // Every share on its own thread, each product on one BLAS thread (OpenBLAS's own threads,
-        // shared by every caller, would make the shares wait for each other).
-        let blasThreads = BLAS.threadCount
-        if blasThreads != 1 { BLAS.threadCount = 1 }
-        defer { if blasThreads != 1 { BLAS.threadCount = blasThreads } }
+        // Every share on its own thread. The products run at the process's BLAS count, which the
+        // process sets once (``BLAS/threadCount(blasThreads:batchThreads:)``, one thread each),
+        // never this pass.
         let (parameters, inputs, targets, threads) = (self.parameters, split.inputs, split.targets, split.threads!)
         parameters.withUnsafeBufferPointer { p in
             inputs.withUnsafeBufferPointer { inputs in

@@ -62,8 +62,10 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     public var noiseStep: UInt64 = 0
     /// The threads a training pass splits its batch over (``lossAndGradients(_:targets:inputGradient:)``):
     /// 1 (the default) computes the batch whole; `n > 1` cuts it into `n` shares of rows computed
-    /// side by side, each by its own copy of the layers with products on one BLAS thread, their
-    /// gradients summed (see `Network/BatchThreads.swift`). The numbers then differ from one
+    /// side by side, each by its own copy of the layers, their gradients summed (see
+    /// `Network/BatchThreads.swift`). Set the process's BLAS threads once by
+    /// ``BLAS/threadCount(blasThreads:batchThreads:)`` (one thread per product when split): a pass
+    /// never changes that process-wide count. The numbers then differ from one
     /// thread's by rounding alone, and are the same on every machine for the same `n`. A network
     /// with state (batch normalization, whose statistics are the whole batch's) computes on one thread.
     public var batchThreads = 1 {

@@ -101,11 +101,19 @@ extension Double {
 
 /// The BLAS library behind the tensor core: which build it is, and how many threads it uses.
 public enum BLAS {
-    /// The number of threads OpenBLAS uses for each call. Setting it clamps to at least 1.
+    /// The number of threads OpenBLAS uses for each call, in the whole process. Setting it clamps
+    /// to at least 1.
     public static var threadCount: Int {
         get { Int(openblas_get_num_threads()) }
         set { openblas_set_num_threads(Int32(clamping: max(1, newValue))) }  // clamped: a C int, not a trap
     }
+
+    /// The threads a process sets for a network that splits each batch over `batchThreads`
+    /// (`Network.batchThreads`): `blasThreads` for a batch computed whole, else 1, so that each
+    /// share's products run on one thread beside the others'. OpenBLAS's count is one for the whole
+    /// process (its build here has none per call or per thread), so it is set once, when the
+    /// process chooses its work, and never per step.
+    public static func threadCount(blasThreads: Int, batchThreads: Int) -> Int { batchThreads > 1 ? 1 : blasThreads }
 
     /// The number of processors OpenBLAS sees.
     public static var processorCount: Int { Int(openblas_get_num_procs()) }

@@ -59,10 +59,12 @@ public struct RunLauncher: Sendable {
         if checkpoint == nil && outputs.holdsRun { throw RunError.outputExists(path: outputs.directory) }
     }
 
-    /// The run: its engine at its first step, or at the checkpoint's. Sets the BLAS threads to
-    /// `blasThreads`, else to the config's.
+    /// The run: its engine at its first step, or at the checkpoint's. Sets the process's BLAS
+    /// threads, once, to `blasThreads`, else to the config's, or to 1 when each step splits its
+    /// batch over threads (`BLAS.threadCount(blasThreads:batchThreads:)`).
     public func build(blasThreads: Int? = nil) throws -> Run {
-        BLAS.threadCount = blasThreads ?? config.training.blasThreads
+        BLAS.threadCount = BLAS.threadCount(
+            blasThreads: blasThreads ?? config.training.blasThreads, batchThreads: config.training.batchThreads ?? 1)
         var run = try RunBuilder.build(config, resume: checkpoint, dataChanged: request.dataChanged)
         run.overrides = overrides
         if let checkpoint { run.earlierSeconds = RunOutputs(directory: checkpoint.path).trainedSeconds(upTo: checkpoint.state.progress.step) }
