@@ -308,9 +308,12 @@ private struct ConfigSchemaWalk {
 
 /// The checks on decoded values, each pointing at the value at fault (or, for a key that is
 /// missing, at the mapping that should hold it).
-private struct ConfigChecker {
+struct ConfigChecker {
     let source: String
-    let nodes: ConfigNodes
+    fileprivate let nodes: ConfigNodes
+
+    /// Whether the file writes the key `path`, with any value, null among them.
+    func writesKey(_ path: String) -> Bool { nodes.keys[path] != nil }
 
     // MARK: Reporting
 
@@ -531,56 +534,12 @@ private struct ConfigChecker {
     func validateLayer(_ layer: LayerConfig, at path: String, isLast: Bool) throws(ConfigError) {
         let kind = layer.kind
         try onlyKeys(kind.keys, in: path, for: "a \(kind.rawValue) layer")
-        func needs(_ key: String, _ value: (some Any)?, _ what: String) throws(ConfigError) {
-            guard value != nil else { throw missing(key, in: path, because: "a \(kind.rawValue) layer needs \(what)") }
-        }
-        switch kind {
-        case .dense:
-            if layer.units == nil, nodes.keys["\(path).units"] != nil {
-                throw error(at: "\(path).units", "\(path).units: expected a whole number; found nothing (null)")
-            }
-            try needs("units", layer.units, "units")
-        case .conv2d:
-            try needs("filters", layer.filters, "filters and kernel")
-            try needs("kernel", layer.kernel, "filters and kernel")
-            if layer.pad != nil, layer.padding != nil {
-                throw error(at: "\(path).pad", "\(path).pad: give either padding (valid or same) or pad (zeros on every side), not both")
-            }
-        case .maxPool2d, .avgPool2d:
-            if layer.global == true {
-                if layer.size != nil || layer.stride != nil {
-                    throw error(at: "\(path).global", "\(path).global: a global pool takes the whole image; leave out size and stride")
-                }
-            } else {
-                try needs("size", layer.size, kind == .avgPool2d ? "size (or global: true)" : "size")
-            }
-        case .dropout:
-            try needs("rate", layer.rate, "rate")
-        case .residual:
-            guard let body = layer.layers else { throw missing("layers", in: path, because: "a residual layer needs layers, its body") }
-            try require(!body.isEmpty, "at least one layer in the body", at: "\(path).layers", found: "an empty list")
-            for (j, inner) in body.enumerated() {
-                try require(
-                    inner.kind != .residual, "a layer other than residual (a body holds no residual block)", at: "\(path).layers[\(j)].kind",
-                    found: "'residual'")
-                try validateLayer(inner, at: "\(path).layers[\(j)]", isLast: false)
-            }
-        case .embedding, .positionEmbedding, .flatten, .batchNorm, .layerNorm:
-            break
-        case .context:
-            try needs("size", layer.size, "size (how many positions it concatenates)")
-        case .rnn, .gru:
-            try needs("units", layer.units, "units (the hidden state's size)")
-        case .gelu:
-            break  // approximation: its names are checked as it is read
-        case .attention:
-            try needs("heads", layer.heads, "heads")
-        }
+        try kind.spec.validate(layer, at: path, self)
         try ranges { () throws(ConfigRangeError) in try layer.checkRanges(at: path) }
         if layer.activation == .softmax {
             let others = alternatives(Activation.allCases.filter { $0 != .softmax })
             try require(
-                kind == .dense, "\(others) for a \(kind.rawValue) layer (softmax belongs only in a dense output layer)",
+                kind.spec.takesSoftmax, "\(others) for a \(kind.rawValue) layer (softmax belongs only in a dense output layer)",
                 at: "\(path).activation", found: "'softmax'")
             try require(
                 isLast, "\(others) before the last layer (softmax belongs only in the output layer)", at: "\(path).activation", found: "'softmax'")

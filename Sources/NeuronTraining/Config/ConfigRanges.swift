@@ -39,10 +39,7 @@ extension RunConfig {
     /// transformer's among them: a checkpoint's saved config checked as the loader checked it.
     func checkRanges() throws(ConfigRangeError) {
         try model.checkRanges()
-        for (i, layer) in model.layers.enumerated() {
-            try layer.checkRanges(at: "model.layers[\(i)]")
-            for (j, inner) in (layer.layers ?? []).enumerated() { try inner.checkRanges(at: "model.layers[\(i)].layers[\(j)]") }
-        }
+        for (i, layer) in model.layers.enumerated() { try layer.checkRanges(at: "model.layers[\(i)]") }
         try data.checkRanges()
         try optimizer.checkRanges()
         try training.checkRanges()
@@ -95,28 +92,10 @@ extension TransformerConfig {
 }
 
 extension LayerConfig {
-    /// The values this layer gives, at `path` (`model.layers[2]`); not its residual body's, whose
-    /// layers are checked at their own paths.
+    /// The values this layer gives, at `path` (`model.layers[2]`), its residual body's among them,
+    /// each at its own path: its kind's bounds (`LayerKinds/`).
     func checkRanges(at path: String) throws(ConfigRangeError) {
-        let sizes = 1...ModelConfig.largestSize
-        // A dense layer's units are bounded by the memory they need, checked when the run is built.
-        try ConfigRangeError.check(units, in: kind == .rnn || kind == .gru ? sizes : 1...Int.max, "\(path).units")
-        try ConfigRangeError.check(features, in: sizes, "\(path).features")
-        try ConfigRangeError.check(heads, in: sizes, "\(path).heads")
-        try ConfigRangeError.check(filters, in: sizes, "\(path).filters")
-        try ConfigRangeError.check(kernel, in: sizes, "\(path).kernel")
-        try ConfigRangeError.check(stride, in: sizes, "\(path).stride")
-        try ConfigRangeError.check(pad, in: 0...ModelConfig.largestSize, "\(path).pad")
-        try ConfigRangeError.check(size, in: sizes, "\(path).size")
-        if let rate { try ConfigRangeError.check(rate >= 0 && rate < 1, "\(path).rate", rate, "a number in [0, 1)") }
-        if let momentum { try ConfigRangeError.check(momentum >= 0 && momentum <= 1, "\(path).momentum", momentum, "a number in [0, 1]") }
-        if let epsilon {
-            let what = kind == .layerNorm ? "a sample or position whose features are all equal" : "a channel whose batch variance is 0"
-            try ConfigRangeError.check(
-                epsilon >= Self.smallestEpsilon && epsilon.isFinite, "\(path).epsilon", epsilon,
-                "a finite number of at least \(Self.smallestEpsilon) (epsilon keeps 1/√(variance + epsilon) finite for \(what); Float holds nothing below 1.4e-45)"
-            )
-        }
+        try kind.spec.checkRanges(self, at: path)
     }
 }
 

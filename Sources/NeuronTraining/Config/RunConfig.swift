@@ -151,8 +151,27 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         /// Causal multi-head self-attention over the time axis (a GPT's, nanoGPT's parameters): `heads`.
         case attention
 
-        /// Whether a layer of this kind needs its input as an image.
-        var takesImages: Bool { self == .conv2d || self == .maxPool2d || self == .avgPool2d || self == .flatten }
+        /// The spec of this kind (`LayerKinds/`): its keys, checks and construction.
+        var spec: any LayerSpec.Type {
+            switch self {
+            case .dense: DenseSpec.self
+            case .conv2d: Conv2DSpec.self
+            case .maxPool2d: MaxPool2DSpec.self
+            case .avgPool2d: AvgPool2DSpec.self
+            case .flatten: FlattenSpec.self
+            case .dropout: DropoutSpec.self
+            case .batchNorm: BatchNormSpec.self
+            case .residual: ResidualSpec.self
+            case .embedding: EmbeddingSpec.self
+            case .positionEmbedding: PositionEmbeddingSpec.self
+            case .context: ContextSpec.self
+            case .rnn: RNNSpec.self
+            case .gru: GRUSpec.self
+            case .layerNorm: LayerNormSpec.self
+            case .gelu: GELUSpec.self
+            case .attention: AttentionSpec.self
+            }
+        }
     }
 
     /// How a convolution pads by name.
@@ -212,7 +231,7 @@ public struct LayerConfig: Sendable, Equatable, Codable {
 
     /// The activation the layer applies: as given, else its kind's default (dense `tanh`, the
     /// others `identity`).
-    public var effectiveActivation: Activation { activation ?? (kind == .dense ? .tanh : .identity) }
+    public var effectiveActivation: Activation { activation ?? kind.spec.defaultActivation ?? .identity }
 
     /// Writes `kind` only for a layer other than dense, and only the keys given: a dense layer
     /// saves as it always has, `{"activation": "tanh", "units": 4}`.
@@ -252,14 +271,14 @@ public struct LayerConfig: Sendable, Equatable, Codable {
     /// Writes out the activation of this layer and of the layers of its body, default or not, as
     /// a run saves them (the kinds that have one: dense, conv2d, batchNorm).
     mutating func writeActivations() {
-        if [.dense, .conv2d, .batchNorm].contains(kind) { activation = effectiveActivation }
+        if kind.spec.defaultActivation != nil { activation = effectiveActivation }
         guard var body = layers else { return }
         for j in body.indices { body[j].writeActivations() }
         layers = body
     }
 
     /// Whether this layer, or one in its body, needs its input as an image.
-    var takesImages: Bool { kind.takesImages || (layers ?? []).contains { $0.kind.takesImages } }
+    var takesImages: Bool { kind.spec.takesImages || (layers ?? []).contains { $0.kind.spec.takesImages } }
 }
 
 /// nanoGPT's model by its sizes: `Embedding(features) → PositionEmbedding → [Dropout] → blocks ×
@@ -642,25 +661,7 @@ extension LayerConfig: DefaultedConfigSection {
 
 extension LayerConfig.Kind {
     /// The keys a layer of this kind takes besides `kind`, in Docs/Config.md's order.
-    var keys: [LayerConfig.CodingKeys] {
-        switch self {
-        case .dense: [.units, .activation]
-        case .conv2d: [.filters, .kernel, .stride, .padding, .pad, .activation]
-        case .maxPool2d: [.size, .stride, .global]
-        case .avgPool2d: [.size, .stride, .global]
-        case .flatten: []
-        case .dropout: [.rate]
-        case .batchNorm: [.momentum, .epsilon, .activation]
-        case .residual: [.layers]
-        case .embedding: [.features]
-        case .positionEmbedding: []
-        case .context: [.size]
-        case .rnn, .gru: [.units]
-        case .layerNorm: [.epsilon]
-        case .gelu: [.approximation]
-        case .attention: [.heads]
-        }
-    }
+    var keys: [LayerConfig.CodingKeys] { spec.keys }
 }
 
 extension TransformerConfig: ConfigSection {
