@@ -52,6 +52,13 @@ public struct ContextWindow<Scalar: TensorScalar>: Layer {
 
     /// `ContextWindow(3×64→192)`: size × features → the window's width.
     public var description: String { "ContextWindow(\(size)×\(features)→\(size * features))" }
+    /// It has no units: an explanation names the layers after it.
+    public var explainableUnits: ExplainableUnits {
+        .none(
+            reason:
+                "it has no units: it looks up, adds or lays side by side vectors, with no weighted sum and no activation; explain a unit of a dense or RNN layer after it"
+        )
+    }
 
     public var inputShape: [Int] { [time, features] }
     public var outputShape: [Int] { [time, size * features] }

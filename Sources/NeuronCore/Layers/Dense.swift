@@ -72,6 +72,8 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
 
     /// `Dense(784→256, tanh)`, or `Dense(64→27, identity, per position)`.
     public var description: String { "Dense(\(inputs)→\(outputs), \(activation)\(time == nil ? "" : ", per position"))" }
+    /// Its outputs, each a neuron over the layer's inputs, at each position when per position.
+    public var explainableUnits: ExplainableUnits { .units(count: outputs, positions: time) }
 
     public var inputShape: [Int] { time.map { [$0, inputs] } ?? [inputs] }
     public var outputShape: [Int] { time.map { [$0, outputs] } ?? [outputs] }

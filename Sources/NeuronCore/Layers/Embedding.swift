@@ -66,6 +66,13 @@ public struct Embedding<Scalar: TensorScalar>: TokenInput {
 
     /// `Embedding(27→64)`: vocabulary → features.
     public var description: String { "Embedding(\(vocabulary)→\(features))" }
+    /// It has no units: an explanation names the layers after it.
+    public var explainableUnits: ExplainableUnits {
+        .none(
+            reason:
+                "it has no units: it looks up, adds or lays side by side vectors, with no weighted sum and no activation; explain a unit of a dense or RNN layer after it"
+        )
+    }
 
     public var inputShape: [Int] { [time] }
     public var outputShape: [Int] { [time, features] }

@@ -59,6 +59,13 @@ public struct GRU<Scalar: TensorScalar>: Layer {
     }
 
     public var description: String { "GRU(\(inputs)→\(hidden), time \(time))" }
+    /// None: a unit is three neurons joined by the update; `GRUUnitExplanation` explains it.
+    public var explainableUnits: ExplainableUnits {
+        .none(
+            reason:
+                "a GRU unit is three neurons at each position (reset r, update z, candidate n, each with its own net) joined by h = (1 - z)·n + z·h₋₁, not one neuron's net and output: the neuron's table does not fit it; GRUUnitExplanation explains it gate by gate (neuron explain --checkpoint RUN does)"
+        )
+    }
 
     public var inputShape: [Int] { [time, inputs] }
     public var outputShape: [Int] { [time, hidden] }

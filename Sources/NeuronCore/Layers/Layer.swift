@@ -72,6 +72,14 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
     /// A run's memory estimate reads it before anything is sized, so a layer whose caches grow
     /// faster than its output must answer it.
     var cacheCount: Int { get }
+    /// The neurons of this layer whose net and output the neuron's table fits, for
+    /// ``UnitExplanation``: how many, and at how many positions; or why none does. By default none,
+    /// with the reason that names the layers whose units can be explained.
+    var explainableUnits: ExplainableUnits { get }
+    /// The layers inside this one, each with its place in its tensors' names (`body.0` inside a
+    /// residual block, `0` inside a sequence): what a search through a network (attention's
+    /// maps) walks into. None by default.
+    var innerLayers: [(path: String, layer: any Layer<Scalar>)] { get }
 
     /// Backward with a plain SGD update of this layer's parameters (``Network/fusesUpdate``):
     /// ``inputGradient`` (when asked) from the parameters as they were, and each parameter moved
@@ -94,9 +102,22 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
     mutating func drawNoise(key: UInt64)
 }
 
+/// What a layer says of its units to a unit's explanation.
+public enum ExplainableUnits: Sendable, Equatable {
+    /// `count` units, each one neuron `out = f(w·x + b)`, over features (`positions` nil) or at
+    /// each of `positions` positions.
+    case units(count: Int, positions: Int?)
+    /// No unit is one neuron's net and output, for `reason`.
+    case none(reason: String)
+}
+
 extension Layer {
     public var stateShapes: [(name: String, shape: [Int])] { [] }
     public var cacheCount: Int { 0 }
+    public var innerLayers: [(path: String, layer: any Layer<Scalar>)] { [] }
+    public var explainableUnits: ExplainableUnits {
+        .none(reason: "only the units of a dense layer (over features or per position) or of an RNN can be explained")
+    }
 
     public func pytorchOrder(of tensor: String) -> [Int]? { nil }
 

@@ -57,6 +57,13 @@ public struct PositionEmbedding<Scalar: TensorScalar>: Layer {
     public var description: String {
         positions == time ? "PositionEmbedding(\(time)×\(features))" : "PositionEmbedding(\(time) of \(positions)×\(features))"
     }
+    /// It has no units: an explanation names the layers after it.
+    public var explainableUnits: ExplainableUnits {
+        .none(
+            reason:
+                "it has no units: it looks up, adds or lays side by side vectors, with no weighted sum and no activation; explain a unit of a dense or RNN layer after it"
+        )
+    }
 
     public var inputShape: [Int] { [time, features] }
     public var outputShape: [Int] { [time, features] }

@@ -48,6 +48,8 @@ public struct RNN<Scalar: TensorScalar>: Layer {
     }
 
     public var description: String { "RNN(\(inputs)→\(hidden), time \(time))" }
+    /// Its hidden units, each a tanh neuron over the input and the state before, at each position.
+    public var explainableUnits: ExplainableUnits { .units(count: hidden, positions: time) }
 
     public var inputShape: [Int] { [time, inputs] }
     public var outputShape: [Int] { [time, hidden] }

@@ -49,6 +49,8 @@ public struct Residual<Scalar: TensorScalar>: Layer {
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
     /// The body's layers with all they hold.
     public var cacheCount: Int { body.cacheCount }
+    /// The body's layers, at `body.0`, `body.1`, … as their tensors are named.
+    public var innerLayers: [(path: String, layer: any Layer<Scalar>)] { body.layers.enumerated().map { ("body.\($0)", $1) } }
 
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         try! Residual<Other>(body.layers.map { $0.converted(to: Other.self) })  // the same shapes, checked when self was built

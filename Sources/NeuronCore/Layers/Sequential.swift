@@ -66,6 +66,8 @@ public struct Sequential<Scalar: TensorScalar>: Layer {
     public var inputGradient: Tensor<Scalar> { layers[0].inputGradient }
     /// Every inner layer's output, input gradient and caches.
     public var cacheCount: Int { layers.reduce(0) { $0.adding($1.footprintCount) } }
+    /// Its layers, at `0`, `1`, … as their tensors are named.
+    public var innerLayers: [(path: String, layer: any Layer<Scalar>)] { layers.enumerated().map { ("\($0)", $1) } }
 
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         try! Sequential<Other>(layers.map { $0.converted(to: Other.self) })  // the same shapes, checked when self was built

@@ -101,19 +101,18 @@ extension String {
 }
 
 extension Network {
-    /// The causal self-attention layers in network order, those inside a ``Residual`` or a
-    /// ``Sequential`` included, each with the name its tensors' names begin with (`layers.2.body.1`).
+    /// The causal self-attention layers in network order, those inside another layer (a
+    /// ``Residual``'s body, a ``Sequential``: ``Layer/innerLayers``) included, each with the name
+    /// its tensors' names begin with (`layers.2.body.1`).
     public var attentionLayers: [(name: String, layer: CausalSelfAttention<Scalar>)] {
-        func search(_ layers: [any Layer<Scalar>], _ prefix: String) -> [(name: String, layer: CausalSelfAttention<Scalar>)] {
-            layers.enumerated().flatMap { i, layer -> [(name: String, layer: CausalSelfAttention<Scalar>)] in
-                let name = "\(prefix).\(i)"
+        func search(_ layers: [(path: String, layer: any Layer<Scalar>)], _ prefix: String) -> [(name: String, layer: CausalSelfAttention<Scalar>)] {
+            layers.flatMap { path, layer -> [(name: String, layer: CausalSelfAttention<Scalar>)] in
+                let name = "\(prefix).\(path)"
                 if let attention = layer as? CausalSelfAttention<Scalar> { return [(name, attention)] }
-                if let residual = layer as? Residual<Scalar> { return search(residual.body.layers, name + ".body") }
-                if let chain = layer as? Sequential<Scalar> { return search(chain.layers, name) }
-                return []
+                return search(layer.innerLayers, name)
             }
         }
-        return search(layers, "layers")
+        return search(layers.enumerated().map { ("\($0)", $1) }, "layers")
     }
 
     /// Every attention layer's weights on `line`, a line of text as token indices of its

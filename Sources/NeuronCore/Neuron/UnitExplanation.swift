@@ -109,23 +109,10 @@ public struct UnitExplanation: Sendable, Equatable {
         }
         let candidate = network.layers[layer]
         let name = "layer \(layer) \(candidate)"
-        guard let units = units(of: candidate) else {
-            switch candidate {
-            case is GRU<Scalar>:
-                throw .invalidLayer(
-                    name,
-                    reason:
-                        "a GRU unit is three neurons at each position (reset r, update z, candidate n, each with its own net) joined by h = (1 - z)·n + z·h₋₁, not one neuron's net and output: the neuron's table does not fit it; GRUUnitExplanation explains it gate by gate (neuron explain --checkpoint RUN does)"
-                )
-            case is any TokenInput<Scalar>, is PositionEmbedding<Scalar>, is ContextWindow<Scalar>:
-                throw .invalidLayer(
-                    name,
-                    reason:
-                        "it has no units: it looks up, adds or lays side by side vectors, with no weighted sum and no activation; explain a unit of a dense or RNN layer after it"
-                )
-            default:
-                throw .invalidLayer(name, reason: "only the units of a dense layer (over features or per position) or of an RNN can be explained")
-            }
+        let units: Int
+        switch candidate.explainableUnits {
+        case .units(let count, _): units = count
+        case .none(let reason): throw .invalidLayer(name, reason: reason)
         }
         guard (0..<units).contains(unit) else {
             throw .invalidLayer(name, reason: "unit \(unit) is out of range; it has units 0 to \(units - 1)")
@@ -144,21 +131,15 @@ public struct UnitExplanation: Sendable, Equatable {
     /// The units of `layer` that can be explained: a dense layer's outputs (over features or per
     /// position), an RNN's hidden units; nil for any other layer.
     public static func units<Scalar: TensorScalar>(of layer: any Layer<Scalar>) -> Int? {
-        switch layer {
-        case let dense as Dense<Scalar>: dense.outputs
-        case let rnn as RNN<Scalar>: rnn.hidden
-        default: nil
-        }
+        guard case .units(let count, _) = layer.explainableUnits else { return nil }
+        return count
     }
 
     /// The positions a unit of `layer` is explained at: a per-position dense layer's or an RNN's
     /// time; nil for a layer over features (and for a layer whose units cannot be explained).
     public static func positions<Scalar: TensorScalar>(of layer: any Layer<Scalar>) -> Int? {
-        switch layer {
-        case let dense as Dense<Scalar>: dense.time
-        case let rnn as RNN<Scalar>: rnn.time
-        default: nil
-        }
+        guard case .units(_, let positions) = layer.explainableUnits else { return nil }
+        return positions
     }
 
     /// Explains unit `unit` of layer `layer` of `network` on one sample, at one of its positions for
