@@ -262,3 +262,62 @@ extension Kernels {
         }
     }
 }
+
+// RMS normalization is layer normalization without the mean: each row is scaled by the reciprocal
+// of its root mean square, then by a learned weight, with no shift. Both types run these Swift
+// loops (no C pass, unlike layer normalization's Float): the row sums in eight partial sums
+// (``rowSum(_:_:)``), the per-feature loops along the row through pointers, which vectorize. The
+// naive definitions are beside the layer (`Naive.rmsNormForward` and `Naive.rmsNormBackward` in
+// Layers/RMSNorm.swift).
+extension Kernels {
+    /// RMS normalization: each row's `r = 1/√(mean(x²) + ε)` over its features, `y = x·r ⊙ weight`;
+    /// `r` of each row kept for backward (PyTorch's `nn.RMSNorm` over the last dimension).
+    ///
+    ///     // x, y: (rows, features)  weight: (features)  inverseRMS: (rows)
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func rmsNormForward<T: TensorScalar>(
+        _ x: UnsafeBufferPointer<T>, weight: UnsafeBufferPointer<T>, epsilon: Double,
+        inverseRMS r: UnsafeMutableBufferPointer<T>, into y: UnsafeMutableBufferPointer<T>
+    ) {
+        // x, y: (rows, features), a row at a time: Σ x² (one pass: a sum of squares cancels nothing), then the scaling
+        let f = weight.count, e = T(epsilon)
+        guard f > 0, let xs = x.baseAddress, let ys = y.baseAddress, let ws = weight.baseAddress else { return }
+        for row in 0..<x.count / f {
+            let xr = xs + row * f, yr = ys + row * f
+            let inverse = 1 / (rowSum(f) { xr[$0] * xr[$0] } / T(f) + e).squareRoot()
+            for j in 0..<f { yr[j] = xr[j] * inverse * ws[j] }
+            r[row] = inverse
+        }
+    }
+
+    /// The backward pass of ``rmsNormForward(_:weight:epsilon:inverseRMS:into:)``, `x̂ = x·r`
+    /// recomputed from `x` and the kept `r`: `dweight += Σ dy ⊙ x̂` over the rows, and, when asked,
+    /// through each row's mean square, `dx = r·(g - x̂·mean(g ⊙ x̂))` with `g = dy ⊙ weight`
+    /// (that is `r·(g - x·r²·mean(g ⊙ x))`).
+    ///
+    ///     // x, dy, dx: (rows, features)  weight, weightGradient: (features)  inverseRMS: (rows)
+    @_specialize(where T == Float)
+    @_specialize(where T == Double)
+    public static func rmsNormBackward<T: TensorScalar>(
+        _ x: UnsafeBufferPointer<T>, outputGradient dy: UnsafeBufferPointer<T>, weight: UnsafeBufferPointer<T>,
+        inverseRMS r: UnsafeBufferPointer<T>, weightGradient: UnsafeMutableBufferPointer<T>,
+        into dx: UnsafeMutableBufferPointer<T>?
+    ) {
+        // x, dy, dx: (rows, features), a row at a time
+        let f = weight.count
+        guard f > 0, let xs = x.baseAddress, let dys = dy.baseAddress, let ws = weight.baseAddress,
+            let dws = weightGradient.baseAddress
+        else { return }
+        let dxs = dx?.baseAddress
+        for row in 0..<x.count / f {
+            let xr = xs + row * f, dyr = dys + row * f, inverse = r[row]
+            // dweight += dy ⊙ x̂: along the row, vectorized
+            for j in 0..<f { dws[j] += dyr[j] * (xr[j] * inverse) }
+            guard let dxs else { continue }
+            // Σ g ⊙ x̂ along the row: the gradient through the mean square
+            let meanGX = rowSum(f) { dyr[$0] * ws[$0] * (xr[$0] * inverse) } / T(f), dxr = dxs + row * f
+            for j in 0..<f { dxr[j] = inverse * (dyr[j] * ws[j] - xr[j] * inverse * meanGX) }
+        }
+    }
+}
