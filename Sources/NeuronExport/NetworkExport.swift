@@ -124,15 +124,33 @@ private func json(_ strings: [String]) -> String {
 }
 
 /// How a value between nodes is laid out: a matrix of features, or an NCHW image.
-private enum Layout: Equatable {
+enum Layout: Equatable {
     /// (batch, count)
     case features(Int)
     /// (batch, channels, height, width)
     case image(height: Int, width: Int, channels: Int)
 }
 
+/// A layer kind with an ONNX form: it writes its own nodes into the graph being built.
+protocol ONNXLayer<Scalar>: Layer {
+    /// Adds this layer's nodes after `graph`'s current value, and moves `graph.current` and
+    /// `graph.layout` to its output. The layer is the network's layer `index`, or a layer inside it at
+    /// `path` (`body.0.` inside a residual block), as its tensors are named.
+    ///
+    /// - Throws: ``ONNXExportError/unsupportedLayer(index:layer:reason:)`` when this layer, or one
+    ///   inside it, cannot take the value it is given or has no ONNX form.
+    func addNodes(to graph: inout GraphBuilder<Scalar>, index: Int, path: String) throws(ONNXExportError)
+}
+
+extension Layer {
+    /// The error refusing this layer, the network's layer `index` or a layer inside it, for `reason`.
+    func refused(at index: Int, _ reason: String) -> ONNXExportError {
+        .unsupportedLayer(index: index, layer: description, reason: reason)
+    }
+}
+
 /// Builds the graph node by node, tracking the current value's name and layout.
-private struct GraphBuilder<Scalar: TensorScalar> {
+struct GraphBuilder<Scalar: TensorScalar> {
     let network: Network<Scalar>
     var graph = ONNXGraph(name: "neuron")
     /// The name of the value the next node reads.
@@ -223,85 +241,18 @@ private struct GraphBuilder<Scalar: TensorScalar> {
         constant(p.name, p.tensor.shape, p.tensor.scalars)
     }
 
+    /// The prefix of the nodes of layer `index`, or of the layer inside it at `path`: `layers.1`, `layers.1.body.0`.
+    func prefix(_ index: Int, _ path: String) -> String {
+        "layers.\(index)" + (path.isEmpty ? "" : "." + path.dropLast())
+    }
+
     /// Adds the nodes of `layer`, the network's layer `index` or a layer inside it: `path` is its
     /// place within layer `index` (`body.0.` inside a residual block), as its tensors are named.
     mutating func add(_ layer: any Layer<Scalar>, index: Int, path: String) throws(ONNXExportError) {
-        let prefix = "layers.\(index)" + (path.isEmpty ? "" : "." + path.dropLast())
-        func refuse(_ reason: String) -> ONNXExportError { .unsupportedLayer(index: index, layer: layer.description, reason: reason) }
-        func parameter(_ name: String) -> (name: String, tensor: Tensor<Scalar>) { self.parameter(index, path + name) }
-        func state(_ name: String) -> (name: String, tensor: Tensor<Scalar>) { self.state(index, path + name) }
-
-        if let dense = layer as? Dense<Scalar> {
-            guard case .features = layout else { throw refuse("a dense layer needs features, not an image: add a flatten layer") }
-            // y = x·Wᵀ + b with W in nn.Linear's (outputs, inputs).
-            let w = initializer(parameter("weight")), b = initializer(parameter("bias"))
-            current = add("Gemm", [current, w, b], name: "\(prefix).linear", [ONNXAttribute(name: "transB", value: .int(1))])
-            addActivation(dense.activation, prefix: prefix)
-            layout = .features(dense.outputs)
-        } else if let conv = layer as? Conv2D<Scalar> {
-            let window = conv.window
-            guard case .image = layout else { throw refuse("a convolution needs an image") }
-            let w = initializer(parameter("weight")), b = initializer(parameter("bias"))
-            current = add(
-                "Conv", [current, w, b], name: "\(prefix).conv",
-                [
-                    ONNXAttribute(name: "kernel_shape", value: .ints([window.kernelHeight, window.kernelWidth])),
-                    ONNXAttribute(name: "pads", value: .ints([window.padTop, window.padLeft, window.padBottom, window.padRight])),
-                    ONNXAttribute(name: "strides", value: .ints([window.strideHeight, window.strideWidth])),
-                ])
-            addActivation(conv.activation, prefix: prefix)
-            layout = .image(height: window.outputHeight, width: window.outputWidth, channels: conv.filters)
-        } else if let pool = layer as? MaxPool2D<Scalar> {
-            try addPool("MaxPool", pool.window, prefix: prefix, refuse: refuse)
-        } else if let pool = layer as? AvgPool2D<Scalar> {
-            if pool.isGlobal, case .image = layout {
-                current = add("GlobalAveragePool", [current], name: "\(prefix).pool")
-                layout = .image(height: 1, width: 1, channels: pool.window.channels)
-            } else {
-                try addPool("AveragePool", pool.window, prefix: prefix, refuse: refuse)
-            }
-        } else if layer is Flatten<Scalar> {
-            if case .image(let h, let w, let c) = layout {
-                // ONNX's Flatten of NCHW is the engine's channels-first vector.
-                current = add("Flatten", [current], name: "\(prefix).flatten", [ONNXAttribute(name: "axis", value: .int(1))])
-                layout = .features(h * w * c)
-            }
-        } else if layer is Dropout<Scalar> {
-            // Evaluation: the identity.
-        } else if let norm = layer as? BatchNorm<Scalar> {
-            // Evaluation form: y = γ·(x - running mean)/√(running variance + ε) + β, per channel
-            // (axis 1 of both (batch, features) and NCHW).
-            let inputs = [
-                current, initializer(parameter("weight")), initializer(parameter("bias")),
-                initializer(state("running_mean")), initializer(state("running_var")),
-            ]
-            current = add(
-                "BatchNormalization", inputs, name: "\(prefix).norm", [ONNXAttribute(name: "epsilon", value: .float(Float(norm.epsilon)))])
-            addActivation(norm.activation, prefix: prefix)
-        } else if let block = layer as? Residual<Scalar> {
-            // y = x + f(x): the body's nodes, then an Add of the block's input.
-            let (input, inputLayout) = (current, layout)
-            for (j, inner) in block.body.layers.enumerated() { try add(inner, index: index, path: path + "body.\(j).") }
-            guard layout == inputLayout else { throw refuse("its body changes the layout it is added to") }
-            current = add("Add", [input, current], name: "\(prefix).add")
-        } else if let chain = layer as? Sequential<Scalar> {
-            for (j, inner) in chain.layers.enumerated() { try add(inner, index: index, path: path + "\(j).") }
-        } else {
-            throw refuse("no ONNX form is defined for this kind of layer")
+        guard let exportable = layer as? any ONNXLayer<Scalar> else {
+            throw layer.refused(at: index, "no ONNX form is defined for this kind of layer")
         }
-    }
-
-    mutating func addPool(
-        _ op: String, _ window: Window2D, prefix: String, refuse: (String) -> ONNXExportError
-    ) throws(ONNXExportError) {
-        guard case .image = layout else { throw refuse("pooling needs an image") }
-        current = add(
-            op, [current], name: "\(prefix).pool",
-            [
-                ONNXAttribute(name: "kernel_shape", value: .ints([window.kernelHeight, window.kernelWidth])),
-                ONNXAttribute(name: "strides", value: .ints([window.strideHeight, window.strideWidth])),
-            ])
-        layout = .image(height: window.outputHeight, width: window.outputWidth, channels: window.channels)
+        try exportable.addNodes(to: &self, index: index, path: path)
     }
 
     mutating func addActivation(_ activation: Activation, prefix: String) {

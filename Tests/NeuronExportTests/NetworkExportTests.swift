@@ -315,6 +315,18 @@ struct NetworkExportTests {
         #expect(throws: ONNXExportError.unsupportedLayer(index: 1, layer: "GELU(4, tanh)", reason: reason)) { try gelu.onnxModel() }
     }
 
+    @Test("A layer with no ONNX form inside a residual block or a chain is refused by the block's index and its own description")
+    func innerLayerRefused() throws {
+        let refusal = ONNXExportError.unsupportedLayer(index: 1, layer: "LayerNorm(4)", reason: "no ONNX form is defined for this kind of layer")
+        let residual = try Network<Float>(
+            [try Dense<Float>(3, 4), try Residual<Float>([try Dense<Float>(4, 4), try LayerNorm<Float>(shape: [4])]), try Dense<Float>(4, 2)],
+            loss: .halfSquaredError)
+        #expect(throws: refusal) { try residual.onnxModel() }
+        let chain = try Network<Float>(
+            [try Dense<Float>(3, 4), try Sequential<Float>([try LayerNorm<Float>(shape: [4]), try Dense<Float>(4, 2)])], loss: .halfSquaredError)
+        #expect(throws: refusal) { try chain.onnxModel() }
+    }
+
     @Test("Options out of range and names that do not fit are refused before anything is built")
     func badOptions() throws {
         let network = try Network<Float>(features: 3, layers: [(2, .softmax)], loss: .softmaxCrossEntropy, seed: 1)
