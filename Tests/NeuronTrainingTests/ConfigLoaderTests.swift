@@ -892,3 +892,68 @@ struct LayerNormGELUConfigTests {
         )
     }
 }
+
+@Suite("RMSNorm in configs: a layer kind added through its spec alone")
+struct RMSNormConfigTests {
+    private func model(_ layer: String, data: String = "data: {kind: synthetic, name: xor}") -> String {
+        """
+        model:
+          layers:
+            - {units: 4, activation: identity}
+            - \(layer)
+            - {units: 1}
+        \(data)
+        optimizer: {kind: sgd, learningRate: 0.1}
+        training: {epochs: 3, batchSize: 4, seed: 5, precision: double}
+        """
+    }
+
+    @Test("rmsNorm takes epsilon alone, with the norms' floor, in a network and in a residual body")
+    func keys() {
+        for layer in ["{kind: rmsNorm}", "{kind: rmsNorm, epsilon: 1e-6}", "{kind: residual, layers: [{kind: rmsNorm}, {units: 4}]}"] {
+            #expect(failure(model(layer)) == "no error", "\(layer)")
+        }
+        #expect(
+            failure(model("{kind: rmsNorm, epsilon: 1e-13}")).hasSuffix(
+                "model.layers[1].epsilon: expected a finite number of at least 1e-12 (epsilon keeps 1/√(variance + epsilon) finite for a sample or position whose features are all 0; Float holds nothing below 1.4e-45); found 1e-13"
+            ))
+        #expect(
+            failure(model("{kind: residual, layers: [{kind: rmsNorm, epsilon: 0}]}")).hasSuffix(
+                "model.layers[1].layers[0].epsilon: expected a finite number of at least 1e-12 (epsilon keeps 1/√(variance + epsilon) finite for a sample or position whose features are all 0; Float holds nothing below 1.4e-45); found 0"
+            ))
+        #expect(
+            failure(model("{kind: rmsNorm, momentum: 0.1}")).hasSuffix("model.layers[1].momentum does not apply to a rmsNorm layer; it takes epsilon"))
+        #expect(failure(model("{kind: rmsNorm, activation: relu}")).hasSuffix("model.layers[1].activation does not apply to a rmsNorm layer; it takes epsilon"))
+    }
+
+    @Test("A saved config's rmsNorm epsilon is checked with the loader's bound (the same spec)")
+    func savedConfigRanges() throws {
+        var config = try ConfigLoader.parse(model("{kind: rmsNorm, epsilon: 1e-6}"), source: "run.yaml", baseDirectory: nil)
+        #expect(throws: Never.self) { try config.checkRanges() }
+        config.model.layers[1].epsilon = 1e-20
+        #expect(throws: ConfigRangeError.self) { try config.checkRanges() }
+    }
+
+    @Test("The run builds an RMSNorm over the dense layer's 4 features, its one weight named as PyTorch names it, and trains")
+    func buildsAndTrains() throws {
+        let config = try ConfigLoader.parse(model("{kind: rmsNorm, epsilon: 1e-6}"), source: "run.yaml", baseDirectory: nil)
+        let run = try RunBuilder.build(config)
+        let engine = try #require(run.engine as? NetworkTrainingEngine<Double, SGD<Double>>)
+        let norm = try #require(engine.network.layers[1] as? RMSNorm<Double>)
+        #expect(norm.inputShape == [4] && norm.epsilon == 1e-6)
+        #expect(engine.network.parameterTensors.filter { $0.layer == 1 }.map(\.name) == ["layers.1.weight"])
+        // The layer as the config built it computes its definition, y = x/√(mean(x²) + ε), on [1, 2, 3, 4] (weight 1 at first).
+        var layer = norm
+        var state: [Double] = []
+        let weight: [Double] = [1, 1, 1, 1]
+        let x = try Tensor<Double>(shape: [1, 4], scalars: [1, 2, 3, 4])
+        weight.withUnsafeBufferPointer { w in
+            state.withUnsafeMutableBufferPointer { s in layer.forward(x, parameters: w, state: s, mode: .evaluation) }
+        }
+        let r = 1 / (7.5 + 1e-6).squareRoot()
+        for (y, x) in zip(layer.output.scalars, [1.0, 2, 3, 4]) { #expect(abs(y - x * r) < 1e-12) }
+        var engineCopy = engine
+        while !engineCopy.isFinished { _ = engineCopy.step() }
+        #expect(engineCopy.records.count == 3 && engineCopy.records.allSatisfy { $0.trainingLoss.isFinite })
+    }
+}

@@ -451,9 +451,12 @@ struct RunBuilderTests {
         // Worked by hand at time 3, 8 features, 2 heads: 3·3·(2 + 1) + 8·3·8 = 27 + 192 per sample.
         let attention = try CausalSelfAttention<Float>(time: 3, features: 8, heads: 2)
         #expect(attention.cacheCount == 219)
-        // A residual block holds its body's outputs, input gradients and caches: LayerNorm's 24 twice, attention's 24 twice and 219.
-        let block = try Residual<Float>([try LayerNorm<Float>(shape: [3, 8]), attention])
-        #expect(block.cacheCount == 24 * 2 + 24 * 2 + 219)
+        // A residual block holds its body's outputs, input gradients and caches: LayerNorm's 24 twice
+        // and its mean and 1/σ at each of 3 positions, attention's 24 twice and 219.
+        let norm = try LayerNorm<Float>(shape: [3, 8])
+        #expect(norm.cacheCount == 3 * 2)
+        let block = try Residual<Float>([norm, attention])
+        #expect(block.cacheCount == 24 * 2 + 3 * 2 + 24 * 2 + 219)
     }
 
     @Test("Data paths saved with a checkpoint are absolute, resolved against the working directory")

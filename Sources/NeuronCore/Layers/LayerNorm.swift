@@ -55,6 +55,8 @@ public struct LayerNorm<Scalar: TensorScalar>: Layer {
     public var description: String { "LayerNorm(\(imageDescription(inputShape)))" }
 
     public var outputShape: [Int] { inputShape }
+    /// Each row's mean and `1/σ`, a row per position (one for a vector), kept for backward.
+    public var cacheCount: Int { inputShape.dropLast().reduce(1, *).times(2) }
     public var parameterShapes: [(name: String, shape: [Int])] { [("weight", [features]), ("bias", [features])] }
 
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {

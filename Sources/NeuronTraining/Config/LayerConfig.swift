@@ -42,6 +42,9 @@ public struct LayerConfig: Sendable, Equatable, Codable {
         case gelu
         /// Causal multi-head self-attention over the time axis (a GPT's, nanoGPT's parameters): `heads`.
         case attention
+        /// Root-mean-square normalization over the last dimension, scaled by a learned weight
+        /// (PyTorch's `nn.RMSNorm`): `epsilon`.
+        case rmsNorm
 
         /// The spec of this kind (`LayerKinds/`): its keys, checks and construction.
         var spec: any LayerSpec.Type {
@@ -62,6 +65,7 @@ public struct LayerConfig: Sendable, Equatable, Codable {
             case .layerNorm: LayerNormSpec.self
             case .gelu: GELUSpec.self
             case .attention: AttentionSpec.self
+            case .rmsNorm: RMSNormSpec.self
             }
         }
     }
