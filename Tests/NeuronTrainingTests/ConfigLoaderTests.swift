@@ -922,8 +922,11 @@ struct RMSNormConfigTests {
                 "model.layers[1].layers[0].epsilon: expected a finite number of at least 1e-12 (epsilon keeps 1/√(variance + epsilon) finite for a sample or position whose features are all 0; Float holds nothing below 1.4e-45); found 0"
             ))
         #expect(
-            failure(model("{kind: rmsNorm, momentum: 0.1}")).hasSuffix("model.layers[1].momentum does not apply to a rmsNorm layer; it takes epsilon"))
-        #expect(failure(model("{kind: rmsNorm, activation: relu}")).hasSuffix("model.layers[1].activation does not apply to a rmsNorm layer; it takes epsilon"))
+            failure(model("{kind: rmsNorm, momentum: 0.1}")).hasSuffix("model.layers[1].momentum does not apply to a rmsNorm layer; it takes epsilon")
+        )
+        #expect(
+            failure(model("{kind: rmsNorm, activation: relu}")).hasSuffix(
+                "model.layers[1].activation does not apply to a rmsNorm layer; it takes epsilon"))
     }
 
     @Test("A saved config's rmsNorm epsilon is checked with the loader's bound (the same spec)")
