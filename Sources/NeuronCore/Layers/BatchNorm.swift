@@ -68,6 +68,28 @@ public struct BatchNorm<Scalar: TensorScalar>: ActivatedLayer {
     public var parameterShapes: [(name: String, shape: [Int])] { [("weight", [channels]), ("bias", [channels])] }
     public var stateShapes: [(name: String, shape: [Int])] { [("running_mean", [channels]), ("running_var", [channels])] }
 
+    /// Evaluation's per-channel affine map, `y = f(w·x + b)` with `w = γ / √(var + ε)` and
+    /// `b = β - mean·w`, as a layer that trains as it evaluates: a dense layer (vectors) or a 1×1
+    /// convolution (images) whose weight is the diagonal `w`.
+    public func evaluationForm(
+        parameters: UnsafeBufferPointer<Scalar>, state: UnsafeBufferPointer<Scalar>
+    ) throws(NetworkError) -> (layer: any Layer<Scalar>, parameters: [Scalar])? {
+        let c = channels
+        // parameters: weight γ (c), bias β (c); state: running mean (c), running variance (c)
+        let w = (0..<c).map { parameters[$0] / (state[c + $0] + Scalar(epsilon)).squareRoot() }
+        let b = (0..<c).map { parameters[c + $0] - state[$0] * w[$0] }
+        let layer: any Layer<Scalar>
+        switch inputShape.count {
+        case 1: layer = try Dense<Scalar>(c, c, activation: activation)
+        case 3: layer = try Conv2D<Scalar>(input: inputShape, filters: c, kernel: (1, 1), activation: activation)
+        default: throw .invalidLayer("\(self)", reason: "only a batch norm over vectors or images can be explained in evaluation mode")
+        }
+        // Dense (c, c) and 1×1 convolution (1, 1, c, c) weights alike: element (j, j) is j·c + j; the bias after.
+        var values = [Scalar](repeating: 0, count: c * c)
+        for j in 0..<c { values[j * c + j] = w[j] }
+        return (layer, values + b)
+    }
+
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
         try! BatchNorm<Other>(input: inputShape, momentum: momentum, epsilon: epsilon, activation: activation)
     }

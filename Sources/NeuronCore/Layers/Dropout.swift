@@ -39,6 +39,13 @@ public struct Dropout<Scalar: TensorScalar>: Layer {
     }
 
     public var description: String { "Dropout(\(imageDescription(inputShape)), rate \(rate))" }
+
+    /// Evaluation's identity, as the dropout of rate 0 whose training mask is all ones.
+    public func evaluationForm(
+        parameters: UnsafeBufferPointer<Scalar>, state: UnsafeBufferPointer<Scalar>
+    ) throws(NetworkError) -> (layer: any Layer<Scalar>, parameters: [Scalar])? {
+        (try Dropout(input: inputShape, rate: 0), [])
+    }
     public var outputShape: [Int] { inputShape }
     public var parameterShapes: [(name: String, shape: [Int])] { [] }
 

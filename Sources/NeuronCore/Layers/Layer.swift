@@ -80,6 +80,14 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
     /// residual block, `0` inside a sequence): what a search through a network (attention's
     /// maps) walks into. None by default.
     var innerLayers: [(path: String, layer: any Layer<Scalar>)] { get }
+    /// A layer whose training pass computes this layer's evaluation pass, with its parameters, from
+    /// this layer's `parameters` and `state` slices: what a backward pass differentiates to
+    /// explain evaluation (``UnitExplanation``). Nil, the default, for a layer whose two passes
+    /// agree; dropout and batch normalization answer it.
+    /// - Throws: ``NetworkError`` for a layer whose evaluation has no such form.
+    func evaluationForm(
+        parameters: UnsafeBufferPointer<Scalar>, state: UnsafeBufferPointer<Scalar>
+    ) throws(NetworkError) -> (layer: any Layer<Scalar>, parameters: [Scalar])?
 
     /// Backward with a plain SGD update of this layer's parameters (``Network/fusesUpdate``):
     /// ``inputGradient`` (when asked) from the parameters as they were, and each parameter moved
@@ -115,6 +123,9 @@ extension Layer {
     public var stateShapes: [(name: String, shape: [Int])] { [] }
     public var cacheCount: Int { 0 }
     public var innerLayers: [(path: String, layer: any Layer<Scalar>)] { [] }
+    public func evaluationForm(
+        parameters: UnsafeBufferPointer<Scalar>, state: UnsafeBufferPointer<Scalar>
+    ) throws(NetworkError) -> (layer: any Layer<Scalar>, parameters: [Scalar])? { nil }
     public var explainableUnits: ExplainableUnits {
         .none(reason: "only the units of a dense layer (over features or per position) or of an RNN can be explained")
     }

@@ -444,52 +444,27 @@ extension UnitExplanation {
 
 extension Network where Scalar == Double {
     /// A network whose training pass computes this network's evaluation pass, so that a backward
-    /// pass (which follows a training pass) differentiates what evaluation computes: each dropout at
-    /// rate 0 (its training mask is all ones), each batch norm as the per-channel affine map its
-    /// running statistics make, `y = f(w·x + b)` with `w = γ / √(var + ε)` and `b = β - mean·w`, as a
-    /// dense layer (vectors) or a 1×1 convolution (images) with a diagonal weight. Every other layer,
+    /// pass (which follows a training pass) differentiates what evaluation computes: each layer
+    /// replaced by its ``Layer/evaluationForm(parameters:state:)`` where it has one (a dropout at
+    /// rate 0, a batch norm as the affine map its running statistics make). Every other layer,
     /// and every layer's index, stays as it is.
-    /// - Throws: ``NetworkError`` for a batch norm over samples neither vectors nor images.
+    /// - Throws: ``NetworkError`` for a layer whose evaluation has no such form.
     func evaluationEquivalent() throws(NetworkError) -> Network<Double> {
-        guard layers.contains(where: { $0 is BatchNorm<Double> || $0 is Dropout<Double> }) else { return self }
-        var replaced: [any Layer<Double>] = []
-        // Per batch norm: its layer index and its diagonal (w, b).
-        var diagonals: [(layer: Int, weight: [Double], bias: [Double])] = []
+        var replaced: [any Layer<Double>] = [], forms: [Int: [Double]] = [:]
         for (i, layer) in layers.enumerated() {
-            if let dropout = layer as? Dropout<Double> {
-                replaced.append(try Dropout<Double>(input: dropout.inputShape, rate: 0))
-            } else if let norm = layer as? BatchNorm<Double> {
-                func values(_ tensors: [ParameterTensor], _ buffer: [Double], _ name: String) -> [Double] {
-                    Array(buffer[tensors.first { $0.layer == i && $0.tensor == name }!.range])
+            let form = try parameters.withUnsafeBufferPointer { p throws(NetworkError) in
+                try state.withUnsafeBufferPointer { s throws(NetworkError) in
+                    try layer.evaluationForm(
+                        parameters: UnsafeBufferPointer(rebasing: p[layerRanges[i]]), state: UnsafeBufferPointer(rebasing: s[stateRanges[i]]))
                 }
-                let gamma = values(parameterTensors, parameters, "weight"), beta = values(parameterTensors, parameters, "bias")
-                let mean = values(stateTensors, state, "running_mean"), variance = values(stateTensors, state, "running_var")
-                let w = zip(gamma, variance).map { $0 / (($1 + norm.epsilon).squareRoot()) }
-                diagonals.append((i, w, zip(beta, zip(mean, w)).map { $0 - $1.0 * $1.1 }))
-                let c = norm.channels
-                switch norm.inputShape.count {
-                case 1: replaced.append(try Dense<Double>(c, c, activation: norm.activation))
-                case 3:
-                    replaced.append(try Conv2D<Double>(input: norm.inputShape, filters: c, kernel: (1, 1), activation: norm.activation))
-                default:
-                    throw .invalidLayer("\(norm)", reason: "only a batch norm over vectors or images can be explained in evaluation mode")
-                }
-            } else {
-                replaced.append(layer)
             }
+            replaced.append(form?.layer ?? layer)
+            forms[i] = form?.parameters
         }
+        guard !forms.isEmpty else { return self }
         var equivalent = try Network(replaced, loss: loss)
-        for t in equivalent.parameterTensors {
-            if let diagonal = diagonals.first(where: { $0.layer == t.layer }) {
-                // Dense (c, c) and 1×1 convolution (1, 1, c, c) weights alike: element (j, j) is j·c + j.
-                let c = diagonal.bias.count
-                var values = [Double](repeating: 0, count: t.count)
-                if t.tensor == "weight" { for j in 0..<c { values[j * c + j] = diagonal.weight[j] } } else { values = diagonal.bias }
-                equivalent.parameters.replaceSubrange(t.range, with: values)
-            } else {
-                let source = parameterTensors.first { $0.layer == t.layer && $0.tensor == t.tensor }!
-                equivalent.parameters.replaceSubrange(t.range, with: parameters[source.range])
-            }
+        for (i, range) in equivalent.layerRanges.enumerated() {
+            equivalent.parameters.replaceSubrange(range, with: forms[i] ?? Array(parameters[layerRanges[i]]))
         }
         return equivalent
     }
