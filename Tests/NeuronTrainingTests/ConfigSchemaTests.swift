@@ -24,7 +24,9 @@ struct ConfigSchemaTests {
         #expect(properties(RunConfig(model: ModelConfig(), data: data)) == keys(RunConfig.CodingKeys.self) + ["origin"])
         // `startingParameters` is what desugaring the neuron leaves (its weight and bias); no key either.
         #expect(properties(ModelConfig()) == keys(ModelConfig.CodingKeys.self) + ["startingParameters"])
-        #expect(properties(LayerConfig(units: 1)) == keys(LayerConfig.CodingKeys.self))
+        // A layer's keys are its kind, then its settings' properties (which their own Codable encodes).
+        #expect(properties(LayerConfig(units: 1)) == ["kind", "settings"])
+        #expect(["kind"] + properties(LayerConfig.Settings()) == keys(LayerConfig.CodingKeys.self))
         #expect(properties(NeuronConfig()) == keys(NeuronConfig.CodingKeys.self))
         #expect(properties(data) == keys(DataConfig.CodingKeys.self))
         #expect(properties(OptimizerConfig()) == keys(OptimizerConfig.CodingKeys.self))

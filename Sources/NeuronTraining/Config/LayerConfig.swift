@@ -4,6 +4,7 @@
 import NeuronCore
 
 /// One layer: its kind and the settings that kind takes.
+@dynamicMemberLookup
 public struct LayerConfig: Sendable, Equatable, Codable {
     /// The kinds of layer a config can name.
     public enum Kind: String, Sendable, Codable, CaseIterable, ConfigChoice {
@@ -80,39 +81,58 @@ public struct LayerConfig: Sendable, Equatable, Codable {
 
     /// `dense` when absent.
     public var kind: Kind = .dense
-    /// Dense: outputs of the layer, at least 1; rnn, gru: the hidden state's size.
-    public var units: Int?
-    /// Embedding: the size of each token's vector.
-    public var features: Int?
-    /// Attention: the heads, each over `features / heads` of the features (which they must divide).
-    public var heads: Int?
-    /// Dense (default `tanh`; `softmax` only in the output layer), conv2d and batchNorm (default `identity`).
-    public var activation: Activation?
-    /// Conv2d: the number of filters (output channels).
-    public var filters: Int?
-    /// Conv2d: the kernel's height and width (square).
-    public var kernel: Int?
-    /// Conv2d (default 1) and the pools (default `size`): how far the window moves.
-    public var stride: Int?
-    /// Conv2d: `valid` (the default) or `same`.
-    public var padding: PaddingName?
-    /// Conv2d: zeros on every side, instead of `padding` (PyTorch's `padding=N`).
-    public var pad: Int?
-    /// The pools: the window's height and width (square).
-    public var size: Int?
-    /// The pools: one window over the whole image, instead of `size`.
-    public var global: Bool?
-    /// Dropout: the probability of dropping each input in training, in [0, 1).
-    public var rate: Double?
-    /// BatchNorm: how far running statistics move per batch (default 0.1, PyTorch's).
-    public var momentum: Double?
-    /// BatchNorm, layerNorm: added to the variance (default 1e-5, PyTorch's), at least ``smallestEpsilon``.
-    public var epsilon: Double?
-    /// GELU: `none` (the default, the exact `x·Φ(x)`) or `tanh` (the tanh form), PyTorch's `approximate`.
-    public var approximation: GELUApproximation?
-    /// Residual: the body's layers, input side first (one level: a body holds no residual block).
-    public var layers: [LayerConfig]?
-    /// BatchNorm's and layerNorm's smallest `epsilon`: a channel (a row) whose variance is 0 (a dead
+    /// The keys of every kind, each given or not; a layer reads those of its kind (its spec's
+    /// keys), read and written as `layer.units` and so on.
+    public var settings = Settings()
+
+    /// The keys a layer can give besides its kind, flat, as a file writes them. Equality and
+    /// encoding are the compiler's, over every key: a new key is one property here, one case of
+    /// `CodingKeys` and one line of `field(_:)`.
+    public struct Settings: Sendable, Equatable, Codable {
+        /// Dense: outputs of the layer, at least 1; rnn, gru: the hidden state's size.
+        public var units: Int?
+        /// Embedding: the size of each token's vector.
+        public var features: Int?
+        /// Attention: the heads, each over `features / heads` of the features (which they must divide).
+        public var heads: Int?
+        /// Dense (default `tanh`; `softmax` only in the output layer), conv2d and batchNorm (default `identity`).
+        public var activation: Activation?
+        /// Conv2d: the number of filters (output channels).
+        public var filters: Int?
+        /// Conv2d: the kernel's height and width (square).
+        public var kernel: Int?
+        /// Conv2d (default 1) and the pools (default `size`): how far the window moves.
+        public var stride: Int?
+        /// Conv2d: `valid` (the default) or `same`.
+        public var padding: PaddingName?
+        /// Conv2d: zeros on every side, instead of `padding` (PyTorch's `padding=N`).
+        public var pad: Int?
+        /// The pools: the window's height and width (square).
+        public var size: Int?
+        /// The pools: one window over the whole image, instead of `size`.
+        public var global: Bool?
+        /// Dropout: the probability of dropping each input in training, in [0, 1).
+        public var rate: Double?
+        /// BatchNorm: how far running statistics move per batch (default 0.1, PyTorch's).
+        public var momentum: Double?
+        /// BatchNorm, layerNorm: added to the variance; rmsNorm: to the mean square (default 1e-5),
+        /// at least ``LayerConfig/smallestEpsilon``.
+        public var epsilon: Double?
+        /// GELU: `none` (the default, the exact `x·Φ(x)`) or `tanh` (the tanh form), PyTorch's `approximate`.
+        public var approximation: GELUApproximation?
+        /// Residual: the body's layers, input side first (one level: a body holds no residual block).
+        public var layers: [LayerConfig]?
+
+        public init() {}
+    }
+
+    /// The setting `key` (`layer.units`), read and written in ``settings``.
+    public subscript<Value>(dynamicMember key: WritableKeyPath<Settings, Value>) -> Value {
+        get { settings[keyPath: key] }
+        set { settings[keyPath: key] = newValue }
+    }
+
+    /// The norms' smallest `epsilon`: a channel (a row) whose variance is 0 (a dead
     /// relu channel, a constant pixel) is scaled by 1/√epsilon, at most 10⁶ here; far below it, Float
     /// rounds epsilon to 0 (1e-50) and the scale is infinite, the run diverging at its first step.
     public static let smallestEpsilon = 1e-12
@@ -127,54 +147,36 @@ public struct LayerConfig: Sendable, Equatable, Codable {
 
     /// The activation the layer applies: as given, else its kind's default (dense `tanh`, the
     /// others `identity`).
-    public var effectiveActivation: Activation { activation ?? kind.spec.defaultActivation ?? .identity }
+    public var effectiveActivation: Activation { self.activation ?? kind.spec.defaultActivation ?? .identity }
 
     /// Writes `kind` only for a layer other than dense, and only the keys given: a dense layer
     /// saves as it always has, `{"activation": "tanh", "units": 4}`.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        if kind != .dense { try container.encode(kind, forKey: .kind) }
-        try container.encodeIfPresent(units, forKey: .units)
-        try container.encodeIfPresent(features, forKey: .features)
-        try container.encodeIfPresent(heads, forKey: .heads)
-        try container.encodeIfPresent(activation, forKey: .activation)
-        try container.encodeIfPresent(filters, forKey: .filters)
-        try container.encodeIfPresent(kernel, forKey: .kernel)
-        try container.encodeIfPresent(stride, forKey: .stride)
-        try container.encodeIfPresent(padding, forKey: .padding)
-        try container.encodeIfPresent(pad, forKey: .pad)
-        try container.encodeIfPresent(size, forKey: .size)
-        try container.encodeIfPresent(global, forKey: .global)
-        try container.encodeIfPresent(rate, forKey: .rate)
-        try container.encodeIfPresent(momentum, forKey: .momentum)
-        try container.encodeIfPresent(epsilon, forKey: .epsilon)
-        try container.encodeIfPresent(approximation, forKey: .approximation)
-        try container.encodeIfPresent(layers, forKey: .layers)
+        if kind != .dense {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(kind, forKey: .kind)
+        }
+        try settings.encode(to: encoder)
     }
 
     /// Two layers are equal when they build the same layer: an activation left out equals its default written out.
     public static func == (a: LayerConfig, b: LayerConfig) -> Bool {
         var (a, b) = (a, b)
         (a.activation, b.activation) = (a.effectiveActivation, b.effectiveActivation)
-        return a.kind == b.kind && a.units == b.units && a.features == b.features && a.heads == b.heads && a.activation == b.activation
-            && a.filters == b.filters
-            && a.kernel == b.kernel
-            && a.stride == b.stride && a.padding == b.padding && a.pad == b.pad && a.size == b.size && a.global == b.global
-            && a.rate == b.rate && a.momentum == b.momentum && a.epsilon == b.epsilon && a.approximation == b.approximation
-            && a.layers == b.layers
+        return a.kind == b.kind && a.settings == b.settings
     }
 
     /// Writes out the activation of this layer and of the layers of its body, default or not, as
     /// a run saves them (the kinds that have one: dense, conv2d, batchNorm).
     mutating func writeActivations() {
-        if kind.spec.defaultActivation != nil { activation = effectiveActivation }
-        guard var body = layers else { return }
+        if kind.spec.defaultActivation != nil { self.activation = effectiveActivation }
+        guard var body = self.layers else { return }
         for j in body.indices { body[j].writeActivations() }
-        layers = body
+        self.layers = body
     }
 
     /// Whether this layer, or one in its body, needs its input as an image.
-    var takesImages: Bool { kind.spec.takesImages || (layers ?? []).contains { $0.kind.spec.takesImages } }
+    var takesImages: Bool { kind.spec.takesImages || (self.layers ?? []).contains { $0.kind.spec.takesImages } }
 }
 
 extension LayerConfig: DefaultedConfigSection {
