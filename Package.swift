@@ -21,7 +21,8 @@ let package = Package(
         // `swift package generate-documentation --target NeuronCore`: the DocC catalog in Sources/NeuronCore.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // The dashboard's sockets: FlyingSocks, the non-blocking socket layer of FlyingFox (small, no
-        // swift-nio, so the first build stays quick). The HTTP on top is the dashboard's own, bounded.
+        // swift-nio, so the first build stays quick). The HTTP on top is the dashboard's own, bounded:
+        // neither FlyingFox's HTTPServer nor Hummingbird holds its bounds (Docs/Dashboard.md has the measurements).
         .package(url: "https://github.com/swhitty/FlyingFox", exact: "0.27.1"),
     ],
     targets: [

@@ -175,6 +175,41 @@ struct DashboardListenerTests {
         }
     }
 
+    @Test("A body sent a byte at a time is closed at the request deadline, however steadily its bytes come")
+    func slowBody() async throws {
+        // An idle timer restarted by each byte never fires here: Hummingbird 2.28.1's idle timeout of
+        // 5 s kept such a body open for more than 20 s. The deadline counts from the accept.
+        var limits = DashboardLimits()
+        limits.requestSeconds = 0.5
+        try await serving(limits: limits) { server, _ in
+            let (port, token) = (server.port, server.gate.token)
+            let closedAfter = try await off { () -> [Double] in
+                let slow = (0..<10).compactMap { _ in RawConnection(port: port) }
+                let start = Date()
+                var closed = [Double?](repeating: nil, count: slow.count)
+                for connection in slow {
+                    connection.send(
+                        "POST /api/event?token=\(token) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+                            + "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+                }
+                // One byte of the body every 50 ms on each connection, never ending it; bounded at 3 s.
+                for _ in 0..<60 where closed.contains(where: { $0 == nil }) {
+                    for (j, connection) in slow.enumerated() where closed[j] == nil {
+                        connection.send([UInt8(ascii: " ")])
+                        var ready = pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0)
+                        if poll(&ready, 1, 0) > 0 { closed[j] = Date().timeIntervalSince(start) }
+                    }
+                    usleep(50_000)
+                }
+                return closed.map { $0 ?? .infinity }
+            }
+            #expect(closedAfter.count == 10)
+            #expect(closedAfter.allSatisfy { $0 < 2 }, "closed after \(closedAfter.max() ?? 0) s")
+            #expect(server.closedEarly.timedOut >= 10)
+            #expect(try await state(server).status == 200)
+        }
+    }
+
     @Test("1,100 idle connections: the oldest are closed to make room (or new ones told 503), and the state still answers")
     func manyIdle() async throws {
         var files = rlimit()
