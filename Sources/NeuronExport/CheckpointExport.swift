@@ -24,7 +24,8 @@ public enum ONNXExport {
 
     private static func model<Scalar>(_ network: Network<Scalar>, _ state: CheckpointState, _ options: ONNXExportOptions) throws -> [UInt8] {
         try network.onnxModel(
-            preprocessing: state.preprocessing, featureNames: state.featureNames, classNames: state.classNames, options: options)
+            preprocessing: state.preprocessing, featureNames: state.featureNames, classNames: state.classNames, vocabulary: state.vocabulary,
+            options: options)
     }
 
     /// Writes the ONNX model of `checkpoint` to `path` in one atomic rename: the file is whole or

@@ -88,10 +88,14 @@ extension Network {
     ///   - preprocessing: what training applied to the raw features (saved in the checkpoint).
     ///   - featureNames: the features' names, in order; saved as metadata (`neuron.feature_names`).
     ///   - classNames: the classes' names, in the output's order; saved as metadata (`neuron.class_names`).
+    ///   - vocabulary: a text model's tokens; saved as metadata (`neuron.vocabulary`, the list of
+    ///     the tokens' strings in token order, the boundary token 0 first as `""`), with
+    ///     `neuron.boundary_token` and `neuron.block_size`, so that an app encodes and decodes
+    ///     text with the file alone.
     ///   - options: the operator set and the batch dimension.
     /// - Throws: ``ONNXExportError`` naming a layer with no ONNX form, or an option out of range.
     public func onnxModel(
-        preprocessing: Preprocessing = .none, featureNames: [String]? = nil, classNames: [String]? = nil,
+        preprocessing: Preprocessing = .none, featureNames: [String]? = nil, classNames: [String]? = nil, vocabulary: Vocabulary? = nil,
         options: ONNXExportOptions = ONNXExportOptions()
     ) throws(ONNXExportError) -> [UInt8] {
         guard ONNXExportOptions.supportedOpsets.contains(options.opset) else { throw .unsupportedOpset(options.opset) }
@@ -99,10 +103,10 @@ extension Network {
         if let names = featureNames, names.count != featureCount {
             throw .featureCountMismatch(what: "list of feature names", expected: featureCount, found: names.count)
         }
-        var builder = GraphBuilder<Scalar>(network: self)
+        var builder = GraphBuilder<Scalar>(network: self, opset: options.opset)
         try builder.addPreprocessing(preprocessing)
         try builder.addLayers()
-        let graph = builder.finish(batch: options.batch)
+        let graph = try builder.finish(batch: options.batch)
 
         var metadata: [(key: String, value: String)] = [
             ("neuron.network", description), ("neuron.precision", Scalar.self == Float.self ? "float" : "double"),
@@ -110,6 +114,11 @@ extension Network {
         ]
         if let names = featureNames { metadata.append(("neuron.feature_names", json(names))) }
         if let names = classNames { metadata.append(("neuron.class_names", json(names))) }
+        if let vocabulary, builder.readsTokens {
+            metadata.append(("neuron.vocabulary", json([""] + vocabulary.characters.map { String($0) })))
+            metadata.append(("neuron.boundary_token", "\(Vocabulary.boundary)"))
+            metadata.append(("neuron.block_size", "\(inputShape[0])"))
+        }
         let model = ONNXModel(
             irVersion: ONNXExportOptions.irVersion(opset: options.opset), opset: options.opset, producerName: "Neuron",
             producerVersion: "1", documentation: "\(description), exported by Neuron", graph: graph, metadata: metadata)
@@ -123,12 +132,18 @@ private func json(_ strings: [String]) -> String {
     return String(decoding: data, as: UTF8.self)
 }
 
-/// How a value between nodes is laid out: a matrix of features, or an NCHW image.
+/// How a value between nodes is laid out: a matrix of features, an NCHW image, a text model's
+/// token indices, or a vector at each position.
 enum Layout: Equatable {
     /// (batch, count)
     case features(Int)
     /// (batch, channels, height, width)
     case image(height: Int, width: Int, channels: Int)
+    /// (batch, time) of int64 token indices, `time` the graph's own (dynamic) and at most the
+    /// network's `block` positions.
+    case tokens(block: Int)
+    /// (batch, time, features)
+    case sequence(block: Int, features: Int)
 }
 
 /// A layer kind with an ONNX form: it writes its own nodes into the graph being built.
@@ -154,14 +169,24 @@ struct GraphBuilder<Scalar: TensorScalar> {
     let network: Network<Scalar>
     var graph = ONNXGraph(name: "neuron")
     /// The name of the value the next node reads.
-    var current = "features"
+    var current: String
     var layout: Layout
 
     static var elementType: ONNXElementType { Scalar.self == Float.self ? .float : .double }
 
-    init(network: Network<Scalar>) {
-        self.network = network
-        layout = .features(network.featureCount)
+    /// Whether the network reads token indices (a text model, its first layer an embedding).
+    var readsTokens: Bool { network.layers.first is any TokenInput }
+
+    /// The operator set the graph declares: a layer whose operator came later refuses an older one.
+    let opset: Int
+
+    init(network: Network<Scalar>, opset: Int = ONNXExportOptions.defaultOpset) {
+        (self.network, self.opset) = (network, opset)
+        if network.layers.first is any TokenInput {
+            (current, layout) = ("tokens", .tokens(block: network.inputShape[0]))
+        } else {
+            (current, layout) = ("features", .features(network.featureCount))
+        }
     }
 
     /// Adds `op` reading `inputs`; its output (and the node) is called `name`, which it returns.
@@ -209,7 +234,9 @@ struct GraphBuilder<Scalar: TensorScalar> {
 
     mutating func addLayers() throws(ONNXExportError) {
         let input = network.inputShape
-        if input.count == 3 {
+        if readsTokens {
+            // Token indices as given: the embedding's Gather reads them.
+        } else if input.count == 3 {
             // The engine reads each row of features as an (height, width, channels) image.
             let (h, w, c) = (input[0], input[1], input[2])
             graph.initializers.append(ONNXTensor("input.image_shape", int64s: [-1, h, w, c]))
@@ -237,8 +264,32 @@ struct GraphBuilder<Scalar: TensorScalar> {
         return (tensor.name, network.stateTensor(tensor))
     }
 
+    /// The tensor `p` as an initializer, written once: a table two layers read (the embedding's,
+    /// which a tied head reuses) is one initializer.
     mutating func initializer(_ p: (name: String, tensor: Tensor<Scalar>)) -> String {
-        constant(p.name, p.tensor.shape, p.tensor.scalars)
+        if graph.initializers.contains(where: { $0.name == p.name }) { return p.name }
+        return constant(p.name, p.tensor.shape, p.tensor.scalars)
+    }
+
+    /// `x·Wᵀ + b` at every position of a sequence, W in nn.Linear's `(outputs, inputs)`: MatMul
+    /// broadcasts over the batch and time, which Gemm (two dimensions) cannot. Returns the sum's name.
+    mutating func linear(weight: String, bias: String?, prefix: String) -> String {
+        let transposed = add("Transpose", [weight], name: "\(prefix).weight_t", [ONNXAttribute(name: "perm", value: .ints([1, 0]))])
+        let product = add("MatMul", [current, transposed], name: "\(prefix).matmul")
+        guard let bias else { return product }
+        return add("Add", [product, bias], name: "\(prefix).linear")
+    }
+
+    /// The graph's `time`, a one-element int64 tensor: the tokens' second dimension, for the nodes
+    /// that crop a table or a mask to the positions given (position embedding, attention). Made once.
+    mutating func time() -> String {
+        let name = "input.time"
+        if graph.nodes.contains(where: { $0.outputs == [name] }) { return name }
+        let shape = add("Shape", ["tokens"], name: "input.shape")
+        if !graph.initializers.contains(where: { $0.name == "input.time_axis" }) {
+            graph.initializers.append(ONNXTensor("input.time_axis", int64s: [1]))
+        }
+        return add("Gather", [shape, "input.time_axis"], name: name, [ONNXAttribute(name: "axis", value: .int(0))])
     }
 
     /// The prefix of the nodes of layer `index`, or of the layer inside it at `path`: `layers.1`, `layers.1.body.0`.
@@ -267,7 +318,13 @@ struct GraphBuilder<Scalar: TensorScalar> {
 
     /// The softmax head (with a softmax cross-entropy loss), the output back in the engine's layout,
     /// and the graph's input and output.
-    mutating func finish(batch: ONNXExportOptions.Batch) -> ONNXGraph {
+    mutating func finish(batch: ONNXExportOptions.Batch) throws(ONNXExportError) -> ONNXGraph {
+        let rows: ONNXValueInfo.Dimension =
+            switch batch {
+            case .dynamic: .named("batch")
+            case let .fixed(size): .fixed(size)
+            }
+        if readsTokens { return try finishText(rows: rows) }
         if case .image(let h, let w, let c) = layout {
             // A network ending on an image returns it as the engine does: NHWC, one row per sample.
             let nhwc = add("Transpose", [current], name: "output.nhwc", [ONNXAttribute(name: "perm", value: .ints([0, 2, 3, 1]))])
@@ -285,11 +342,6 @@ struct GraphBuilder<Scalar: TensorScalar> {
             // No node at all (a network of dropout): the output is the input.
             graph.nodes.append(ONNXNode(opType: "Identity", inputs: [current], outputs: [outputName], name: "output"))
         }
-        let rows: ONNXValueInfo.Dimension =
-            switch batch {
-            case .dynamic: .named("batch")
-            case let .fixed(size): .fixed(size)
-            }
         graph.inputs = [
             ONNXValueInfo(
                 name: "features", elementType: Self.elementType, dimensions: [rows, .fixed(network.featureCount)],
@@ -302,6 +354,41 @@ struct GraphBuilder<Scalar: TensorScalar> {
                     ? "class probabilities, one row per sample, columns in the order of neuron.class_names" : "the network's outputs")
         ]
         graph.documentation = "\(network.description); dropout left out, batch normalization with its running statistics"
+        return graph
+    }
+
+    /// A text model's ends: input `tokens` (batch, time) of int64 token indices, time from 1 to
+    /// the block; outputs `logits` (batch, time, vocabulary), the scores of the next token at every
+    /// position, and `probabilities`, their softmax over the vocabulary.
+    mutating func finishText(rows: ONNXValueInfo.Dimension) throws(ONNXExportError) -> ONNXGraph {
+        guard case .sequence(let block, let vocabulary) = layout else {
+            throw .unsupportedLayer(
+                index: network.layers.count - 1, layer: network.layers[network.layers.count - 1].description,
+                reason: "a text model must end on a score per token at every position")
+        }
+        if let last = graph.nodes.indices.last, graph.nodes[last].outputs == [current] {
+            graph.nodes[last].outputs = ["logits"]
+        } else {
+            graph.nodes.append(ONNXNode(opType: "Identity", inputs: [current], outputs: ["logits"], name: "output"))
+        }
+        _ = add("Softmax", ["logits"], name: "probabilities", [ONNXAttribute(name: "axis", value: .int(-1))])
+        let time = ONNXValueInfo.Dimension.named("time")
+        graph.inputs = [
+            ONNXValueInfo(
+                name: "tokens", elementType: .int64, dimensions: [rows, time],
+                documentation:
+                    "token indices (neuron.vocabulary's), the boundary token (0) first; time from 1 to \(block): a longer line's last \(block) tokens, as the engine crops"
+            )
+        ]
+        graph.outputs = [
+            ONNXValueInfo(
+                name: "logits", elementType: Self.elementType, dimensions: [rows, time, .fixed(vocabulary)],
+                documentation: "the next token's scores at every position, in token order"),
+            ONNXValueInfo(
+                name: "probabilities", elementType: Self.elementType, dimensions: [rows, time, .fixed(vocabulary)],
+                documentation: "the next token's probabilities at every position: the softmax of logits"),
+        ]
+        graph.documentation = "\(network.description); dropout left out"
         return graph
     }
 }

@@ -23,6 +23,10 @@ struct ONNXVerdict: Decodable {
     var maxRelDiff: Double?
     var classesAgree: Int?
     var rows: Int?
+    /// A text model's metadata: its tokens' strings, the boundary token, the block.
+    var vocabulary: [String]?
+    var boundary: String?
+    var block: Int?
 }
 
 /// Runs `check_onnx.py <arguments>` with the package's virtual environment and decodes its JSON lines.

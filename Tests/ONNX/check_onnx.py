@@ -8,6 +8,11 @@ exported model, compared with what the engine computed.
         Runs the model on the CSV's rows (columns chosen by the model's neuron.feature_names) and
         compares with `neuron predict`'s CSV for the same rows: the class of every row and each
         probability, or each value.
+    check_onnx.py text MANIFEST.json
+        Each case of the manifest names a text model, a file of token indices (little-endian int64,
+        batch × time) and a file of the engine's next-token probabilities for them (batch × time ×
+        vocabulary, float32 or float64); ONNX Runtime's `probabilities` output is compared with them,
+        and the model's metadata (vocabulary, boundary token, block) is reported.
     check_onnx.py idx-csv IMAGES.gz MODEL.onnx ROWS OUT.csv
         Writes the first ROWS images of an IDX file as a CSV whose header is the model's feature names.
 
@@ -84,6 +89,33 @@ def cases(manifest_path):
         print(json.dumps(result), flush=True)
 
 
+def text(manifest_path):
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    for case in manifest:
+        dtype = np.float32 if case["precision"] == "float" else np.float64
+        model, verdict = check(case["model"])
+        meta = metadata(model)
+        batch, time, vocabulary = case["batch"], case["time"], case["vocabulary"]
+        tokens = np.fromfile(case["tokens"], dtype="<i8").reshape(batch, time)
+        expected = np.fromfile(case["expected"], dtype=dtype).reshape(batch, time, vocabulary)
+        result = {
+            "name": case["name"], "checker": verdict, "opset": model.opset_import[0].version,
+            "vocabulary": json.loads(meta.get("neuron.vocabulary", "[]")), "boundary": meta.get("neuron.boundary_token"),
+            "block": int(meta.get("neuron.block_size", "0")),
+        }
+        try:
+            session = ort.InferenceSession(case["model"], providers=["CPUExecutionProvider"])
+            y = session.run(["probabilities"], {"tokens": tokens})[0]
+        except Exception as error:
+            result.update(ran=False, reason=str(error).splitlines()[0][:300])
+            print(json.dumps(result), flush=True)
+            continue
+        absolute, relative = compare(expected, y)
+        result.update(ran=True, shape=list(y.shape), dtype=str(y.dtype), maxAbsDiff=absolute, maxRelDiff=relative)
+        print(json.dumps(result), flush=True)
+
+
 def predict(model_path, input_path, predictions_path):
     model, verdict = check(model_path)
     meta = metadata(model)
@@ -132,6 +164,8 @@ if __name__ == "__main__":
     command, arguments = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
     if command == "cases" and len(arguments) == 1:
         cases(*arguments)
+    elif command == "text" and len(arguments) == 1:
+        text(*arguments)
     elif command == "predict" and len(arguments) == 3:
         predict(*arguments)
     elif command == "idx-csv" and len(arguments) == 4:

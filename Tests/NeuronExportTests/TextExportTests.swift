@@ -1,0 +1,29 @@
+import Foundation
+import NeuronCore
+import Testing
+
+@testable import NeuronExport
+
+@Suite("Text models in ONNX: ONNX Runtime's next-token probabilities against the engine's")
+struct TextExportTests {
+    @Test("A bigram table (one embedding) and an embedding into a per-position dense layer, float64 and float32")
+    func embeddingAndDense() throws {
+        let block = 6, v = 5
+        var bigram = try Network<Double>([try Embedding<Double>(vocabulary: v, features: v, time: block)], loss: .sequenceCrossEntropy)
+        bigram.initialize(seed: 3)
+        var dense = try Network<Double>(
+            [try Embedding<Double>(vocabulary: v, features: 4, time: block), try Dense<Double>(4, v, activation: .identity, time: block)],
+            loss: .sequenceCrossEntropy)
+        dense.initialize(seed: 4)
+        for (name, network) in [("bigram", bigram), ("dense", dense)] {
+            let batches = textBatches(vocabulary: v, block: block, seed: 7)
+            for verdict in try TextExportCase(name: name, network: network, vocabulary: letters(v), batches: batches).verdicts() {
+                #expect(verdict.checker == "ok" && verdict.ran, "\(verdict)")
+                #expect(try #require(verdict.maxAbsDiff) <= 1e-12, "\(verdict)")
+                #expect(verdict.vocabulary == ["", "a", "b", "c", "d"] && verdict.boundary == "0" && verdict.block == block)
+            }
+            let float = TextExportCase(name: name + "-f32", network: network.converted(to: Float.self), vocabulary: letters(v), batches: batches)
+            for verdict in try float.verdicts() { #expect(try #require(verdict.maxAbsDiff) <= 1e-6, "\(verdict)") }
+        }
+    }
+}
