@@ -26,4 +26,22 @@ struct TextExportTests {
             for verdict in try float.verdicts() { #expect(try #require(verdict.maxAbsDiff) <= 1e-6, "\(verdict)") }
         }
     }
+
+    @Test("An MLP over a context window (Bengio et al.'s): embedding, window of 3, tanh dense, dense at every position")
+    func contextWindow() throws {
+        let block = 7, v = 6
+        var network = try Network<Double>(
+            [
+                try Embedding<Double>(vocabulary: v, features: 3, time: block), try ContextWindow<Double>(time: block, features: 3, size: 3),
+                try Dense<Double>(9, 5, activation: .tanh, time: block), try Dense<Double>(5, v, activation: .identity, time: block),
+            ], loss: .sequenceCrossEntropy)
+        network.initialize(seed: 11)
+        let batches = textBatches(vocabulary: v, block: block, seed: 12)
+        for verdict in try TextExportCase(name: "mlp", network: network, vocabulary: letters(v), batches: batches).verdicts() {
+            #expect(verdict.checker == "ok" && verdict.ran, "\(verdict)")
+            #expect(try #require(verdict.maxAbsDiff) <= 1e-12, "\(verdict)")
+        }
+        let float = TextExportCase(name: "mlp-f32", network: network.converted(to: Float.self), vocabulary: letters(v), batches: batches)
+        for verdict in try float.verdicts() { #expect(try #require(verdict.maxAbsDiff) <= 1e-6, "\(verdict)") }
+    }
 }
