@@ -11,7 +11,10 @@ struct Export: ParsableCommand {
             The model takes raw features (input `features`, one row per sample, in the order of the \
             metadata `neuron.feature_names`) and returns class probabilities (`probabilities`, columns in \
             the order of `neuron.class_names`) or values (`values`), as `neuron predict` prints them. \
-            Dropout is left out; batch normalization uses its running statistics.
+            Dropout is left out; batch normalization uses its running statistics. A text model takes \
+            token indices (input `tokens`, batch × time, time up to the block) and returns the next \
+            token's `logits` and `probabilities` at every position; its vocabulary, boundary token and \
+            block are in the metadata (`neuron.vocabulary`, `neuron.boundary_token`, `neuron.block_size`).
             """
     )
 
