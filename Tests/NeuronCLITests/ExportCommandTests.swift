@@ -20,6 +20,11 @@ private struct PredictVerdict: Decodable {
 
 /// Runs `check_onnx.py <arguments>` with the package's virtual environment; its standard output.
 private func checkONNX(_ arguments: [String]) throws -> String {
+    try runPython("Tests/ONNX/check_onnx.py", arguments)
+}
+
+/// Runs the repository's Python program `script` with the package's virtual environment; its standard output.
+private func runPython(_ script: String, _ arguments: [String]) throws -> String {
     struct PythonFailed: Error, CustomStringConvertible { var description: String }
     let python = packageRoot.appendingPathComponent(".venv/bin/python3").path
     guard FileManager.default.isExecutableFile(atPath: python) else {
@@ -32,13 +37,13 @@ private func checkONNX(_ arguments: [String]) throws -> String {
     let (out, err) = (scratch + "/stdout", scratch + "/stderr")
     let process = Process()
     process.executableURL = URL(fileURLWithPath: python)
-    process.arguments = [packageRoot.appendingPathComponent("Tests/ONNX/check_onnx.py").path] + arguments
+    process.arguments = [packageRoot.appendingPathComponent(script).path] + arguments
     process.standardOutput = try emptyFileForWriting(URL(fileURLWithPath: out))
     process.standardError = try emptyFileForWriting(URL(fileURLWithPath: err))
     try process.run()
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
-        throw PythonFailed(description: "check_onnx.py exited with \(process.terminationStatus): \(try String(contentsOfFile: err, encoding: .utf8))")
+        throw PythonFailed(description: "\(script) exited with \(process.terminationStatus): \(try String(contentsOfFile: err, encoding: .utf8))")
     }
     return try String(contentsOfFile: out, encoding: .utf8)
 }
@@ -205,5 +210,24 @@ struct ExportCommandTests {
         #expect(try runNeuron(["export", run, scratch + "/model.onnx"]).status == 0)
         // A new file inside the run directory is not one of its files, and is written.
         #expect(try runNeuron(["export", run, run + "/model.onnx"]).status == 0)
+    }
+
+    @Test("A character model's export samples lines in ONNX Runtime with Docs/onnx_sample.py and the file alone")
+    func sampledThroughONNXRuntime() throws {
+        let directory = try scratchDirectory("export-text")
+        let run = directory + "/bigram", model = directory + "/bigram.onnx"
+        #expect(try runNeuron(["train", dataDirectory + "/words-bigram-counted.yaml", "--output", run, "--quiet"]).status == 0)
+        let export = try runNeuron(["export", run, model])
+        #expect(export.status == 0, "\(export.stderr)")
+        #expect(export.stdout.contains("Network[Embedding(27→27)], float32, opset 17"), "\(export.stdout)")
+        let lines = try runPython("Docs/onnx_sample.py", [model, "--count", "5", "--seed", "3"]).split(
+            separator: "\n", omittingEmptySubsequences: false
+        ).dropLast()
+        #expect(lines.count == 5 && lines.allSatisfy { $0.allSatisfy { ("a"..."z").contains($0) } }, "\(lines)")
+        #expect(
+            try runPython("Docs/onnx_sample.py", [model, "--count", "5", "--seed", "3"]).split(separator: "\n").map(String.init)
+                == lines.map(String.init))
+        let prefixed = try runPython("Docs/onnx_sample.py", [model, "--count", "3", "--prefix", "qu", "--seed", "4"]).split(separator: "\n")
+        #expect(prefixed.count == 3 && prefixed.allSatisfy { $0.hasPrefix("qu") }, "\(prefixed)")
     }
 }
