@@ -27,6 +27,8 @@ struct ONNXVerdict: Decodable {
     var vocabulary: [String]?
     var boundary: String?
     var block: Int?
+    /// Where ONNX Runtime could not run a text model: ONNX's reference evaluator's largest difference.
+    var referenceMaxAbsDiff: Double?
 }
 
 /// Runs `check_onnx.py <arguments>` with the package's virtual environment and decodes its JSON lines.
