@@ -203,6 +203,30 @@ func writeRaw<Scalar: TensorScalar>(_ scalars: [Scalar], to path: String) throws
     try Data(bytes).write(to: URL(fileURLWithPath: path))
 }
 
+/// A layer type a library user wrote, with no ONNX form: it doubles its input.
+private struct Doubling: Layer {
+    typealias Scalar = Double
+    var inputShape: [Int] { [2] }
+    var outputShape: [Int] { [2] }
+    var parameterShapes: [(name: String, shape: [Int])] { [] }
+    var description: String { "Doubling(2)" }
+    var output = Tensor<Double>(zeros: [0, 0])
+    var inputGradient: Tensor<Double> { output }
+    func initialize(parameters: UnsafeMutableBufferPointer<Double>, state: UnsafeMutableBufferPointer<Double>, using: inout SeededGenerator) {
+    }
+    mutating func forward(
+        _ x: Tensor<Double>, parameters: UnsafeBufferPointer<Double>, state: UnsafeMutableBufferPointer<Double>, mode: LayerMode
+    ) {
+        output = x
+        for i in 0..<output.count { output[i] *= 2 }
+    }
+    mutating func backward(
+        input x: Tensor<Double>, outputGradient dy: Tensor<Double>, parameters: UnsafeBufferPointer<Double>,
+        gradients: UnsafeMutableBufferPointer<Double>, computeInputGradient: Bool
+    ) {}
+    func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> { fatalError("not converted in this test") }
+}
+
 @Suite("ONNX export, checked by ONNX's checker and ONNX Runtime")
 struct NetworkExportTests {
     /// One case of the manifest check_onnx.py reads.
@@ -278,28 +302,6 @@ struct NetworkExportTests {
 
     @Test("A layer with no ONNX form is refused by its index and description")
     func unsupportedLayer() throws {
-        struct Doubling: Layer {
-            typealias Scalar = Double
-            var inputShape: [Int] { [2] }
-            var outputShape: [Int] { [2] }
-            var parameterShapes: [(name: String, shape: [Int])] { [] }
-            var description: String { "Doubling(2)" }
-            var output = Tensor<Double>(zeros: [0, 0])
-            var inputGradient: Tensor<Double> { output }
-            func initialize(parameters: UnsafeMutableBufferPointer<Double>, state: UnsafeMutableBufferPointer<Double>, using: inout SeededGenerator) {
-            }
-            mutating func forward(
-                _ x: Tensor<Double>, parameters: UnsafeBufferPointer<Double>, state: UnsafeMutableBufferPointer<Double>, mode: LayerMode
-            ) {
-                output = x
-                for i in 0..<output.count { output[i] *= 2 }
-            }
-            mutating func backward(
-                input x: Tensor<Double>, outputGradient dy: Tensor<Double>, parameters: UnsafeBufferPointer<Double>,
-                gradients: UnsafeMutableBufferPointer<Double>, computeInputGradient: Bool
-            ) {}
-            func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> { fatalError("not converted in this test") }
-        }
         let network = try Network<Double>([try Dense<Double>(3, 2, activation: .tanh), Doubling()], loss: .halfSquaredError)
         #expect(throws: ONNXExportError.unsupportedLayer(index: 1, layer: "Doubling(2)", reason: "no ONNX form is defined for this kind of layer")) {
             try network.onnxModel()
@@ -308,28 +310,52 @@ struct NetworkExportTests {
         #expect(message == "layer 1, Doubling(2), cannot be exported to ONNX: no ONNX form is defined for this kind of layer")
     }
 
-    @Test("LayerNorm and GELU have no ONNX form here yet: refused by their index and description, whatever follows")
-    func transformerLayersRefused() throws {
-        let reason = "no ONNX form is defined for this kind of layer"
-        let norm = try Network<Float>(
-            [try Dense<Float>(3, 4, activation: .identity), try LayerNorm<Float>(shape: [4]), try GELU<Float>(shape: [4]), try Dense<Float>(4, 2)],
-            loss: .halfSquaredError)
-        #expect(throws: ONNXExportError.unsupportedLayer(index: 1, layer: "LayerNorm(4)", reason: reason)) { try norm.onnxModel() }
-        let gelu = try Network<Float>(
-            [try Dense<Float>(3, 4, activation: .identity), try GELU<Float>(shape: [4], approximation: .tanh), try Dense<Float>(4, 2)],
-            loss: .halfSquaredError)
-        #expect(throws: ONNXExportError.unsupportedLayer(index: 1, layer: "GELU(4, tanh)", reason: reason)) { try gelu.onnxModel() }
+    @Test("LayerNorm and GELU over features export too, and match the engine (GELU's tanh form in float64, the exact form in float32)")
+    func featureNormAndGELU() throws {
+        let scratch = try ScratchDirectory()
+        var manifest: [ManifestCase] = []
+        func add<Scalar: TensorScalar>(_ name: String, _ network: Network<Scalar>) throws {
+            var network = network
+            var g = SeededGenerator(seed: 9)
+            let x = try Tensor<Scalar>(shape: [7, 3], scalars: (0..<21).map { _ in Scalar(g.uniform(-2, 2)) })
+            let y = try network.forward(x)
+            try Data(network.onnxModel()).write(to: URL(fileURLWithPath: scratch.path("\(name).onnx")))
+            try writeRaw(x.scalars, to: scratch.path("\(name).x"))
+            try writeRaw(y.scalars, to: scratch.path("\(name).y"))
+            manifest.append(
+                ManifestCase(
+                    name: name, model: scratch.path("\(name).onnx"), input: scratch.path("\(name).x"), expected: scratch.path("\(name).y"),
+                    precision: Scalar.self == Float.self ? "float" : "double", rows: 7, features: 3, outputs: 2))
+        }
+        for approximation in [GELUApproximation.tanh, .none] {
+            var network = try Network<Double>(
+                [
+                    try Dense<Double>(3, 4, activation: .identity), try LayerNorm<Double>(shape: [4]),
+                    try GELU<Double>(shape: [4], approximation: approximation), try Dense<Double>(4, 2, activation: .identity),
+                ], loss: .halfSquaredError)
+            network.initialize(seed: 8)
+            if approximation == .tanh { try add("norm-gelu-tanh-f64", network) }
+            try add("norm-gelu-\(approximation)-f32", network.converted(to: Float.self))
+        }
+        let path = scratch.path("manifest.json")
+        try JSONEncoder().encode(manifest).write(to: URL(fileURLWithPath: path))
+        let verdicts = try checkONNX(["cases", path])
+        #expect(verdicts.count == 3)
+        for v in verdicts {
+            #expect(v.checker == "ok" && v.ran, "\(v)")
+            #expect(try #require(v.maxAbsDiff) <= (v.name.hasSuffix("f64") ? 1e-10 : 1e-5), "\(v)")
+        }
     }
 
     @Test("A layer with no ONNX form inside a residual block or a chain is refused by the block's index and its own description")
     func innerLayerRefused() throws {
-        let refusal = ONNXExportError.unsupportedLayer(index: 1, layer: "LayerNorm(4)", reason: "no ONNX form is defined for this kind of layer")
-        let residual = try Network<Float>(
-            [try Dense<Float>(3, 4), try Residual<Float>([try Dense<Float>(4, 4), try LayerNorm<Float>(shape: [4])]), try Dense<Float>(4, 2)],
+        let refusal = ONNXExportError.unsupportedLayer(index: 1, layer: "Doubling(2)", reason: "no ONNX form is defined for this kind of layer")
+        let residual = try Network<Double>(
+            [try Dense<Double>(3, 2), try Residual<Double>([try Dense<Double>(2, 2), Doubling()]), try Dense<Double>(2, 2)],
             loss: .halfSquaredError)
         #expect(throws: refusal) { try residual.onnxModel() }
-        let chain = try Network<Float>(
-            [try Dense<Float>(3, 4), try Sequential<Float>([try LayerNorm<Float>(shape: [4]), try Dense<Float>(4, 2)])], loss: .halfSquaredError)
+        let chain = try Network<Double>(
+            [try Dense<Double>(3, 2), try Sequential<Double>([Doubling(), try Dense<Double>(2, 2)])], loss: .halfSquaredError)
         #expect(throws: refusal) { try chain.onnxModel() }
     }
 
