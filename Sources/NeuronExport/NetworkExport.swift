@@ -80,9 +80,12 @@ extension Network {
     /// transformed by `preprocessing` as the first nodes; output `probabilities` (batch, classes)
     /// after a softmax head, or `values` (batch, outputs) otherwise; in this network's precision
     /// (convert it first, `converted(to: Float.self)`, for a float32 model). Evaluation mode:
-    /// dropout is left out and batch normalization uses its running statistics.
+    /// dropout is left out and batch normalization uses its running statistics. A text model (its
+    /// first layer an embedding) takes `tokens` instead and gives the next token's scores and
+    /// probabilities at every position.
     ///
     ///     // features: (batch, featureCount)  →  probabilities or values: (batch, outputCount)
+    ///     // tokens: (batch, time) int64, time ≤ block  →  logits, probabilities: (batch, time, vocabulary)
     ///
     /// - Parameters:
     ///   - preprocessing: what training applied to the raw features (saved in the checkpoint).

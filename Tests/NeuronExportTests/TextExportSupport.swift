@@ -57,16 +57,19 @@ struct TextExportCase<Scalar: TensorScalar> {
 }
 
 /// Batches of token rows for a model of `vocabulary` tokens and `block` positions: batch 1 and 7,
-/// lengths 1, a few between, and the block itself (a cropped line is the block's last tokens), the
-/// boundary token first in every row.
+/// lengths 1, a few between, and the block itself, the boundary token first in every row (a row
+/// shorter than the block is what the engine reads padded); then a batch of 7 cropped lines, the
+/// block's last tokens of longer lines, which start mid-line (no boundary first).
 func textBatches(vocabulary: Int, block: Int, seed: UInt64) -> [[[Int]]] {
     var g = SeededGenerator(seed: seed)
     let lengths = Array(Set([1, 2, max(1, block / 2), block])).sorted()
-    return lengths.flatMap { time in
+    let started = lengths.flatMap { time in
         [1, 7].map { batch in
             (0..<batch).map { _ in [Vocabulary.boundary] + (1..<time).map { _ in g.index(below: vocabulary) } }
         }
     }
+    let cropped = (0..<7).map { _ in (0..<block).map { _ in 1 + g.index(below: vocabulary - 1) } }
+    return started + [cropped]
 }
 
 /// A vocabulary of `count` tokens: the boundary and `count − 1` letters from `a`.
