@@ -122,23 +122,9 @@ struct RecurrentExportTests {
         let model = ONNXModel(
             irVersion: ONNXExportOptions.irVersion(opset: opset), opset: opset, producerName: "RecurrentExportTests", producerVersion: "1",
             documentation: "", graph: try graph.finish(batch: .dynamic), metadata: [])
-        let scratch = try ScratchDirectory()
-        let path = scratch.path("gru.onnx")
-        try Data(model.encoded()).write(to: URL(fileURLWithPath: path))
-        let engine = TextExportCase(name: "gru", network: network, vocabulary: letters(vocabulary), batches: batches)
-        var manifest: [[String: Any]] = []
-        for (i, rows) in batches.enumerated() {
-            let tokens = scratch.path("\(i).tokens"), expected = scratch.path("\(i).expected")
-            try Data(rows.flatMap { $0 }.flatMap { withUnsafeBytes(of: Int64($0).littleEndian, Array.init) }).write(to: URL(fileURLWithPath: tokens))
-            let p = try engine.engineProbabilities(rows).map { Float($0) }
-            try p.withUnsafeBufferPointer { Data(buffer: $0) }.write(to: URL(fileURLWithPath: expected))
-            manifest.append([
-                "name": "gates \(gateOrder) batch \(i)", "model": path, "tokens": tokens, "expected": expected, "precision": "float",
-                "batch": rows.count, "time": rows[0].count, "vocabulary": vocabulary,
-            ])
-        }
-        let list = scratch.path("manifest.json")
-        try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: list))
-        return try checkONNX(["text", list])
+        var check = TextExportCase(
+            name: "gates-\(gateOrder.map(String.init).joined())", network: network, vocabulary: letters(vocabulary), batches: batches)
+        check.model = model.encoded()
+        return try check.verdicts()
     }
 }

@@ -16,6 +16,8 @@ struct TextExportCase<Scalar: TensorScalar> {
     /// Batches of rows; every row of a batch has the same length.
     var batches: [[[Int]]]
     var options = ONNXExportOptions()
+    /// The file's bytes, when a test builds the graph itself (a planted fault); else the network's export.
+    var model: [UInt8]? = nil
 
     /// The engine's probabilities, `(batch, time, vocabulary)` row-major, in Double.
     func engineProbabilities(_ rows: [[Int]]) throws -> [Double] {
@@ -32,7 +34,7 @@ struct TextExportCase<Scalar: TensorScalar> {
     func verdicts() throws -> [ONNXVerdict] {
         let scratch = try ScratchDirectory()
         let model = scratch.path("\(name).onnx")
-        try Data(network.onnxModel(vocabulary: vocabulary, options: options)).write(to: URL(fileURLWithPath: model))
+        try Data(self.model ?? network.onnxModel(vocabulary: vocabulary, options: options)).write(to: URL(fileURLWithPath: model))
         var manifest: [[String: Any]] = []
         for (i, rows) in batches.enumerated() {
             let tokens = scratch.path("\(name)-\(i).tokens"), expected = scratch.path("\(name)-\(i).expected")
