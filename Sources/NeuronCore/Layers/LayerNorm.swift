@@ -40,10 +40,7 @@ public struct LayerNorm<Scalar: TensorScalar>: Layer {
     ///   `ε ≤ 0`.
     public init(shape: [Int], epsilon: Double = 1e-5) throws(NetworkError) {
         let name = "LayerNorm(\(imageDescription(shape)))"
-        guard shape.count == 1 || shape.count == 2, heldCount(shape) != nil else {
-            throw .invalidLayer(name, reason: "takes (features) vectors or (time, features) sequences, got \(TensorError.format(shape))")
-        }
-        guard epsilon > 0, epsilon.isFinite else { throw .invalidLayer(name, reason: "epsilon must be above 0, got \(epsilon)") }
+        try checkRowNormalization(name, shape: shape, epsilon: epsilon)
         inputShape = shape
         self.epsilon = epsilon
     }
@@ -190,4 +187,15 @@ extension Naive {
         }
         return (dWeight, dBias, dx)
     }
+}
+
+/// The rules every normalization over each row's last dimension shares (``LayerNorm``,
+/// ``RMSNorm``): samples of `[features]` or `[time, features]` that can be counted, and an
+/// `epsilon` above 0 and finite.
+/// - Throws: ``NetworkError/invalidLayer(_:reason:)`` naming the layer `name`.
+func checkRowNormalization(_ name: String, shape: [Int], epsilon: Double) throws(NetworkError) {
+    guard shape.count == 1 || shape.count == 2, heldCount(shape) != nil else {
+        throw .invalidLayer(name, reason: "takes (features) vectors or (time, features) sequences, got \(TensorError.format(shape))")
+    }
+    guard epsilon > 0, epsilon.isFinite else { throw .invalidLayer(name, reason: "epsilon must be above 0, got \(epsilon)") }
 }

@@ -41,10 +41,7 @@ public struct RMSNorm<Scalar: TensorScalar>: Layer {
     ///   `ε ≤ 0`.
     public init(shape: [Int], epsilon: Double = 1e-5) throws(NetworkError) {
         let name = "RMSNorm(\(imageDescription(shape)))"
-        guard shape.count == 1 || shape.count == 2, heldCount(shape) != nil else {
-            throw .invalidLayer(name, reason: "takes (features) vectors or (time, features) sequences, got \(TensorError.format(shape))")
-        }
-        guard epsilon > 0, epsilon.isFinite else { throw .invalidLayer(name, reason: "epsilon must be above 0, got \(epsilon)") }
+        try checkRowNormalization(name, shape: shape, epsilon: epsilon)
         inputShape = shape
         self.epsilon = epsilon
     }
