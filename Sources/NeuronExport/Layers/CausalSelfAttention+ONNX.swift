@@ -7,10 +7,9 @@
 //
 // Every operator in its opset-13 form, which every later set up to 25 still accepts: Split takes its
 // sizes as an input (opset 18's `num_outputs` is an alternative, not a replacement), Softmax
-// normalizes one axis. The mask is
-// a (block, block) constant, 0 on and below the diagonal and −∞ above, cut to the tokens' length:
-// every row keeps its diagonal, so its maximum is finite and a masked entry's exp is exactly 0, the
-// weight the engine gives a later position.
+// normalizes one axis. The mask is a (block, block) constant, 0 on and below the diagonal and −∞
+// above, cut to the tokens' length: every row keeps its diagonal, so its maximum is finite and a
+// masked entry's exp is exactly 0, the weight the engine gives a later position.
 import NeuronCore
 
 extension CausalSelfAttention: ONNXLayer {
