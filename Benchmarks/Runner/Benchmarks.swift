@@ -66,6 +66,8 @@ struct Benchmarks: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         if !childKernelSets.isEmpty { return try runKernelSets(childKernelSets) }
+        // OpenBLAS's family chosen and checked before anything is timed (may run this program again).
+        BLAS.runOnBestKernels()
         do {
             try BLAS.checkKernels()
         } catch {

@@ -19,6 +19,9 @@ struct NeuronCommand: AsyncParsableCommand {
     /// status 2 and a message naming what is wrong (ArgumentParser's own usage status is 64); an
     /// unknown command, a missing argument or an unknown option also prints the command's usage.
     static func main() async {
+        // First: OpenBLAS's kernel family, chosen and checked (may run this program again with it).
+        BLAS.runOnBestKernels()
+        if BLAS.choiceNote != nil { FileHandle.standardError.write(Data("BLAS: \(BLAS.summary)\n".utf8)) }
         StopSignals.install()
         do {
             var command = try parseAsRoot()

@@ -14,12 +14,19 @@ func emptyFileForWriting(_ url: URL) throws -> FileHandle {
 /// `interruptWhen`, sends `signal` once its standard output satisfies it. The status is the exit
 /// status, or minus the signal's number when one ended it.
 func runNeuron(
-    _ arguments: [String], in workingDirectory: String? = nil, interruptWhen: (@Sendable (String) -> Bool)? = nil, signal: Int32 = SIGINT
+    _ arguments: [String], in workingDirectory: String? = nil, interruptWhen: (@Sendable (String) -> Bool)? = nil, signal: Int32 = SIGINT,
+    environment: [String: String?] = [:]
 ) throws -> (status: Int32, stdout: String, stderr: String) {
     let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
     let process = Process()
     process.executableURL = directory.appendingPathComponent("neuron")
     process.arguments = arguments
+    if !environment.isEmpty {
+        // The test's variables over this process's, a nil value removing one.
+        var variables = ProcessInfo.processInfo.environment
+        for (name, value) in environment { variables[name] = value }
+        process.environment = variables
+    }
     if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
     // Output goes to files, not pipes: a pipe's write end can be inherited by another test's child
     // spawned at the same moment, and then its end of file waits for that child, however long it runs.

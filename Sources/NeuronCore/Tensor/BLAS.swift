@@ -130,9 +130,11 @@ public enum BLAS {
         return String(cString: name)
     }
 
-    /// One line for logs and reports: build, kernel family and thread count.
+    /// One line for logs and reports: build, kernel family (and why it was chosen, or the better
+    /// one to set: `runOnBestKernels()`) and thread count.
     public static var summary: String {
-        "\(configuration.trimmingTrailingSpaces) · \(coreName) kernels · \(threadCount) thread\(threadCount == 1 ? "" : "s")"
+        let note = choiceNote.map { " (\($0))" } ?? ""
+        return "\(configuration.trimmingTrailingSpaces) · \(coreName) kernels\(note) · \(threadCount) thread\(threadCount == 1 ? "" : "s")"
     }
 }
 
