@@ -513,7 +513,7 @@ struct Benchmarks: AsyncParsableCommand {
             lines.first { $0.hasPrefix(name) }?.split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces)
         }
         let cpu = field("model name") ?? "unknown CPU"
-        let flags = Set((field("flags") ?? "").split(separator: " ").map(String.init))
+        let flags = BLAS.cpuFlags
         let vector = ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile"]
             .filter(flags.contains)
         let extensions = vector.isEmpty ? "no vector extensions listed" : vector.joined(separator: " ")

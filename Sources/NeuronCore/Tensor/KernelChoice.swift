@@ -12,9 +12,7 @@
 // on some CPUs, which is why environments pin a family. What was chosen, and why, travels to the
 // new process in an environment variable, and `BLAS.summary` says it wherever the BLAS line is shown.
 // A library user's process cannot be replaced: `BLAS.summary` then names the better family to set.
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 
 /// An OpenBLAS kernel family for x86-64, as `OPENBLAS_CORETYPE` names it, best first.
 public enum KernelFamily: String, CaseIterable, Sendable {
@@ -73,7 +71,7 @@ public enum KernelFamily: String, CaseIterable, Sendable {
 extension BLAS {
     /// The CPU's feature flags, from Linux's `/proc/cpuinfo` (empty where it cannot be read).
     public static var cpuFlags: Set<String> {
-        guard let text = try? readSmallFile("/proc/cpuinfo"),
+        guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
             let line = text.split(separator: "\n").first(where: { $0.hasPrefix("flags") }),
             let colon = line.firstIndex(of: ":")
         else { return [] }
@@ -99,7 +97,7 @@ extension BLAS {
     /// a chosen family, checks it first. Returns when the process runs the family it keeps.
     /// `BLAS.summary` then says what was chosen and why.
     public static func runOnBestKernels() {
-        let environment = processEnvironment()
+        let environment = ProcessInfo.processInfo.environment
         if let remaining = environment[ChoiceVariable.remaining] {
             // This process runs a family chosen by its parent: keep it only if its products are right.
             let passed =
@@ -108,13 +106,11 @@ extension BLAS {
             guard !passed else { return }
             let next = remaining.split(separator: ",").map(String.init)
             let reason = (environment[ChoiceVariable.reason] ?? "") + "; \(coreName) failed the self-check"
-            guard let family = next.first else {
-                // Nothing left to try: run on OpenBLAS's own family, whose check the run makes (and
-                // refuses to train on wrong products).
-                restart(unsetting: "OPENBLAS_CORETYPE", reason: reason + "; every wider family failed: OpenBLAS's own pick")
-                return
-            }
-            restart(family: family, remaining: Array(next.dropFirst()), reason: reason)
+            // The next family down; with none left, OpenBLAS's own, whose check the run makes (and
+            // refuses to train on wrong products).
+            restart(
+                family: next.first, remaining: Array(next.dropFirst()),
+                reason: next.isEmpty ? reason + "; every wider family failed: OpenBLAS's own pick" : reason)
             return
         }
         // Chosen once: a process whose parent went through the families keeps what it was given.
@@ -129,7 +125,7 @@ extension BLAS {
     /// What `summary` adds about the family: why it was chosen, or the better one to set; nil when
     /// OpenBLAS's pick is the best the CPU runs or the user set it.
     public static var choiceNote: String? {
-        let environment = processEnvironment()
+        let environment = ProcessInfo.processInfo.environment
         if let reason = environment[ChoiceVariable.reason] { return "chosen by Neuron: \(reason)" }
         guard environment["OPENBLAS_CORETYPE"] == nil, let best = KernelFamily.betterThan(coreName, cpuFlags: cpuFlags).first else {
             return nil
@@ -148,19 +144,18 @@ extension BLAS {
         c[0] += 1
     }
 
-    private static func restart(family: String, remaining: [String], reason: String) {
-        setenv("OPENBLAS_CORETYPE", family, 1)
-        setenv(ChoiceVariable.remaining, remaining.joined(separator: ","), 1)
+    /// Runs this program again with `family` (nil: OpenBLAS's own pick), the families left to try
+    /// after it (none for OpenBLAS's own) and the reason.
+    private static func restart(family: String?, remaining: [String], reason: String) {
+        if let family {
+            setenv("OPENBLAS_CORETYPE", family, 1)
+            setenv(ChoiceVariable.remaining, remaining.joined(separator: ","), 1)
+        } else {
+            unsetenv("OPENBLAS_CORETYPE")
+            unsetenv(ChoiceVariable.remaining)
+        }
         setenv(ChoiceVariable.reason, reason, 1)
         unsetenv(ChoiceVariable.simulatedPick)
-        execSelf()
-    }
-
-    private static func restart(unsetting variable: String, reason: String) {
-        unsetenv(variable)
-        unsetenv(ChoiceVariable.remaining)
-        unsetenv(ChoiceVariable.simulatedPick)
-        setenv(ChoiceVariable.reason, reason, 1)
         execSelf()
     }
 
@@ -169,36 +164,6 @@ extension BLAS {
     private static func execSelf() {
         #if canImport(Glibc)
         execv("/proc/self/exe", CommandLine.unsafeArgv)
-        #endif
-    }
-
-    private static func processEnvironment() -> [String: String] {
-        var result: [String: String] = [:]
-        #if canImport(Glibc)
-        var pointer = environ
-        while let entry = pointer.pointee {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") { result[String(text[..<equals])] = String(text[text.index(after: equals)...]) }
-            pointer += 1
-        }
-        #endif
-        return result
-    }
-
-    private static func readSmallFile(_ path: String) throws -> String {
-        #if canImport(Glibc)
-        guard let file = fopen(path, "r") else { return "" }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
-            let n = fread(&buffer, 1, buffer.count, file)
-            if n == 0 { break }
-            bytes += buffer[..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-        #else
-        return ""
         #endif
     }
 }
