@@ -203,6 +203,24 @@ struct GraphBuilder<Scalar: TensorScalar> {
         return name
     }
 
+    /// Checks that the current value is rows of `features` (a matrix of them, or one at each
+    /// position of a sequence), as a normalization over the last axis, `what`, reads them.
+    /// - Throws: ``ONNXExportError/unsupportedLayer(index:layer:reason:)`` refusing `layer`, the network's layer `index`.
+    func checkRows(of features: Int, for layer: some Layer, at index: Int, _ what: String) throws(ONNXExportError) {
+        switch layout {
+        case .features(let count), .sequence(_, let count):
+            guard count == features else { throw layer.refused(at: index, "it normalizes \(features) features, but receives \(count)") }
+        case .image, .tokens:
+            throw layer.refused(at: index, "\(what) takes features or a sequence of them")
+        }
+    }
+
+    /// An int64 vector initializer `name` (a shape, axes, pads, a start): its name.
+    mutating func int64s(_ name: String, _ values: [Int]) -> String {
+        graph.initializers.append(ONNXTensor(name, int64s: values))
+        return name
+    }
+
     // MARK: Preprocessing
 
     static func describe(_ preprocessing: Preprocessing) -> String {
@@ -242,8 +260,7 @@ struct GraphBuilder<Scalar: TensorScalar> {
         } else if input.count == 3 {
             // The engine reads each row of features as an (height, width, channels) image.
             let (h, w, c) = (input[0], input[1], input[2])
-            graph.initializers.append(ONNXTensor("input.image_shape", int64s: [-1, h, w, c]))
-            let nhwc = add("Reshape", [current, "input.image_shape"], name: "input.nhwc")
+            let nhwc = add("Reshape", [current, int64s("input.image_shape", [-1, h, w, c])], name: "input.nhwc")
             current = add("Transpose", [nhwc], name: "input.nchw", [ONNXAttribute(name: "perm", value: .ints([0, 3, 1, 2]))])
             layout = .image(height: h, width: w, channels: c)
         } else if input.count != 1 {
@@ -289,10 +306,7 @@ struct GraphBuilder<Scalar: TensorScalar> {
         let name = "input.time"
         if graph.nodes.contains(where: { $0.outputs == [name] }) { return name }
         let shape = add("Shape", ["tokens"], name: "input.shape")
-        if !graph.initializers.contains(where: { $0.name == "input.time_axis" }) {
-            graph.initializers.append(ONNXTensor("input.time_axis", int64s: [1]))
-        }
-        return add("Gather", [shape, "input.time_axis"], name: name, [ONNXAttribute(name: "axis", value: .int(0))])
+        return add("Gather", [shape, int64s("input.time_axis", [1])], name: name, [ONNXAttribute(name: "axis", value: .int(0))])
     }
 
     /// The prefix of the nodes of layer `index`, or of the layer inside it at `path`: `layers.1`, `layers.1.body.0`.
@@ -331,8 +345,7 @@ struct GraphBuilder<Scalar: TensorScalar> {
         if case .image(let h, let w, let c) = layout {
             // A network ending on an image returns it as the engine does: NHWC, one row per sample.
             let nhwc = add("Transpose", [current], name: "output.nhwc", [ONNXAttribute(name: "perm", value: .ints([0, 2, 3, 1]))])
-            graph.initializers.append(ONNXTensor("output.shape", int64s: [-1, h * w * c]))
-            current = add("Reshape", [nhwc, "output.shape"], name: "output.rows")
+            current = add("Reshape", [nhwc, int64s("output.shape", [-1, h * w * c])], name: "output.rows")
         }
         let classifies = network.loss == .softmaxCrossEntropy
         if classifies {

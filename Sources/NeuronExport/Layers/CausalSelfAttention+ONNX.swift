@@ -18,10 +18,7 @@ extension CausalSelfAttention: ONNXLayer {
             throw refused(at: index, "self-attention takes a sequence of \(features) features")
         }
         let prefix = graph.prefix(index, path), (f, size) = (features, headSize)
-        func ints(_ name: String, _ values: [Int]) -> String {
-            graph.graph.initializers.append(ONNXTensor("\(prefix).\(name)", int64s: values))
-            return "\(prefix).\(name)"
-        }
+        func ints(_ name: String, _ values: [Int]) -> String { graph.int64s("\(prefix).\(name)", values) }
         func transpose(_ value: String, _ perm: [Int], _ name: String) -> String {
             graph.add("Transpose", [value], name: "\(prefix).\(name)", [ONNXAttribute(name: "perm", value: .ints(perm))])
         }

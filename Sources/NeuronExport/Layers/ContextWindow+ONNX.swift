@@ -11,15 +11,15 @@ extension ContextWindow: ONNXLayer {
         let prefix = graph.prefix(index, path)
         // (batch, time, features) → (batch, size − 1 + time, features): Pad's pads are every
         // axis's starts, then every axis's ends.
-        graph.graph.initializers.append(ONNXTensor("\(prefix).pads", int64s: [0, size - 1, 0, 0, 0, 0]))
-        let padded = graph.add("Pad", [graph.current, "\(prefix).pads"], name: "\(prefix).padded")
+        let pads = graph.int64s("\(prefix).pads", [0, size - 1, 0, 0, 0, 0])
+        let padded = graph.add("Pad", [graph.current, pads], name: "\(prefix).padded")
         let time = graph.time()
-        graph.graph.initializers.append(ONNXTensor("\(prefix).time_axis", int64s: [1]))
+        let axis = graph.int64s("\(prefix).time_axis", [1])
         var slices: [String] = []
         for j in 0..<size {
-            graph.graph.initializers.append(ONNXTensor("\(prefix).start_\(j)", int64s: [j]))
-            let end = graph.add("Add", [time, "\(prefix).start_\(j)"], name: "\(prefix).end_\(j)")
-            slices.append(graph.add("Slice", [padded, "\(prefix).start_\(j)", end, "\(prefix).time_axis"], name: "\(prefix).slice_\(j)"))
+            let start = graph.int64s("\(prefix).start_\(j)", [j])
+            let end = graph.add("Add", [time, start], name: "\(prefix).end_\(j)")
+            slices.append(graph.add("Slice", [padded, start, end, axis], name: "\(prefix).slice_\(j)"))
         }
         graph.current = graph.add("Concat", slices, name: "\(prefix).window", [ONNXAttribute(name: "axis", value: .int(-1))])
         graph.layout = .sequence(block: block, features: size * features)

@@ -15,14 +15,7 @@ extension LayerNorm: ONNXLayer {
                 at: index,
                 "LayerNormalization needs ONNX operator set 17 or later (17 is the default), got \(graph.opset)")
         }
-        let inputFeatures: Int
-        switch graph.layout {
-        case .features(let count), .sequence(_, let count): inputFeatures = count
-        case .image, .tokens: throw refused(at: index, "layer normalization takes features or a sequence of them")
-        }
-        guard inputFeatures == features else {
-            throw refused(at: index, "it normalizes \(features) features, but receives \(inputFeatures)")
-        }
+        try graph.checkRows(of: features, for: self, at: index, "layer normalization")
         // x, y: (batch, features) or (batch, time, features)  weight, bias: (features)
         // y = (x − mean)/√(var + ε) ⊙ weight + bias, each row's mean and biased variance over the last axis
         let w = graph.initializer(graph.parameter(index, path + "weight")), b = graph.initializer(graph.parameter(index, path + "bias"))

@@ -10,9 +10,7 @@ extension PositionEmbedding: ONNXLayer {
         let prefix = graph.prefix(index, path)
         // x: (batch, time, features)  weight: (positions ≥ block, features)  →  y[b, t] = x[b, t] + weight[t]
         let table = graph.initializer(graph.parameter(index, path + "weight"))
-        let start = "\(prefix).slice_start", axis = "\(prefix).slice_axis"
-        graph.graph.initializers.append(ONNXTensor(start, int64s: [0]))
-        graph.graph.initializers.append(ONNXTensor(axis, int64s: [0]))
+        let start = graph.int64s("\(prefix).slice_start", [0]), axis = graph.int64s("\(prefix).slice_axis", [0])
         let used = graph.add("Slice", [table, start, graph.time(), axis], name: "\(prefix).rows")
         graph.current = graph.add("Add", [graph.current, used], name: "\(prefix).add")
     }

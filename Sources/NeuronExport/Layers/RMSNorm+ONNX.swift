@@ -5,14 +5,7 @@ import NeuronCore
 
 extension RMSNorm: ONNXLayer {
     func addNodes(to graph: inout GraphBuilder<Scalar>, index: Int, path: String) throws(ONNXExportError) {
-        let inputFeatures: Int
-        switch graph.layout {
-        case .features(let count), .sequence(_, let count): inputFeatures = count
-        case .image, .tokens: throw refused(at: index, "RMS normalization takes features or a sequence of them")
-        }
-        guard inputFeatures == features else {
-            throw refused(at: index, "it normalizes \(features) features, but receives \(inputFeatures)")
-        }
+        try graph.checkRows(of: features, for: self, at: index, "RMS normalization")
         // x, y: (batch, features) or (batch, time, features)  weight: (features)
         let prefix = graph.prefix(index, path)
         let x = graph.current
@@ -21,8 +14,7 @@ extension RMSNorm: ONNXLayer {
         let meanSquare: String
         let keep = ONNXAttribute(name: "keepdims", value: .int(1))
         if graph.opset >= 18 {
-            graph.graph.initializers.append(ONNXTensor("\(prefix).axes", int64s: [-1]))
-            meanSquare = graph.add("ReduceMean", [squares, "\(prefix).axes"], name: "\(prefix).mean_square", [keep])
+            meanSquare = graph.add("ReduceMean", [squares, graph.int64s("\(prefix).axes", [-1])], name: "\(prefix).mean_square", [keep])
         } else {
             meanSquare = graph.add("ReduceMean", [squares], name: "\(prefix).mean_square", [ONNXAttribute(name: "axes", value: .ints([-1])), keep])
         }

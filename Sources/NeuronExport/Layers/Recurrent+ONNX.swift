@@ -40,15 +40,12 @@ extension GraphBuilder {
             "\(prefix).B\(gates)", [1, 2 * width], Self.reordered(wb.scalars, gateOrder) + Self.reordered(rb.scalars, gateOrder))
 
         // initial_h = h0 expanded to (1, batch, hidden), the batch read from the input's shape.
-        graph.initializers.append(ONNXTensor("\(prefix).batch_axis", int64s: [0]))
-        graph.initializers.append(ONNXTensor("\(prefix).directions", int64s: [1]))
-        graph.initializers.append(ONNXTensor("\(prefix).hidden", int64s: [hidden]))
-        graph.initializers.append(ONNXTensor("\(prefix).direction_axis", int64s: [1]))
+        let batchAxis = int64s("\(prefix).batch_axis", [0]), directions = int64s("\(prefix).directions", [1])
+        let hiddenSize = int64s("\(prefix).hidden", [hidden]), directionAxis = int64s("\(prefix).direction_axis", [1])
         let shape = add("Shape", [current], name: "\(prefix).input_shape")
-        let batch = add("Gather", [shape, "\(prefix).batch_axis"], name: "\(prefix).batch", [ONNXAttribute(name: "axis", value: .int(0))])
+        let batch = add("Gather", [shape, batchAxis], name: "\(prefix).batch", [ONNXAttribute(name: "axis", value: .int(0))])
         let stateShape = add(
-            "Concat", ["\(prefix).directions", batch, "\(prefix).hidden"], name: "\(prefix).initial_h_shape",
-            [ONNXAttribute(name: "axis", value: .int(0))])
+            "Concat", [directions, batch, hiddenSize], name: "\(prefix).initial_h_shape", [ONNXAttribute(name: "axis", value: .int(0))])
         let initial = add("Expand", [h0, stateShape], name: "\(prefix).initial_h")
 
         // (batch, time, inputs) → (time, batch, inputs); sequence_lens left out: every row has every position.
@@ -58,7 +55,7 @@ extension GraphBuilder {
             op, [x, weight, recurrence, bias, "", initial], name: "\(prefix).\(op.lowercased())",
             [ONNXAttribute(name: "hidden_size", value: .int(hidden))] + attributes)
         // Y: (time, 1, batch, hidden) → (time, batch, hidden) → (batch, time, hidden)
-        let states = add("Squeeze", [y, "\(prefix).direction_axis"], name: "\(prefix).states")
+        let states = add("Squeeze", [y, directionAxis], name: "\(prefix).states")
         current = add("Transpose", [states], name: "\(prefix).batch_major", [swap])
     }
 
