@@ -3,10 +3,7 @@ import NeuronCore
 import Testing
 
 /// The BLAS line a run's summary.json records.
-private func blasLine(_ directory: String) throws -> String {
-    let summary = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/summary.json")))
-    return try #require((summary as? [String: Any])?["blas"] as? String)
-}
+private func blasLine(_ directory: String) throws -> String { try #require(try summary(directory).blas) }
 
 // OpenBLAS's kernel lottery simulated on any machine: `NEURON_BLAS_SIMULATED_PICK` makes the
 // family in OPENBLAS_CORETYPE count as OpenBLAS's own (mis-)detection, and

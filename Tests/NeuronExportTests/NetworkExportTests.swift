@@ -237,6 +237,20 @@ struct NetworkExportTests {
 
     static let randomCount: UInt64 = 60
 
+    /// Writes `model`, the rows `x` it reads and the engine's outputs `y` into `scratch` under `id`,
+    /// and the manifest case that names them.
+    static func manifestCase<Scalar: TensorScalar>(
+        _ name: String, id: String, model: [UInt8], x: Tensor<Scalar>, y: Tensor<Scalar>, in scratch: ScratchDirectory
+    ) throws -> ManifestCase {
+        try Data(model).write(to: URL(fileURLWithPath: scratch.path("\(id).onnx")))
+        try writeRaw(x.scalars, to: scratch.path("\(id).x"))
+        try writeRaw(y.scalars, to: scratch.path("\(id).y"))
+        let rows = x.shape[0]
+        return ManifestCase(
+            name: name, model: scratch.path("\(id).onnx"), input: scratch.path("\(id).x"), expected: scratch.path("\(id).y"),
+            precision: Scalar.self == Float.self ? "float" : "double", rows: rows, features: x.count / rows, outputs: y.count / rows)
+    }
+
     @Test("60 random networks over every layer kind export and match the engine: within 1e-5 in float32, 1e-12 in float64")
     func randomNetworksMatch() throws {
         let scratch = try ScratchDirectory()
@@ -248,15 +262,8 @@ struct NetworkExportTests {
             let id = "\(manifest.count)"
             let bytes = try network.onnxModel(
                 preprocessing: c.preprocessing, featureNames: (0..<network.featureCount).map { "x\($0)" }, options: c.options)
-            try Data(bytes).write(to: URL(fileURLWithPath: scratch.path("\(id).onnx")))
             let (x, y) = try c.expected(network)
-            try writeRaw(x.scalars, to: scratch.path("\(id).x"))
-            try writeRaw(y.scalars, to: scratch.path("\(id).y"))
-            manifest.append(
-                ManifestCase(
-                    name: name, model: scratch.path("\(id).onnx"), input: scratch.path("\(id).x"), expected: scratch.path("\(id).y"),
-                    precision: Scalar.self == Float.self ? "float" : "double", rows: x.shape[0], features: network.featureCount,
-                    outputs: network.outputCount))
+            manifest.append(try Self.manifestCase(name, id: id, model: bytes, x: x, y: y, in: scratch))
             drawn[name] = c
         }
         for seed in 1...Self.randomCount {
@@ -319,13 +326,7 @@ struct NetworkExportTests {
             var g = SeededGenerator(seed: 9)
             let x = try Tensor<Scalar>(shape: [7, 3], scalars: (0..<21).map { _ in Scalar(g.uniform(-2, 2)) })
             let y = try network.forward(x)
-            try Data(network.onnxModel()).write(to: URL(fileURLWithPath: scratch.path("\(name).onnx")))
-            try writeRaw(x.scalars, to: scratch.path("\(name).x"))
-            try writeRaw(y.scalars, to: scratch.path("\(name).y"))
-            manifest.append(
-                ManifestCase(
-                    name: name, model: scratch.path("\(name).onnx"), input: scratch.path("\(name).x"), expected: scratch.path("\(name).y"),
-                    precision: Scalar.self == Float.self ? "float" : "double", rows: 7, features: 3, outputs: 2))
+            manifest.append(try Self.manifestCase(name, id: name, model: try network.onnxModel(), x: x, y: y, in: scratch))
         }
         for approximation in [GELUApproximation.tanh, .none] {
             var network = try Network<Double>(
