@@ -37,9 +37,11 @@ struct ShippedTextExportTests {
         try check(name, network, vocabulary)
     }
 
-    @Test("Trained runs named by NEURON_TEXT_RUNS (run directories, colon-separated), when given: the same check on their checkpoints")
+    @Test(
+        "Trained runs named by NEURON_TEXT_RUNS (run directories, colon-separated): the same check on their checkpoints",
+        .enabled(if: ProcessInfo.processInfo.environment["NEURON_TEXT_RUNS"] != nil, "no NEURON_TEXT_RUNS: no trained runs to check"))
     func trainedRuns() throws {
-        guard let runs = ProcessInfo.processInfo.environment["NEURON_TEXT_RUNS"] else { return }
+        let runs = try #require(ProcessInfo.processInfo.environment["NEURON_TEXT_RUNS"])
         for run in runs.split(separator: ":").map(String.init) {
             let checkpoint = try Checkpoint.read(run)
             let vocabulary = try #require(checkpoint.state.vocabulary)
