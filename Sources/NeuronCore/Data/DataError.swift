@@ -71,6 +71,11 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A control character (other than tab) in a line of text; `column` counts characters (Unicode
     /// scalars) from 1.
     case controlCharacter(path: String, line: Int, column: Int, character: Unicode.Scalar)
+    /// A control character other than whitespace in a document (``TextDocument``): the mark of a
+    /// binary file; `column` counts characters from 1.
+    case binaryCharacter(path: String, line: Int, column: Int, character: Unicode.Scalar)
+    /// A document that cannot be trained on as it is (one distinct character), and why.
+    case unusableDocument(path: String, reason: String)
     /// A line with more characters than a block of `blockSize` tokens holds (`blockSize - 1`: one
     /// position is the boundary token).
     case lineTooLong(path: String, line: Int, length: Int, blockSize: Int)
@@ -151,6 +156,11 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .controlCharacter(path, line, column, character):
             return
                 "\(path):\(line):\(column): control character \(Self.codePoint(character)); expected printable text (tab is the one control character allowed)"
+        case let .binaryCharacter(path, line, column, character):
+            return
+                "\(path):\(line):\(column): control character \(Self.codePoint(character)); expected text (tab, newline, vertical tab, form feed and carriage return are the control characters a document may hold)"
+        case let .unusableDocument(path, reason):
+            return "\(path): \(reason)"
         case let .lineTooLong(path, line, length, blockSize):
             return "\(path):\(line): a line of \(length) characters; block size \(blockSize) holds lines of at most \(blockSize - 1) characters"
         case let .noLinesKept(path, dropped, keep, lowercased):

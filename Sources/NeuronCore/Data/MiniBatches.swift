@@ -4,13 +4,21 @@
 /// `order` is a permutation of the sample indices; batch `b` is the samples at positions
 /// `b · batchSize ..< min((b + 1) · batchSize, count)` of it. The last batch may be smaller and is
 /// never dropped, so every sample is seen once per epoch.
+///
+/// Over a document (``init(windows:count:batchSize:)``), `order` is instead `count` window starts
+/// drawn at each epoch's start, uniformly and with replacement, as nanoGPT draws its batches
+/// (`torch.randint(len(data) - block_size, (batch_size,))`).
 public struct MiniBatches: Sendable, Equatable, Codable {
-    /// The sample indices in this epoch's order; starts as `0..<count`.
+    /// The sample indices in this epoch's order; starts as `0..<count`. Over a document, the
+    /// epoch's window starts, each in `0..<windows`.
     public private(set) var order: [Int]
-    /// The number of samples.
+    /// The number of samples (over a document: of windows drawn per epoch).
     public let count: Int
     /// The largest number of samples in a batch, as asked for (it may exceed `count`).
     public let batchSize: Int
+    /// Over a document, the number of windows a start is drawn from (its characters less the
+    /// block); nil for the rows of a dataset.
+    public let windows: Int?
 
     /// Batches over `count` samples in their natural order; a batch size larger than `count`
     /// gives one batch of all samples.
@@ -21,6 +29,22 @@ public struct MiniBatches: Sendable, Equatable, Codable {
         self.count = count
         self.batchSize = batchSize
         self.order = Array(0..<count)
+        self.windows = nil
+    }
+
+    /// Batches of windows of a document: `count` window starts drawn per epoch (``draw(using:)``)
+    /// from `0..<windows`, in batches of `batchSize`; until the first draw, the starts `0..<count`
+    /// reduced modulo `windows`.
+    /// - Throws: ``DataError/invalidArgument(name:value:expected:)`` for a count, batch size or
+    ///   number of windows below 1.
+    public init(windows: Int, count: Int, batchSize: Int) throws(DataError) {
+        guard windows >= 1 else { throw .invalidArgument(name: "windows", value: "\(windows)", expected: "at least 1") }
+        try self.init(count: count, batchSize: batchSize)
+        self = MiniBatches(order: order.map { $0 % windows }, count: count, batchSize: batchSize, windows: windows)
+    }
+
+    private init(order: [Int], count: Int, batchSize: Int, windows: Int?) {
+        (self.order, self.count, self.batchSize, self.windows) = (order, count, batchSize, windows)
     }
 
     /// A saved epoch order, checked: decoding rejects an order that is not a permutation of `0..<count`.
@@ -34,14 +58,26 @@ public struct MiniBatches: Sendable, Equatable, Codable {
             throw DecodingError.dataCorruptedError(
                 forKey: .order, in: container, debugDescription: "the order holds \(order.count) indices but count is \(count)")
         }
+        let windows = try container.decodeIfPresent(Int.self, forKey: .windows)
         do {
-            try self.init(count: count, batchSize: batchSize)
+            if let windows {
+                try self.init(windows: windows, count: count, batchSize: batchSize)
+            } else {
+                try self.init(count: count, batchSize: batchSize)
+            }
         } catch {
             throw DecodingError.dataCorruptedError(forKey: .count, in: container, debugDescription: error.description)
         }
-        guard order.sorted() == self.order else {
-            throw DecodingError.dataCorruptedError(
-                forKey: .order, in: container, debugDescription: "the order must be a permutation of 0..<\(count)")
+        if let windows {
+            guard order.allSatisfy({ (0..<windows).contains($0) }) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .order, in: container, debugDescription: "every window start must be in 0..<\(windows)")
+            }
+        } else {
+            guard order.sorted() == self.order else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .order, in: container, debugDescription: "the order must be a permutation of 0..<\(count)")
+            }
         }
         self.order = order
     }
@@ -52,6 +88,19 @@ public struct MiniBatches: Sendable, Equatable, Codable {
     /// Shuffles the epoch order in place with `generator` (Fisher–Yates; no allocation).
     public mutating func shuffle(using generator: inout SeededGenerator) {
         generator.shuffle(&order)
+    }
+
+    /// Draws the epoch's window starts with `generator`, each `generator.index(below: windows)`
+    /// in order (no allocation).
+    /// - Precondition: the batches are over a document (``windows`` is not nil).
+    public mutating func draw(using generator: inout SeededGenerator) {
+        guard let windows else { preconditionFailure("draw(using:) is for the windows of a document; rows are shuffled") }
+        for i in order.indices { order[i] = generator.index(below: windows) }
+    }
+
+    /// The next epoch's order: the rows shuffled, or a document's window starts drawn.
+    public mutating func startEpoch(using generator: inout SeededGenerator) {
+        if windows == nil { shuffle(using: &generator) } else { draw(using: &generator) }
     }
 
     /// The positions in ``order`` of batch `index` (0-based, below ``batchesPerEpoch``).
@@ -90,6 +139,38 @@ public struct MiniBatches: Sendable, Equatable, Codable {
         labels.removeAll(keepingCapacity: true)
         if let all = dataset.labels {
             for position in positions { labels.append(all[order[position]]) }
+        }
+    }
+
+    /// Copies the windows at `positions` of the current order from `document` into the buffers:
+    /// the window at start `s` reads characters `s ..< s + blockSize` and predicts `s + 1 ...
+    /// s + blockSize`. As ``fill(positions:from:features:targets:labels:)``, allocation-free once
+    /// the buffers have held a full batch.
+    ///
+    ///     // document: (characters) tokens  features, targets: (positions.count, blockSize)
+    ///
+    /// - Precondition: the batches are over this document: ``windows`` is `characters − blockSize`.
+    public func fill<Scalar: TensorScalar>(
+        windows positions: Range<Int>, from document: Tensor<Scalar>, blockSize: Int, features: inout Tensor<Scalar>, targets: inout Tensor<Scalar>
+    ) {
+        precondition(
+            windows == document.count - blockSize,
+            "windows of \(windows.map(String.init) ?? "no") starts filled from \(document.count) characters at block \(blockSize)")
+        precondition(positions.lowerBound >= 0 && positions.upperBound <= count, "positions \(positions) outside 0..<\(count)")
+        features.resize(rows: positions.count, columns: blockSize)
+        targets.resize(rows: positions.count, columns: blockSize)
+        document.withUnsafeBufferPointer { tokens in
+            features.withUnsafeMutableBufferPointer { x in
+                targets.withUnsafeMutableBufferPointer { t in
+                    for (row, position) in positions.enumerated() {
+                        let start = order[position]
+                        for j in 0..<blockSize {
+                            x[row * blockSize + j] = tokens[start + j]
+                            t[row * blockSize + j] = tokens[start + j + 1]
+                        }
+                    }
+                }
+            }
         }
     }
 

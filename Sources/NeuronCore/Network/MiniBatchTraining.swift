@@ -8,8 +8,12 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     public var network: Network<Scalar>
     /// The optimizer, with its state.
     public var optimizer: O
-    /// The training rows.
+    /// The training rows; over a document, its training part as consecutive windows
+    /// (``TextDocument/windows(_:blockSize:as:)``), which the checks read.
     public let dataset: Dataset<Scalar>
+    /// Over a document: its training part's tokens, which each step's windows are drawn from
+    /// (``MiniBatches/init(windows:count:batchSize:)``); nil for training on `dataset`'s rows.
+    public private(set) var document: Tensor<Scalar>?
     /// When given (> 0), each step's gradients, once final (after `combine` in a shared step), are
     /// clipped to this global norm before the update (`Network.clipGradientNorm(maximum:)`).
     public var maximumGradientNorm: Double?
@@ -53,9 +57,43 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         self.network = network
         self.optimizer = optimizer
         self.dataset = dataset
+        document = nil
         batches = try MiniBatches(count: dataset.count, batchSize: batchSize)
         generator = SeededGenerator(seed: seed)
         try network.checkDataset(dataset)  // once for every row: a step takes its batch on trust
+    }
+
+    /// Training of `network` on windows of a document, nanoGPT's way: each epoch draws
+    /// `stepsPerEpoch · batchSize` window starts from a generator seeded with `seed`, uniformly
+    /// and with replacement, and each step trains on `batchSize` of them; a window reads
+    /// `blockSize` characters (the network's positions) and predicts each one's successor.
+    ///
+    ///     // document: (characters)  a step's features, targets: (batchSize, blockSize)
+    ///
+    /// - Parameters:
+    ///   - document: the training part's tokens, at least `blockSize + 1` of them.
+    ///   - windows: the same characters as consecutive windows, which the checks read (every token
+    ///     checked against the network once, here) and a gradient check draws its rows from.
+    /// - Throws: what ``init(network:optimizer:dataset:batchSize:seed:)`` throws, and
+    ///   ``DataError/invalidArgument(name:value:expected:)`` for a document no longer than the block.
+    public init(
+        network: Network<Scalar>, optimizer: O, document: Tensor<Scalar>, windows: Dataset<Scalar>, batchSize: Int, stepsPerEpoch: Int,
+        seed: UInt64
+    ) throws {
+        try self.init(network: network, optimizer: optimizer, dataset: windows, batchSize: batchSize, seed: seed)
+        let block = windows.featureCount
+        guard document.count > block else {
+            throw DataError.invalidArgument(
+                name: "training characters", value: "\(document.count)",
+                expected: "more than the block's \(block) (a window reads \(block) and predicts one more)")
+        }
+        let (draws, overflow) = stepsPerEpoch.multipliedReportingOverflow(by: batchSize)
+        guard stepsPerEpoch >= 1, !overflow else {
+            throw DataError.invalidArgument(
+                name: "steps per epoch", value: "\(stepsPerEpoch)", expected: "at least 1, and steps × batch size countable")
+        }
+        self.document = document
+        batches = try MiniBatches(windows: document.count - block, count: draws, batchSize: batchSize)
     }
 
     /// Training resumed from a saved ``position`` (network and optimizer as saved with it).
@@ -65,7 +103,34 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     ///   buffer does not hold one value per parameter.
     public init(network: Network<Scalar>, optimizer: O, dataset: Dataset<Scalar>, position: Position) throws {
         try self.init(network: network, optimizer: optimizer, dataset: dataset, batchSize: position.batches.batchSize, seed: 0)
-        guard position.batches.count == dataset.count, (0..<position.batches.batchesPerEpoch).contains(position.batchIndex) else {
+        guard position.batches.windows == nil else {
+            throw DataError.invalidArgument(
+                name: "saved position", value: "windows of a document", expected: "the rows of a dataset (the run's data is not a document)")
+        }
+        try resume(from: position)
+    }
+
+    /// Training on windows of a document resumed from a saved ``position``.
+    /// - Throws: what ``init(network:optimizer:document:windows:batchSize:stepsPerEpoch:seed:)``
+    ///   throws, and ``DataError/invalidArgument(name:value:expected:)`` when the position is not
+    ///   over this document's windows or does not fit itself.
+    public init(network: Network<Scalar>, optimizer: O, document: Tensor<Scalar>, windows: Dataset<Scalar>, position: Position) throws {
+        let draws = position.batches.count, batchSize = position.batches.batchSize
+        try self.init(
+            network: network, optimizer: optimizer, document: document, windows: windows, batchSize: batchSize,
+            stepsPerEpoch: max(1, draws / batchSize), seed: 0)
+        guard position.batches.windows == document.count - windows.featureCount else {
+            throw DataError.invalidArgument(
+                name: "saved position", value: position.batches.windows.map { "windows from \($0) starts" } ?? "rows of a dataset",
+                expected: "windows from \(document.count - windows.featureCount) starts (the training part's characters less the block)")
+        }
+        try resume(from: position)
+    }
+
+    /// Takes over a saved position whose batches were checked to fit the data.
+    private mutating func resume(from position: Position) throws {
+        let expectedCount = document == nil ? dataset.count : position.batches.count
+        guard position.batches.count == expectedCount, (0..<position.batches.batchesPerEpoch).contains(position.batchIndex) else {
             throw DataError.invalidArgument(
                 name: "saved position", value: "\(position.batches.count) samples, batch \(position.batchIndex)",
                 expected: "\(dataset.count) samples and a batch from 0 to \(position.batches.batchesPerEpoch - 1)")
@@ -171,7 +236,7 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
 
     /// `b / B`: the share's part of what the batch's loss averages over (``Network/meanCount(targets:rows:)``).
     private func shareWeight(_ part: Range<Int>, of batch: Range<Int>) -> Scalar {
-        guard network.loss == .sequenceCrossEntropy else { return Scalar(part.count) / Scalar(batch.count) }
+        guard network.loss == .sequenceCrossEntropy, document == nil else { return Scalar(part.count) / Scalar(batch.count) }
         let columns = dataset.outputCount
         func counted(_ positions: Range<Int>) -> Int {
             dataset.targets.withUnsafeBufferPointer { t in
@@ -183,13 +248,14 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
         }
         let total = counted(batch)
         // A batch of padding alone has a loss and gradients of 0 in every share: any weight keeps them so.
+        // (A document's windows count every position: `counted` is for the rows of `dataset`.)
         return total == 0 ? 0 : Scalar(counted(part)) / Scalar(total)
     }
 
     /// The next batch's positions; a new epoch draws its order and starts its sums here.
     private mutating func startStep() -> Range<Int> {
         if batchIndex == 0 {
-            batches.shuffle(using: &generator)
+            batches.startEpoch(using: &generator)
             epochProgress = EpochProgress()
         }
         return batches.range(ofBatch: batchIndex)
@@ -206,7 +272,11 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     /// checked whole when training was set up, but ``network`` can be replaced since, and a batch
     /// that does not fit it must stop the program rather than be read past its end.
     private mutating func fill(_ positions: Range<Int>) {
-        batches.fill(positions: positions, from: dataset, features: &features, targets: &targets, labels: &labels)
+        if let document {
+            batches.fill(windows: positions, from: document, blockSize: dataset.featureCount, features: &features, targets: &targets)
+        } else {
+            batches.fill(positions: positions, from: dataset, features: &features, targets: &targets, labels: &labels)
+        }
         try! network.checkInput(features)
         try! network.checkTargets(targets, batch: features.shape[0])
     }

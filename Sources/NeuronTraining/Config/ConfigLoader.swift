@@ -407,6 +407,7 @@ struct ConfigChecker {
                 at: "model.layers[0].kind",
                 "model.layers[0].kind: an embedding reads token indices, which only text data gives (data.kind is \(config.data.kind.rawValue))")
         }
+        try validateLength(config)
         if config.training.fit == .counts {
             let layers = model.layers.map(\.kind.rawValue).joined(separator: ", ")
             let found = model.transformer != nil ? "a transformer" : "\(model.layers.count) layer\(model.layers.count == 1 ? "" : "s") (\(layers))"
@@ -419,6 +420,36 @@ struct ConfigChecker {
         if let samples = config.output.samples {
             try require(model.takesTokens || samples == 0, "0: only a text model samples lines", at: "output.samples", found: "\(samples)")
         }
+    }
+
+    /// A document run is measured in steps with evaluations between them; any other in epochs.
+    func validateLength(_ config: RunConfig) throws(ConfigError) {
+        let training = config.training
+        guard config.data.kind == .text, config.data.unit == .document else {
+            for key in ["steps", "evaluateEvery", "evaluation", "evaluationBatches"] where nodes.has("training.\(key)") {
+                throw ConfigError(
+                    source, at: nodes.keys["training.\(key)"]?.mark,
+                    "training.\(key) applies to a document run (data.kind: text, data.unit: document), which is measured in steps; this run is measured in training.epochs"
+                )
+            }
+            return
+        }
+        if nodes.has("training.epochs") {
+            throw ConfigError(
+                source, at: nodes.keys["training.epochs"]?.mark,
+                "training.epochs does not apply to a document run, which draws windows at random rather than passing over its text; give training.steps, and training.evaluateEvery for the steps between evaluations"
+            )
+        }
+        guard training.steps != nil else {
+            throw missing("steps", in: "training", because: "a document run (data.unit: document) is measured in steps")
+        }
+        if training.evaluationBatches != nil, training.evaluation != .estimate {
+            throw error(
+                at: "training.evaluationBatches",
+                "training.evaluationBatches applies to training.evaluation: estimate (the exact loss reads every validation character once)")
+        }
+        try require(
+            training.fit != .counts, "gradientDescent for a document (counting reads the pairs of lines)", at: "training.fit", found: "counts")
     }
 
     /// The sugar's own rules: `model.neuron` stands for one tanh unit on one sample, trained by
@@ -579,6 +610,15 @@ struct ConfigChecker {
             let needs = "a sample needs input and target"
             guard data.input != nil else { throw missing("input", in: "data", because: needs) }
             guard data.target != nil else { throw missing("target", in: "data", because: needs) }
+        case .text where data.unit == .document:
+            try onlyKeys(
+                [DataConfig.CodingKeys.path, .unit, .blockSize, .validationSplit, .testSplit], in: "data",
+                for: "a text document (its whole text is one sample; nothing is dropped, lowercased or cut into lines)")
+            guard data.path != nil else { throw missing("path", in: "data", because: "a text document needs path, the file of its text") }
+            guard data.blockSize != nil else {
+                throw missing(
+                    "blockSize", in: "data", because: "a text document needs blockSize, the characters a window reads (nanoGPT's block_size)")
+            }
         case .text:
             guard data.path != nil else { throw missing("path", in: "data", because: "a text dataset needs path, a file of one sample per line") }
             if let keep = data.keep {

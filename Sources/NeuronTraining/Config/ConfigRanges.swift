@@ -162,6 +162,16 @@ extension TrainingConfig {
         // Their product with the steps per epoch is counted to `maximumStepCount` when the run is built.
         try ConfigRangeError.check(epochs, in: 1...Int.max, "training.epochs")
         try ConfigRangeError.check(iterations, in: 1...Int.max, "training.iterations")
+        try ConfigRangeError.check(steps, in: 1...maximumStepCount, "training.steps")
+        try ConfigRangeError.check(evaluateEvery, in: 1...maximumStepCount, "training.evaluateEvery")
+        if let steps, let every = evaluateEvery {
+            let below = steps / every >= 1 ? steps / every * every : nil, above = (steps / every + 1) * every
+            try ConfigRangeError.check(
+                steps % every == 0, "training.evaluateEvery", every,
+                "a divisor of training.steps (\(steps)), so that the run ends at an evaluation: \(below.map { "steps \($0) or " } ?? "")steps \(above), or another evaluateEvery"
+            )
+        }
+        try ConfigRangeError.check(evaluationBatches, in: 1...10_000, "training.evaluationBatches")
         if let smoothing {
             try ConfigRangeError.check(
                 smoothing > 0 && smoothing <= Self.maximumSmoothing, "training.smoothing", smoothing, "a number above 0 and at most 1e6")

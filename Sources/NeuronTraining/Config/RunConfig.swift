@@ -3,6 +3,7 @@
 // and values out of range, naming the file, line and column. Every choice is an enum whose raw
 // values are the names Docs/Config.md documents, so configs and saved checkpoints read and write
 // the same text, and a switch over a choice is exhaustive.
+import Foundation
 import NeuronCore
 
 /// A training run: model, data, optimizer, training and output.
@@ -158,8 +159,18 @@ public struct DataConfig: Sendable, Equatable, Codable {
         case synthetic
         /// One input and target: the single neuron's.
         case sample
-        /// A UTF-8 file with one sample per line (words, names), for character models.
+        /// A UTF-8 file for character models: one sample per line (words, names), or one whole
+        /// document (``DataConfig/TextUnit``).
         case text
+    }
+
+    /// What a text file's samples are.
+    public enum TextUnit: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// One sample per line (``TextCorpus``), the default.
+        case line
+        /// The whole file one sequence of characters (``TextDocument``), split into contiguous
+        /// parts, trained on windows drawn at random.
+        case document
     }
 
     /// The generated datasets.
@@ -213,6 +224,8 @@ public struct DataConfig: Sendable, Equatable, Codable {
     /// The output the neuron should learn to give for `input` (Docs/Reference.md §3: 0.1).
     public var target: Double?
     // text
+    /// One sample per line (nil, the default) or the whole file one document.
+    public var unit: TextUnit?
     /// Lowercase every line before anything else.
     public var lowercase: Bool?
     /// Keep only the lines whose every character is in this class, written as between a regular
@@ -328,6 +341,17 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     /// Passes over the training rows (networks), at least 1, their steps at most 2⁵³
     /// (`maximumStepCount`); default 10.
     public var epochs: Int = 10
+    /// A document run's length (`data.unit: document`), in steps, at least 1: it is measured in
+    /// steps, not passes; `epochs` is then `steps / evaluateEvery` (``RunConfig/desugared``).
+    public var steps: Int?
+    /// A document run: steps between evaluations of the validation loss (each an epoch of the
+    /// run), at least 1 and dividing `steps`; default ``defaultEvaluateEvery(steps:)``.
+    public var evaluateEvery: Int?
+    /// A document run: how the validation loss is measured; default `exact`.
+    public var evaluation: EvaluationKind?
+    /// `evaluation: estimate`: the batches of random windows the estimate averages over, 1 to
+    /// 10,000; default 20 (nanoGPT's `eval_iters` in its CPU recipe).
+    public var evaluationBatches: Int?
     /// The single neuron's name for its epochs, each one step on its one sample (Docs/Reference.md
     /// §3: 100,000); a neuron config's sugar, replaced by `--epochs`.
     public var iterations: Int?
@@ -371,6 +395,30 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     /// The largest global gradient norm a step takes: when the norm of every gradient together is
     /// above it, they are all scaled down to it (PyTorch's `clip_grad_norm_`); > 0, absent for none.
     public var clipGradientNorm: Double?
+
+    /// How a document run measures its validation loss.
+    public enum EvaluationKind: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// The loss over every validation character once, in consecutive windows of the block.
+        case exact
+        /// nanoGPT's estimate: the mean loss over `evaluationBatches` batches of windows drawn at
+        /// random from the validation part (`estimate_loss`), cheaper and noisier.
+        case estimate
+    }
+
+    /// The steps between a document run's evaluations when the config gives none: the divisor of
+    /// `steps` nearest a tenth of it (by ratio), so that a run evaluates about ten times.
+    public static func defaultEvaluateEvery(steps: Int) -> Int {
+        let target = max(1, Double(steps) / 10)
+        var best = steps
+        var d = 1
+        while d * d <= steps {
+            if steps % d == 0 {
+                for divisor in [d, steps / d] where abs(log(Double(divisor) / target)) < abs(log(Double(best) / target)) { best = divisor }
+            }
+            d += 1
+        }
+        return best
+    }
 
     /// How a run finds its parameters.
     public enum Fit: String, Sendable, Codable, CaseIterable, ConfigChoice {
@@ -495,7 +543,7 @@ extension DataConfig: ConfigSection {
         case trainImages, trainLabels, testImages, testLabels  // idx
         case name, count  // synthetic
         case input, target  // sample
-        case lowercase, keep, blockSize, longLines, testSplit  // text
+        case unit, lowercase, keep, blockSize, longLines, testSplit  // text
         case normalization, validationSplit, limit
     }
 
@@ -515,6 +563,7 @@ extension DataConfig: ConfigSection {
         case .count: ConfigField(\.count)
         case .input: ConfigField(\.input)
         case .target: ConfigField(\.target)
+        case .unit: ConfigField(\.unit)
         case .lowercase: ConfigField(\.lowercase)
         case .keep: ConfigField(\.keep)
         case .blockSize: ConfigField(\.blockSize)
@@ -535,7 +584,7 @@ extension DataConfig.Kind {
         case .idx: [.trainImages, .trainLabels, .testImages, .testLabels, .normalization, .validationSplit, .limit]
         case .synthetic: [.name, .count, .normalization, .validationSplit, .limit]
         case .sample: [.input, .target]
-        case .text: [.path, .lowercase, .keep, .blockSize, .longLines, .validationSplit, .testSplit, .limit]
+        case .text: [.path, .unit, .lowercase, .keep, .blockSize, .longLines, .validationSplit, .testSplit, .limit]
         }
     }
 }
@@ -599,12 +648,17 @@ extension ScheduleConfig.Kind {
 
 extension TrainingConfig: DefaultedConfigSection {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case epochs, iterations, batchSize, seed, precision, blasThreads, batchThreads, fit, smoothing, clipGradientNorm
+        case epochs, steps, evaluateEvery, evaluation, evaluationBatches, iterations, batchSize, seed, precision, blasThreads, batchThreads, fit,
+            smoothing, clipGradientNorm
     }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
         switch key {
         case .epochs: ConfigField(\.epochs)
+        case .steps: ConfigField(\.steps)
+        case .evaluateEvery: ConfigField(\.evaluateEvery)
+        case .evaluation: ConfigField(\.evaluation)
+        case .evaluationBatches: ConfigField(\.evaluationBatches)
         case .iterations: ConfigField(\.iterations)
         case .batchSize: ConfigField(\.batchSize)
         case .seed: ConfigField(\.seed)

@@ -132,14 +132,14 @@ public enum RunBuilder {
                     "the data's features (\(Self.names(data.training.featureNames))) are not the checkpoint's (\(Self.names(resume.state.featureNames)))\(data.source)"
             )
         }
-        if let resume, resume.state.vocabulary != data.text?.corpus.vocabulary {
-            let saved = resume.state.vocabulary.map { "\($0)" } ?? "none", read = data.text.map { "\($0.corpus.vocabulary)" } ?? "none"
+        if let resume, resume.state.vocabulary != data.vocabulary {
+            let saved = resume.state.vocabulary.map { "\($0)" } ?? "none", read = data.vocabulary.map { "\($0)" } ?? "none"
             throw RunError.checkpointMismatch(
                 path: resume.path, reason: "the data's tokens, \(read), are not the checkpoint's, \(saved)\(data.source) (did the file change?)")
         }
         let last = config.model.layers.count - 1
         // A text model's output at each position is a score per token of the vocabulary.
-        let vocabulary = data.text?.corpus.vocabulary.count
+        let vocabulary = data.vocabulary?.count
         let outputs = vocabulary ?? data.training.outputCount
         let what = vocabulary == nil ? "targets per sample" : "tokens in its vocabulary (the characters seen and the boundary token)"
         if last >= 0, config.model.layers[last].kind == .dense, let units = config.model.layers[last].units, units != outputs {
@@ -206,8 +206,13 @@ public enum RunBuilder {
             try network.loadParameters(from: resume)
         }
 
-        let batchSize = min(config.training.batchSize, data.training.count)
-        let stepsPerEpoch = (data.training.count + batchSize - 1) / batchSize
+        // A document's epoch is its evaluation interval, of windows drawn at random (the loader
+        // requires steps, which `desugared` made epochs).
+        let batchSize = data.document != nil ? config.training.batchSize : min(config.training.batchSize, data.training.count)
+        let stepsPerEpoch =
+            data.document != nil
+            ? config.training.evaluateEvery ?? TrainingConfig.defaultEvaluateEvery(steps: config.training.steps!)
+            : (data.training.count + batchSize - 1) / batchSize
         // A counted table takes no step: the run evaluates it.
         let epochs = config.training.fit == .counts ? 0 : config.training.epochs
         // Steps are counted to `maximumStepCount`: the run's, and a step schedule's interval.
@@ -241,13 +246,26 @@ public enum RunBuilder {
             var engine: NetworkTrainingEngine<Scalar, O>
             // Nothing is drawn for given parameters on one sample (the neuron): no seed to claim.
             let seed = config.model.startingParameters != nil && data.training.count == 1 ? nil : config.training.seed
-            if let resume {
-                let position = resume.state.position ?? .oneSample(after: resume.state.progress.step)
-                var state: [String: [Scalar]] = [:]
-                for (name, entry) in resume.tensors where name.hasPrefix("optimizer.") {
-                    state[String(name.dropFirst("optimizer.".count))] = try entry.tensor(as: Scalar.self, source: resume.path).scalars
+            if let document = data.document {
+                let tokens = document.text.tokens(document.training, as: Scalar.self)
+                if let resume, let position = resume.state.position {
+                    try optimizer.restore(state: try resume.optimizerState(Scalar.self), step: resume.state.optimizerStep)
+                    engine = try NetworkTrainingEngine(
+                        network: network, optimizer: optimizer, document: tokens, windows: data.training, validation: data.validation,
+                        test: data.test, epochs: epochs, seed: config.training.seed, position: position, records: resume.state.records)
+                } else {
+                    engine = try NetworkTrainingEngine(
+                        network: network, optimizer: optimizer, document: tokens, windows: data.training, validation: data.validation,
+                        test: data.test, batchSize: batchSize, stepsPerEpoch: stepsPerEpoch, epochs: epochs, seed: config.training.seed)
                 }
-                try optimizer.restore(state: state, step: resume.state.optimizerStep)
+                if config.training.evaluation == .estimate, let block = config.data.blockSize, document.validation.count > block {
+                    engine.validationEstimate = WindowEstimate(
+                        document: document.text.tokens(document.validation, as: Scalar.self), blockSize: block,
+                        batches: config.training.evaluationBatches ?? 20, batchSize: batchSize, seed: config.training.seed)
+                }
+            } else if let resume {
+                let position = resume.state.position ?? .oneSample(after: resume.state.progress.step)
+                try optimizer.restore(state: try resume.optimizerState(Scalar.self), step: resume.state.optimizerStep)
                 engine = try NetworkTrainingEngine(
                     network: network, optimizer: optimizer, dataset: data.training, validation: data.validation, test: data.test,
                     epochs: epochs, seed: seed, position: position, records: resume.state.records)
@@ -257,6 +275,7 @@ public enum RunBuilder {
                     batchSize: batchSize, epochs: epochs, seed: seed)
             }
             engine.maximumGradientNorm = config.training.clipGradientNorm
+            engine.vocabulary = data.vocabulary
             if let text = data.text {
                 engine.lineSampler = LineSampler(
                     vocabulary: text.corpus.vocabulary, trainingLines: Set(text.training.map { text.corpus.lines[$0] }),
@@ -353,5 +372,16 @@ public enum RunBuilder {
         try saved.state.preprocessing.apply(to: &dataset.features)
         var network = try Prediction<Scalar>.network(saved)
         return (name, try network.evaluate(dataset))
+    }
+}
+
+extension LoadedCheckpoint {
+    /// The optimizer's buffers as saved (`optimizer.<name>`), by name.
+    func optimizerState<Scalar: TensorScalar>(_: Scalar.Type) throws -> [String: [Scalar]] {
+        var state: [String: [Scalar]] = [:]
+        for (name, entry) in tensors where name.hasPrefix("optimizer.") {
+            state[String(name.dropFirst("optimizer.".count))] = try entry.tensor(as: Scalar.self, source: path).scalars
+        }
+        return state
     }
 }

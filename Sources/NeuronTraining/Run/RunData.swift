@@ -17,6 +17,12 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     public var imageShape: [Int]?
     /// Text: the lines read, and which of them each part holds (indices into `text.lines`).
     public var text: (corpus: TextCorpus, training: [Int], validation: [Int], test: [Int])?
+    /// A text document: the text read, and its contiguous parts (ranges of its characters).
+    /// ``training``, ``validation`` and ``test`` hold the parts as consecutive windows.
+    public var document: (text: TextDocument, training: Range<Int>, validation: Range<Int>, test: Range<Int>)?
+
+    /// A text run's tokens: its lines' or its document's; nil for other data.
+    public var vocabulary: Vocabulary? { text?.corpus.vocabulary ?? document?.text.vocabulary }
 
     /// The generator that splits validation rows off the training rows of a run seeded `seed`
     /// (`seed + 1`, so that it is independent of the epoch order drawn from `seed`).
@@ -82,6 +88,17 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
                 featureNames: ["x"])
             defaultSplit = 0
             defaultNormalization = .none
+        case .text where config.unit == .document:
+            let (document, parts) = try TextDocument.read(config, origin: origin)
+            source = " (data: \(config.path!))"
+            self.document = (document, parts.training, parts.validation, parts.test)
+            // The loader requires the block of a document.
+            let block = config.blockSize!
+            training = document.windows(parts.training, blockSize: block)
+            validation = parts.validation.isEmpty ? nil : document.windows(parts.validation, blockSize: block)
+            self.test = parts.test.isEmpty ? nil : document.windows(parts.test, blockSize: block)
+            preprocessing = .none
+            return
         case .text:
             let (corpus, parts) = try TextCorpus.read(config, seed: seed, origin: origin)
             source = " (data: \(config.path!))"
@@ -171,6 +188,31 @@ extension TextCorpus {
             )
         } catch {
             throw origin.error(at: config.testSplit != nil ? "data.testSplit" : "data.validationSplit", "\(error) (data: \(config.path!))")
+        }
+    }
+}
+
+extension TextDocument {
+    /// A document config's text, read and split into its contiguous parts: training first, then
+    /// `data.validationSplit` (default 0.1) and `data.testSplit` (default 0) of the characters, in
+    /// file order, nanoGPT's split. The training part holds at least a window and the character it
+    /// predicts last (`data.blockSize + 1`).
+    /// - Throws: `DataError` naming the file and place; ``ConfigError`` at the split's key when the
+    ///   parts leave too little to train on.
+    public static func read(_ config: DataConfig, origin: ConfigOrigin = ConfigOrigin()) throws -> (
+        TextDocument, (training: Range<Int>, validation: Range<Int>, test: Range<Int>)
+    ) {
+        let document = try TextDocument.load(config.path!, maximumBytes: RunData<Double>.textByteLimit)
+        let block = config.blockSize ?? 2
+        do {
+            return (
+                document,
+                try document.parts(validationFraction: config.validationSplit ?? 0.1, testFraction: config.testSplit ?? 0, minimumTraining: block + 1)
+            )
+        } catch {
+            let key = config.testSplit != nil ? "data.testSplit" : config.validationSplit != nil ? "data.validationSplit" : "data.blockSize"
+            throw origin.error(
+                at: key, "\(key): \(error): a window of data.blockSize \(block) reads \(block) characters and predicts one more (data: \(config.path!))")
         }
     }
 }

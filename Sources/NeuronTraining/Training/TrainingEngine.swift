@@ -151,6 +151,11 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     }
     /// The lines drawn at the last recorded epoch's end (text models).
     public private(set) var sampledLines: [SampledLine]?
+    /// A text model's tokens, which its checkpoint keeps; nil for other data.
+    public var vocabulary: Vocabulary?
+    /// Over a document, nanoGPT's cheaper estimate of the validation loss in place of the exact
+    /// loss over every validation character; nil: exact (``validation``).
+    public var validationEstimate: WindowEstimate<Scalar>?
 
     /// Training of `network` on `dataset` for `epochs` epochs of `batchSize`, shuffled from `seed`
     /// (nil: `network` as given on one sample, nothing to draw).
@@ -185,6 +190,43 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         totalEpochs = epochs
         self.seed = seed
         recordEvery = Self.recordEvery(epochs: epochs, dataset: dataset)
+        self.records = records
+        if let last = records.last, last.validationLoss != nil {
+            lastValidation = Evaluation(loss: last.validationLoss!, accuracy: last.validationAccuracy, confusion: nil, count: validation?.count ?? 0)
+        }
+    }
+
+    /// Training on windows of a document (nanoGPT's way, ``MiniBatchTraining/init(network:optimizer:document:windows:batchSize:stepsPerEpoch:seed:)``):
+    /// an epoch is `stepsPerEpoch` steps, each on `batchSize` windows drawn at random from the
+    /// training part, and ends with the validation loss, so a run of `epochs` epochs evaluates
+    /// every `stepsPerEpoch` steps.
+    /// - Parameters:
+    ///   - document: the training part's tokens.
+    ///   - windows: the training part as consecutive windows (the checks' rows).
+    ///   - validation, test: the held-out parts as consecutive windows (``TextDocument/windows(_:blockSize:as:)``).
+    /// - Throws: `NetworkError` or `DataError` when the data does not fit or a size is out of range.
+    public init(
+        network: Network<Scalar>, optimizer: O, document: Tensor<Scalar>, windows: Dataset<Scalar>, validation: Dataset<Scalar>?,
+        test: Dataset<Scalar>?, batchSize: Int, stepsPerEpoch: Int, epochs: Int, seed: UInt64
+    ) throws {
+        guard epochs >= 0 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 0") }
+        training = try MiniBatchTraining(
+            network: network, optimizer: optimizer, document: document, windows: windows, batchSize: batchSize, stepsPerEpoch: stepsPerEpoch,
+            seed: seed)
+        try Self.checkStepCount(epochs: epochs, batchesPerEpoch: training.batchesPerEpoch)
+        (self.validation, self.test, totalEpochs, self.seed, recordEvery) = (validation, test, epochs, seed, 1)
+    }
+
+    /// Training on windows of a document resumed where a checkpoint left it.
+    /// - Throws: `DataError` or `NetworkError` when the saved state does not fit the data.
+    public init(
+        network: Network<Scalar>, optimizer: O, document: Tensor<Scalar>, windows: Dataset<Scalar>, validation: Dataset<Scalar>?,
+        test: Dataset<Scalar>?, epochs: Int, seed: UInt64, position: TrainingPosition, records: [EpochRecord]
+    ) throws {
+        guard epochs >= 0 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 0") }
+        training = try MiniBatchTraining(network: network, optimizer: optimizer, document: document, windows: windows, position: position)
+        try Self.checkStepCount(epochs: epochs, batchesPerEpoch: training.batchesPerEpoch)
+        (self.validation, self.test, totalEpochs, self.seed, recordEvery) = (validation, test, epochs, seed, 1)
         self.records = records
         if let last = records.last, last.validationLoss != nil {
             lastValidation = Evaluation(loss: last.validationLoss!, accuracy: last.validationAccuracy, confusion: nil, count: validation?.count ?? 0)
@@ -226,7 +268,9 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     }
 
     public var title: String { training.network.description }
-    public var samplesPerStep: Int { training.batches.batchSize < training.dataset.count ? training.batches.batchSize : training.dataset.count }
+    public var samplesPerStep: Int {
+        training.document != nil || training.batches.batchSize < training.dataset.count ? training.batches.batchSize : training.dataset.count
+    }
     public var stepsTaken: Int { training.stepsTaken }
     public var totalSteps: Int { totalEpochs * training.batchesPerEpoch }
     public var epoch: Int { training.epoch }
@@ -267,7 +311,9 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     /// A step's loss, and at a recorded epoch's end the validation and the epoch's record.
     private mutating func recorded(_ loss: Double) -> Double {
         guard training.batchIndex == 0, loss.isFinite, training.epoch % recordEvery == 0 || training.epoch == totalEpochs else { return loss }
-        if let validation {
+        if let validationEstimate {
+            lastValidation = try? training.network.evaluate(validationEstimate.windows(afterEpoch: training.epoch))
+        } else if let validation {
             // Shapes were checked when training was set up; validation rows share the features.
             lastValidation = try? training.network.evaluate(validation)
         }
@@ -319,7 +365,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
             position: seed == nil ? nil : position, optimizerStep: optimizer.step, featureNames: training.dataset.featureNames,
             classNames: training.dataset.classNames, records: records)
         for t in network.parameterTensors + network.stateTensors { point.pytorchOrders[t.name] = t.pytorchOrder }
-        point.vocabulary = lineSampler?.vocabulary
+        point.vocabulary = vocabulary ?? lineSampler?.vocabulary
         return point
     }
 

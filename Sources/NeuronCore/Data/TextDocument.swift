@@ -1,0 +1,160 @@
+/// A whole text as one sequence of characters, for a character model that reads a book, a play or
+/// a code file, where a newline is just another character and the context runs over hundreds of
+/// them (nanoGPT's `shakespeare_char`).
+///
+/// The file is UTF-8 and its characters are Unicode scalars, as ``TextCorpus`` reads them; nothing
+/// is trimmed or dropped (a byte-order mark opening the file is skipped). Whitespace controls (tab,
+/// newline, vertical tab, form feed, carriage return) are characters like any other; any other
+/// control character marks a binary file and is an error at its line and column.
+///
+/// The vocabulary is ``Vocabulary``'s: token 0 is the boundary, which a document never holds (no
+/// window reads or predicts it), then every character of the file in order of code point. The
+/// document is split into contiguous parts as nanoGPT splits it: the training part first, then
+/// the validation part, the test part last (``parts(validationFraction:testFraction:)``).
+public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
+    /// The file the text was read from, as given.
+    public let path: String
+    /// Every character's token, in file order.
+    public let tokens: [Int32]
+    /// The boundary token and every character of the file.
+    public let vocabulary: Vocabulary
+
+    /// The number of characters.
+    public var count: Int { tokens.count }
+
+    /// Loads a text file as one sequence of characters.
+    ///
+    /// The file's size is checked before it is read, and at most `maximumBytes` are read.
+    /// - Throws: ``DataError`` naming the file: a missing, unreadable or too large file (a FIFO or
+    ///   a device is refused before it is opened), invalid UTF-8 (with the line and byte offset), a
+    ///   control character that is not whitespace (with its line and column), an empty file, a
+    ///   text of one distinct character (nothing to predict); a limit below 1
+    ///   (``DataError/invalidArgument(name:value:expected:)``).
+    public static func load(_ path: String, maximumBytes: Int) throws(DataError) -> TextDocument {
+        guard maximumBytes >= 1 else {
+            throw .invalidArgument(name: "maximum bytes", value: "\(maximumBytes)", expected: "at least 1")
+        }
+        return try parse(bytes: try DataFile.bytes(at: path, maximumBytes: maximumBytes), source: path)
+    }
+
+    /// The reader behind ``load(_:maximumBytes:)``, over a file's bytes; `source` names them in errors.
+    static func parse(bytes: [UInt8], source: String) throws(DataError) -> TextDocument {
+        var i = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0  // a byte-order mark, as some editors write
+        guard i < bytes.count else { throw .emptyFile(path: source, expected: "a text of at least two distinct characters, in UTF-8") }
+        var characters = [Unicode.Scalar]()
+        characters.reserveCapacity(bytes.count - i)
+        var line = 1, column = 0
+        while i < bytes.count {
+            let character: Unicode.Scalar
+            if bytes[i] < 0x80 {
+                character = Unicode.Scalar(bytes[i])
+                i += 1
+            } else {
+                var input = bytes[i...].makeIterator()
+                var parser = Unicode.UTF8.ForwardParser()
+                switch parser.parseScalar(from: &input) {
+                case .valid(let encoded):
+                    character = Unicode.UTF8.decode(encoded)
+                    i += encoded.count
+                case .error(let length):
+                    throw .invalidUTF8(path: source, line: line, offset: i, found: Array(bytes[i..<i + length]))
+                case .emptyInput:
+                    preconditionFailure("i < bytes.count: the input holds at least one byte")
+                }
+            }
+            column += 1
+            if character == "\n" {
+                (line, column) = (line + 1, 0)
+            } else if Self.isBinary(character) {
+                throw .binaryCharacter(path: source, line: line, column: column, character: character)
+            }
+            characters.append(character)
+        }
+        let vocabulary = Vocabulary(characters: characters)
+        guard vocabulary.count >= 3 else {
+            throw .unusableDocument(
+                path: source,
+                reason:
+                    "its \(characters.count) characters are all \(vocabulary.name(of: 1).debugDescription): one distinct character leaves nothing to predict; expected at least two distinct characters"
+            )
+        }
+        // Every character is in the vocabulary built from them.
+        let tokens = characters.map { Int32(vocabulary.index(of: $0)!) }
+        return TextDocument(path: source, tokens: tokens, vocabulary: vocabulary)
+    }
+
+    /// Whether `character` marks a binary file: a control character other than whitespace (tab,
+    /// newline, vertical tab, form feed, carriage return).
+    private static func isBinary(_ character: Unicode.Scalar) -> Bool {
+        if character.isASCII { return (character.value < 0x20 && !(0x09...0x0D).contains(character.value)) || character.value == 0x7F }
+        return character.properties.generalCategory == .control
+    }
+
+    private init(path: String, tokens: [Int32], vocabulary: Vocabulary) {
+        (self.path, self.tokens, self.vocabulary) = (path, tokens, vocabulary)
+    }
+
+    /// The contiguous parts of the document: training first, then validation, then test, each
+    /// held-out part `count · fraction` characters rounded half away from zero (at least 2 when
+    /// its fraction is above 0: one character to read and one to predict; 0 when it is 0).
+    ///
+    ///     // [0 ..< training) [training ..< training + validation) [… ..< count)
+    ///
+    /// - Throws: ``DataError/invalidArgument(name:value:expected:)`` for a fraction outside
+    ///   [0, 1), or parts that leave the training part fewer than `minimumTraining` characters.
+    public func parts(validationFraction: Double, testFraction: Double, minimumTraining: Int = 2) throws(DataError) -> (
+        training: Range<Int>, validation: Range<Int>, test: Range<Int>
+    ) {
+        for (name, fraction) in [("validation fraction", validationFraction), ("test fraction", testFraction)]
+        where !(fraction >= 0 && fraction < 1) {
+            throw .invalidArgument(name: name, value: "\(fraction)", expected: "a number in [0, 1)")
+        }
+        func held(_ fraction: Double) -> Int { fraction == 0 ? 0 : max(2, Int((Double(count) * fraction).rounded())) }
+        let validation = held(validationFraction), test = held(testFraction)
+        let training = count - validation - test
+        guard training >= minimumTraining else {
+            throw .invalidArgument(
+                name: "held-out fractions", value: "\(validationFraction) and \(testFraction)",
+                expected:
+                    "fractions that leave the training part at least \(minimumTraining) of the \(count) characters (they hold out \(validation) and \(test))"
+            )
+        }
+        return (0..<training, training..<training + validation, training + validation..<count)
+    }
+
+    /// The characters at `range` as token indices in `Scalar`, a vector: what training draws its
+    /// windows from (``MiniBatches/fill(windows:from:blockSize:features:targets:)``).
+    public func tokens<Scalar: TensorScalar>(_ range: Range<Int>, as: Scalar.Type = Scalar.self) -> Tensor<Scalar> {
+        Tensor(vector: tokens[range].map { Scalar($0) })
+    }
+
+    /// The characters at `range` as consecutive, non-overlapping windows of `blockSize` positions,
+    /// so that every character of the range but its first is predicted exactly once: window `w`
+    /// reads characters `w·blockSize ..< (w + 1)·blockSize` and predicts the ones a place later.
+    /// The last window's positions past the range are padding (features 0, targets −1, which the
+    /// loss skips). Position `t` of a window reads `t + 1` characters, as in a window drawn for
+    /// training, so the loss over these rows is the exact loss of nanoGPT's estimate.
+    ///
+    ///     // features: (windows, blockSize)  c[wB] … c[wB + B − 1]
+    ///     // targets:  (windows, blockSize)  c[wB + 1] … c[wB + B], −1 past the range
+    ///     // windows = ⌈(characters − 1) / blockSize⌉
+    ///
+    /// - Precondition: `range` holds at least 2 characters, `blockSize` ≥ 1.
+    public func windows<Scalar: TensorScalar>(_ range: Range<Int>, blockSize: Int, as: Scalar.Type = Scalar.self) -> Dataset<Scalar> {
+        precondition(range.count >= 2 && blockSize >= 1, "windows need 2 characters and a block of 1")
+        let predicted = range.count - 1, rows = (predicted + blockSize - 1) / blockSize
+        var features = [Scalar](repeating: 0, count: rows * blockSize)
+        var targets = [Scalar](repeating: -1, count: rows * blockSize)
+        for k in 0..<predicted {
+            features[k] = Scalar(tokens[range.lowerBound + k])
+            targets[k] = Scalar(tokens[range.lowerBound + k + 1])
+        }
+        return Dataset(
+            unchecked: Tensor(matrix: features, rows: rows, columns: blockSize),
+            targets: Tensor(matrix: targets, rows: rows, columns: blockSize),
+            labels: nil, classNames: nil, featureNames: (0..<blockSize).map { "t\($0)" })
+    }
+
+    /// `TextDocument(input.txt: 1115394 characters, 66 tokens)`.
+    public var description: String { "TextDocument(\(path): \(count) characters, \(vocabulary.count) tokens)" }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import NeuronCore
+import Testing
+
+@testable import NeuronTraining
+
+/// A short play: 30 copies of two speakers' lines, 1,140 characters of 18 distinct ones.
+private let play = String(repeating: "ANNA:\nthe cat sat.\n\nBEN:\non the mat!\n\n", count: 30)
+
+/// A document run's config over `path`: a one-block transformer, block 16, in Double.
+private func documentConfig(
+    _ path: String, training: String = "{steps: 20, evaluateEvery: 10, batchSize: 4, seed: 3, precision: double}", data: String = ""
+) throws -> RunConfig {
+    try config(
+        """
+        model: {transformer: {blocks: 1, heads: 2, features: 8}}
+        data: {kind: text, unit: document, path: \(path), blockSize: 16\(data)}
+        optimizer: {kind: adam, learningRate: 0.01}
+        training: \(training)
+        """)
+}
+
+private func engine(_ run: Run) throws -> NetworkTrainingEngine<Double, Adam<Double>> {
+    try #require(run.engine as? NetworkTrainingEngine<Double, Adam<Double>>)
+}
+
+@Suite("Document runs: one text, windows drawn at random, measured in steps")
+struct DocumentRunTests {
+    @Test("A run is its steps in evaluation intervals; each validation loss is the loss over every held-out character once")
+    func exactValidation() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try play.write(toFile: directory.file("play.txt"), atomically: true, encoding: .utf8)
+        var trained = try engine(try RunBuilder.build(try documentConfig(directory.file("play.txt"))))
+        #expect(trained.totalSteps == 20 && trained.totalEpochs == 2 && trained.samplesPerStep == 4)
+        while !trained.isFinished { _ = trained.step() }
+        #expect(trained.records.map(\.step) == [10, 20])
+
+        // The oracle: the held-out part is the last 114 characters (1,140 · 0.1); each of them but
+        // the first is predicted once, reading the characters before it back to the start of its
+        // block of 16, here by hand from the text.
+        let characters = Array(play.unicodeScalars), vocabulary = Array(Set(characters)).sorted()
+        let held = Array(characters[(1140 - 114)...])
+        #expect(characters.count == 1140 && vocabulary.count == 18)
+        var network = trained.network
+        var total = 0.0, predicted = 0
+        for start in stride(from: 0, to: held.count - 1, by: 16) {
+            let end = min(start + 16, held.count - 1)
+            var x = Tensor<Double>(zeros: [1, 16])
+            for t in start..<end { x[0, t - start] = Double(vocabulary.firstIndex(of: held[t])! + 1) }
+            try network.forward(x)
+            let logits = network.layers[network.layers.count - 1].output.scalars
+            for t in start..<end {
+                let row = Array(logits[(t - start) * 19..<(t - start + 1) * 19])
+                let top = row.max()!, sum = row.reduce(0) { $0 + exp($1 - top) }
+                total -= row[vocabulary.firstIndex(of: held[t + 1])! + 1] - top - log(sum)
+                predicted += 1
+            }
+        }
+        #expect(predicted == 113)
+        let validation = try #require(trained.records.last?.validationLoss)
+        #expect(abs(validation - total / Double(predicted)) < 1e-12, "\(validation) vs \(total / Double(predicted))")
+        #expect(validation < log(19.0))  // below guessing among the 19 tokens
+    }
+
+    @Test("A document run resumed from its checkpoint goes on to the weights of a run never interrupted")
+    func resume() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try play.write(toFile: directory.file("play.txt"), atomically: true, encoding: .utf8)
+        let config = try documentConfig(
+            directory.file("play.txt"), training: "{steps: 12, evaluateEvery: 4, batchSize: 3, seed: 8, precision: double}")
+        var whole = try engine(try RunBuilder.build(config))
+        while !whole.isFinished { _ = whole.step() }
+        var half = try engine(try RunBuilder.build(config))
+        for _ in 0..<6 { _ = half.step() }  // mid-interval: the drawn starts must travel with the checkpoint
+        try Checkpoint(half, config: config, preprocessing: .none).write(to: directory.path)
+        let saved = try Checkpoint.read(directory.path)
+        #expect(saved.state.position?.batches.windows == 1026 - 16)
+        var rest = try engine(try RunBuilder.build(config, resume: saved))
+        while !rest.isFinished { _ = rest.step() }
+        #expect(rest.network.parameters == whole.network.parameters)
+        #expect(rest.records.map(\.validationLoss) == whole.records.map(\.validationLoss))
+    }
+
+    @Test("The estimate averages over batches of random validation windows, drawn apart from training's")
+    func estimate() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try play.write(toFile: directory.file("play.txt"), atomically: true, encoding: .utf8)
+        let training = "{steps: 8, evaluateEvery: 4, batchSize: 4, seed: 3, precision: double, evaluation: estimate, evaluationBatches: 3}"
+        var estimated = try engine(try RunBuilder.build(try documentConfig(directory.file("play.txt"), training: training)))
+        var exact = try engine(
+            try RunBuilder.build(
+                try documentConfig(directory.file("play.txt"), training: "{steps: 8, evaluateEvery: 4, batchSize: 4, seed: 3, precision: double}")))
+        while !estimated.isFinished { _ = estimated.step(); _ = exact.step() }
+        // The same training steps: drawing the estimate's windows does not disturb training's.
+        #expect(estimated.network.parameters == exact.network.parameters)
+        let estimate = try #require(estimated.validationEstimate)
+        #expect(estimate.windows(afterEpoch: 2).count == 12)
+        var network = estimated.network
+        #expect(estimated.records.last?.validationLoss == (try network.evaluate(estimate.windows(afterEpoch: 2))).loss)
+        #expect(estimated.records.last?.validationLoss != exact.records.last?.validationLoss)
+    }
+
+    @Test(
+        "A document config's errors name the key and say what was expected",
+        arguments: [
+            ("{steps: 20}", ", keep: a-z", "data.keep", "does not apply to a text document"),
+            ("{steps: 20}", ", longLines: window", "data.longLines", "does not apply to a text document"),
+            ("{epochs: 2}", "", "training.epochs", "training.steps"),
+            ("{batchSize: 4}", "", "training", "steps"),
+            ("{steps: 20, evaluateEvery: 6}", "", "training.evaluateEvery", "steps 18 or steps 24"),
+            ("{steps: 20, evaluationBatches: 5}", "", "training.evaluationBatches", "estimate"),
+            ("{steps: 20}", ", validationSplit: 0.995", "data.validationSplit", "at least 17"),
+        ])
+    func configErrors(training: String, data: String, key: String, expected: String) throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try play.write(toFile: directory.file("play.txt"), atomically: true, encoding: .utf8)
+        do {
+            _ = try RunBuilder.build(try documentConfig(directory.file("play.txt"), training: training, data: data))
+            Issue.record("\(training) \(data) was accepted")
+        } catch {
+            #expect("\(error)".contains(key) && "\(error)".contains(expected), "\(error)")
+        }
+    }
+
+    @Test("Line data refuses a document run's keys; a document needs its block")
+    func keysOfTheOtherUnit() throws {
+        for (yaml, key) in [
+            ("data: {kind: text, path: words-small.txt}\ntraining: {steps: 10}", "training.steps"),
+            ("data: {kind: text, path: words-small.txt}\ntraining: {evaluation: exact}", "training.evaluation"),
+            ("data: {kind: text, unit: document, path: words-small.txt}\ntraining: {steps: 10}", "blockSize"),
+        ] {
+            do {
+                _ = try config("model: {transformer: {blocks: 1, heads: 1, features: 4}}\n" + yaml)
+                Issue.record("\(yaml) was accepted")
+            } catch {
+                #expect("\(error)".contains(key), "\(error)")
+            }
+        }
+        // The default evaluation interval divides the steps, about ten evaluations.
+        #expect(TrainingConfig.defaultEvaluateEvery(steps: 2000) == 200)
+        #expect(TrainingConfig.defaultEvaluateEvery(steps: 7) == 1)
+        #expect(TrainingConfig.defaultEvaluateEvery(steps: 1234) == 617)
+    }
+}
