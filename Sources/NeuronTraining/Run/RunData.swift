@@ -212,7 +212,8 @@ extension TextDocument {
         } catch {
             let key = config.testSplit != nil ? "data.testSplit" : config.validationSplit != nil ? "data.validationSplit" : "data.blockSize"
             throw origin.error(
-                at: key, "\(key): \(error): a window of data.blockSize \(block) reads \(block) characters and predicts one more (data: \(config.path!))")
+                at: key,
+                "\(key): \(error): a window of data.blockSize \(block) reads \(block) characters and predicts one more (data: \(config.path!))")
         }
     }
 }
