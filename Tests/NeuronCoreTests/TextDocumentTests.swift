@@ -55,14 +55,17 @@ struct TextDocumentTests {
         }
     }
 
-    @Test("The parts are contiguous, training first, their sizes rounded half away from zero; too little to train on is refused")
+    @Test("The parts are contiguous, training first, nanoGPT's split; too little to train on is refused")
     func parts() throws {
         let document = try TextDocument.parse(bytes: Array(String(repeating: "abcde", count: 20).utf8), source: "play.txt")
         let parts = try document.parts(validationFraction: 0.1, testFraction: 0)
         #expect(parts.training == 0..<90 && parts.validation == 90..<100 && parts.test == 100..<100)
         let three = try document.parts(validationFraction: 0.125, testFraction: 0.105)
-        // 100 · 0.125 = 12.5 → 13, 100 · 0.105 = 10.5 → 11 (rounded half away from zero)
-        #expect(three.training == 0..<76 && three.validation == 76..<89 && three.test == 89..<100)
+        // training ⌊100 · 0.77⌋ = 77, test 100 · 0.105 = 10.5 → 11 (half away from zero), validation the 12 left
+        #expect(three.training == 0..<77 && three.validation == 77..<89 && three.test == 89..<100)
+        // nanoGPT's split of its Shakespeare: train = data[:int(n*0.9)], 1,003,854 of 1,115,394
+        let shakespeare = try TextDocument.parse(bytes: Array(repeating: UInt8(ascii: "a"), count: 1_115_393) + [UInt8(ascii: "b")], source: "s")
+        #expect(try shakespeare.parts(validationFraction: 0.1, testFraction: 0).training == 0..<1_003_854)
         // A share above 0 holds at least one character to read and one to predict.
         #expect(try document.parts(validationFraction: 0.001, testFraction: 0).validation == 98..<100)
         #expect(throws: DataError.self) { try document.parts(validationFraction: 0.5, testFraction: 0.4, minimumTraining: 11) }

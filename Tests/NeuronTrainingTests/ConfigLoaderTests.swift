@@ -155,19 +155,19 @@ struct ConfigLoaderTests {
         let saved =
             #"{"data":{"blockSize":16,"count":5,"featureColumns":["x"],"input":0.5,"keep":"a-z","kind":"csv","labelColumn":"y","limit":3,"#
             + #""longLines":"window","lowercase":true,"name":"sine","normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","#
-            + #""testLabels":"d","testPath":"t.csv","testSplit":0.25,"trainImages":"a","trainLabels":"b","validationSplit":0.5},"#
+            + #""testLabels":"d","testPath":"t.csv","testSplit":0.25,"trainImages":"a","trainLabels":"b","unit":"document","validationSplit":0.5},"#
             + #""model":{"inputShape":[28,28,1],"inputs":3,"layers":[{"activation":"tanh","units":2},{"activation":"relu","approximation":"tanh","epsilon":1e-05,"#
             + #""features":8,"filters":4,"global":true,"heads":2,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
             + #""stride":2},{"kind":"residual","layers":[{"activation":"tanh","units":2},{"activation":"relu","approximation":"tanh","epsilon":1e-05,"#
             + #""features":8,"filters":4,"global":true,"heads":2,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
             + #""stride":2}]}],"#
             + #""loss":"halfSquaredError","neuron":{"bias":2,"weight":1},"#
-            + #""transformer":{"blocks":2,"dropout":0.1,"features":8,"heads":2,"mlpRatio":3,"positions":32,"tieWeights":true}},"#
+            + #""transformer":{"blocks":2,"dropout":0.1,"features":8,"heads":2,"initialization":"gpt2","mlpRatio":3,"positions":32,"tieWeights":true}},"#
             + #""optimizer":{"beta1":0.9,"beta2":0.999,"decay":"matrices","decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"#
             + #""momentum":0.5,"nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1,"warmupSteps":3},"weightDecay":0},"#
             + #""output":{"checkpointEvery":1,"checkpointSeconds":30,"directory":"runs/x","samples":4},"#
-            + #""training":{"batchSize":32,"batchThreads":2,"blasThreads":2,"clipGradientNorm":1.5,"epochs":10,"fit":"counts","iterations":7,"precision":"float","#
-            + #""seed":42,"smoothing":0.5}}"#
+            + #""training":{"batchSize":32,"batchThreads":2,"blasThreads":2,"clipGradientNorm":1.5,"epochs":10,"evaluateEvery":5,"evaluation":"estimate","#
+            + #""evaluationBatches":4,"fit":"counts","iterations":7,"precision":"float","seed":42,"smoothing":0.5,"steps":20}}"#
         let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(saved.utf8))
         #expect(decoded == Self.everyKeySet())
         let encoder = JSONEncoder()
@@ -214,9 +214,10 @@ struct ConfigLoaderTests {
         (data.name, data.count, data.input, data.target) = (.sine, 5, 0.5, 0.25)
         (data.normalization, data.validationSplit, data.limit) = (DataConfig.Normalization.none, 0.5, 3)
         (data.lowercase, data.keep, data.blockSize, data.testSplit) = (true, "a-z", 16, 0.25)
-        data.longLines = .window
+        (data.longLines, data.unit) = (.window, .document)
         var transformer = TransformerConfig(blocks: 2, heads: 2, features: 8)
         (transformer.mlpRatio, transformer.dropout, transformer.tieWeights, transformer.positions) = (3, 0.1, true, 32)
+        transformer.initialization = .gpt2
         var optimizer = OptimizerConfig()
         (optimizer.kind, optimizer.momentum, optimizer.nesterov, optimizer.decoupled) = (.adam, 0.5, true, true)
         (optimizer.schedule.kind, optimizer.schedule.every, optimizer.schedule.factor, optimizer.schedule.minimumFactor) = (.step, 2, 0.5, 0.1)
@@ -224,6 +225,7 @@ struct ConfigLoaderTests {
         var training = TrainingConfig()
         (training.iterations, training.fit, training.smoothing, training.clipGradientNorm) = (7, .counts, 0.5, 1.5)
         training.batchThreads = 2
+        (training.steps, training.evaluateEvery, training.evaluation, training.evaluationBatches) = (20, 5, .estimate, 4)
         var output = OutputConfig()
         (output.directory, output.checkpointEvery, output.samples) = ("runs/x", 1, 4)
         var model = ModelConfig(

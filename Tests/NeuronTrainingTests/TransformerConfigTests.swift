@@ -67,6 +67,36 @@ struct TransformerConfigTests {
         #expect(network.parameterTensors[1].shape == [20, 4])
     }
 
+    @Test("GPT-2's initialization: tables and products N(0, 0.02²), the residual branches' last products 0.02/√(2·blocks), biases 0")
+    func gpt2Initialization() throws {
+        let run = try RunBuilder.build(try transformer("{blocks: 2, heads: 2, features: 64, initialization: gpt2}"))
+        let network = try #require(run.engine as? NetworkTrainingEngine<Double, Adam<Double>>).network
+        /// The sample standard deviation of a tensor's entries, and their mean.
+        func spread(_ name: String) throws -> (deviation: Double, mean: Double) {
+            let tensor = try #require(network.parameterTensors.first { $0.name == name }, "\(name)")
+            let values = network.parameters[tensor.offset..<tensor.offset + tensor.count]
+            let mean = values.reduce(0, +) / Double(values.count)
+            return ((values.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(values.count - 1)).squareRoot(), mean)
+        }
+        let residual = 0.02 / 2  // 0.02/√(2·2)
+        for (name, expected) in [
+            ("layers.0.weight", 0.02), ("layers.2.body.1.c_attn.weight", 0.02), ("layers.2.body.1.c_proj.weight", residual),
+            ("layers.3.body.1.weight", 0.02), ("layers.3.body.3.weight", residual), ("layers.7.weight", 0.02),
+        ] {
+            let (deviation, mean) = try spread(name)
+            // thousands of draws each: within 6% of σ, the mean within a few σ/√n
+            #expect(abs(deviation / expected - 1) < 0.06 && abs(mean) < 0.1 * expected, "\(name): \(deviation) against \(expected)")
+        }
+        #expect(try spread("layers.3.body.1.bias").deviation == 0)
+        // The default keeps each layer's own rule: a dense layer's Glorot uniform, √(6/(64+256))/√3 = 0.079.
+        let plain = try #require(
+            try RunBuilder.build(try transformer("{blocks: 2, heads: 2, features: 64}")).engine as? NetworkTrainingEngine<Double, Adam<Double>>
+        ).network
+        let dense = try #require(plain.parameterTensors.first { $0.name == "layers.3.body.1.weight" })
+        let values = plain.parameters[dense.offset..<dense.offset + dense.count]
+        #expect(abs((values.reduce(0) { $0 + $1 * $1 } / Double(values.count)).squareRoot() / 0.0791 - 1) < 0.06)
+    }
+
     @Test("A block beyond the position table names data.blockSize and model.transformer.positions, whether the block is given or derived")
     func positionsTooFew() throws {
         // Derived: the longest word's 18 positions against a table of 16.

@@ -94,9 +94,12 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
         (self.path, self.tokens, self.vocabulary) = (path, tokens, vocabulary)
     }
 
-    /// The contiguous parts of the document: training first, then validation, then test, each
-    /// held-out part `count · fraction` characters rounded half away from zero (at least 2 when
-    /// its fraction is above 0: one character to read and one to predict; 0 when it is 0).
+    /// The contiguous parts of the document: training first, then validation, then test, as
+    /// nanoGPT splits it (`data[:int(n*0.9)]`, the rest held out): the training part is
+    /// `⌊count · (1 − validationFraction − testFraction)⌋` characters, the test part
+    /// `count · testFraction` rounded half away from zero, the validation part the rest. A
+    /// held-out part whose fraction is above 0 holds at least 2 characters (one to read, one to
+    /// predict); one whose fraction is 0 is empty.
     ///
     ///     // [0 ..< training) [training ..< training + validation) [… ..< count)
     ///
@@ -109,8 +112,9 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
         where !(fraction >= 0 && fraction < 1) {
             throw .invalidArgument(name: name, value: "\(fraction)", expected: "a number in [0, 1)")
         }
-        func held(_ fraction: Double) -> Int { fraction == 0 ? 0 : max(2, Int((Double(count) * fraction).rounded())) }
-        let validation = held(validationFraction), test = held(testFraction)
+        let test = testFraction == 0 ? 0 : max(2, Int((Double(count) * testFraction).rounded()))
+        let kept = Int((Double(count) * max(0, 1 - validationFraction - testFraction)).rounded(.down))
+        let validation = validationFraction == 0 ? 0 : max(2, count - test - kept)
         let training = count - validation - test
         guard training >= minimumTraining else {
             throw .invalidArgument(

@@ -95,8 +95,14 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
     public var output: Tensor<Scalar> { cache.output }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
 
+    /// When set, the initial weights are drawn from `N(0, initialStandardDeviation²)` (GPT-2's
+    /// rule, 0.02 and smaller for the products that end a residual branch) instead of
+    /// Glorot's or He's.
+    public var initialStandardDeviation: Double?
+
     /// Glorot/Xavier uniform, `U(±√(6 / (in + out)))`, for tanh, sigmoid, identity and softmax;
-    /// He uniform, `U(±√(6 / in))`, for relu (its half-zero output halves the variance); zero biases.
+    /// He uniform, `U(±√(6 / in))`, for relu (its half-zero output halves the variance); or
+    /// `N(0, σ²)` when ``initialStandardDeviation`` gives σ; zero biases.
     public func initialize(
         parameters: UnsafeMutableBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         using generator: inout SeededGenerator
@@ -104,7 +110,11 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
         let fanIn = Double(inputs), fanOut = Double(outputs)
         let limit = activation == .relu ? (6 / fanIn).squareRoot() : (6 / (fanIn + fanOut)).squareRoot()
         let weights = inputs * outputs
-        for i in 0..<weights { parameters[i] = Scalar(generator.uniform(-limit, limit)) }
+        if let deviation = initialStandardDeviation {
+            for i in 0..<weights { parameters[i] = Scalar(deviation * generator.normal()) }
+        } else {
+            for i in 0..<weights { parameters[i] = Scalar(generator.uniform(-limit, limit)) }
+        }
         for i in weights..<weights + outputs { parameters[i] = 0 }
     }
 

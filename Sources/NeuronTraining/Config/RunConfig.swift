@@ -129,6 +129,20 @@ public struct TransformerConfig: Sendable, Equatable, Codable {
     public var dropout: Double = 0
     /// The head scores with the token embedding's table (no head weight, no bias); default false.
     public var tieWeights: Bool = false
+    /// How the initial weights are drawn; `pytorch` when absent. Left out of a saved config when
+    /// not given, so that a run's checkpoint stays as it was.
+    public var initialization: Initialization?
+
+    /// How a transformer's initial weights are drawn.
+    public enum Initialization: String, Sendable, Codable, CaseIterable, ConfigChoice {
+        /// Each layer's own rule: the token table `N(0, 1)` (0.02 when tied), dense layers Glorot's
+        /// uniform, attention's products `N(0, 0.02²)`.
+        case pytorch
+        /// GPT-2's, as nanoGPT's `_init_weights` draws it: every product and table `N(0, 0.02²)`,
+        /// and the products that end a residual branch (attention's `c_proj`, the MLP's second
+        /// dense layer) `N(0, (0.02/√(2·blocks))²)`; biases 0.
+        case gpt2
+    }
     /// The position table's rows, at least the block size; default: the data's block size.
     public var positions: Int?
 
@@ -500,7 +514,7 @@ extension ModelConfig: DefaultedConfigSection {
 }
 
 extension TransformerConfig: ConfigSection {
-    enum CodingKeys: String, CodingKey, CaseIterable { case blocks, heads, features, mlpRatio, dropout, tieWeights, positions }
+    enum CodingKeys: String, CodingKey, CaseIterable { case blocks, heads, features, mlpRatio, dropout, tieWeights, initialization, positions }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
         switch key {
@@ -510,6 +524,7 @@ extension TransformerConfig: ConfigSection {
         case .mlpRatio: ConfigField(\.mlpRatio)
         case .dropout: ConfigField(\.dropout)
         case .tieWeights: ConfigField(\.tieWeights)
+        case .initialization: ConfigField(\.initialization)
         case .positions: ConfigField(\.positions)
         }
     }

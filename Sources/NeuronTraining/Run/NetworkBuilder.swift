@@ -41,6 +41,14 @@ extension ModelConfig {
         do {
             var network = try Network(layers, loss: effectiveLoss)
             network.initialize(seed: seed)
+            if let transformer, transformer.initialization == .gpt2 {
+                // Attention draws its output projection N(0, 0.02²); GPT-2 scales the products that
+                // end a residual branch by 1/√(2·blocks): the same draws, scaled.
+                let scale = Scalar(1 / (2 * Double(transformer.blocks)).squareRoot())
+                for tensor in network.parameterTensors where tensor.tensor.hasSuffix("c_proj.weight") {
+                    for i in tensor.offset..<tensor.offset + tensor.count { network.parameters[i] *= scale }
+                }
+            }
             if let start = startingParameters {
                 // Desugaring writes the layers and their parameters together (the neuron's weight and bias).
                 precondition(start.count == network.parameters.count, "\(start.count) starting parameters for \(network)")
@@ -103,7 +111,15 @@ extension TransformerConfig {
         let sequence = [time, features], hidden = [time, mlpRatio * features]
         do {
             // A tied table also scores the output: drawn small, as GPT-2 draws it, so the first logits are not √features in size.
-            built = [try Embedding<Scalar>(vocabulary: vocabulary, features: features, time: time, standardDeviation: tieWeights ? 0.02 : 1)]
+            let gpt2 = initialization == .gpt2, residualDeviation = 0.02 / (2 * Double(blocks)).squareRoot()
+            func dense(_ inputs: Int, _ outputs: Int, deviation: Double) throws(NetworkError) -> Dense<Scalar> {
+                var layer = try Dense<Scalar>(inputs, outputs, activation: .identity, time: time)
+                if gpt2 { layer.initialStandardDeviation = deviation }
+                return layer
+            }
+            built = [
+                try Embedding<Scalar>(vocabulary: vocabulary, features: features, time: time, standardDeviation: tieWeights || gpt2 ? 0.02 : 1)
+            ]
             built.append(try PositionEmbedding<Scalar>(time: time, features: features, positions: positions))
             if dropout > 0 { built.append(try Dropout<Scalar>(input: sequence, rate: dropout)) }
             for _ in 0..<blocks {
@@ -111,8 +127,8 @@ extension TransformerConfig {
                     try LayerNorm<Scalar>(shape: sequence), try CausalSelfAttention<Scalar>(time: time, features: features, heads: heads),
                 ]
                 var mlp: [any Layer<Scalar>] = [
-                    try LayerNorm<Scalar>(shape: sequence), try Dense<Scalar>(features, mlpRatio * features, activation: .identity, time: time),
-                    try GELU<Scalar>(shape: hidden), try Dense<Scalar>(mlpRatio * features, features, activation: .identity, time: time),
+                    try LayerNorm<Scalar>(shape: sequence), try dense(features, mlpRatio * features, deviation: 0.02),
+                    try GELU<Scalar>(shape: hidden), try dense(mlpRatio * features, features, deviation: residualDeviation),
                 ]
                 if dropout > 0 {
                     attention.append(try Dropout<Scalar>(input: sequence, rate: dropout))
@@ -125,7 +141,7 @@ extension TransformerConfig {
             if tieWeights {
                 built.append(try TiedHead<Scalar>(time: time, features: features, vocabulary: vocabulary))
             } else {
-                built.append(try Dense<Scalar>(features, vocabulary, activation: .identity, time: time))
+                built.append(try dense(features, vocabulary, deviation: 0.02))
             }
         } catch {
             throw LayerBuildError(index: built.count, error: error, inTransformer: true)

@@ -23,6 +23,11 @@ public struct RunSummary: Sendable, Equatable, Codable {
     public var lossUnit: String?
     /// A text model's loss: nats per predicted token, each line's characters and its closing boundary.
     public static let perCharacter = "nats per character, a line's end counted as one"
+    /// A document model's loss: nats per predicted character.
+    public static let perDocumentCharacter = "nats per character"
+    /// A document run's: how each epoch's validation loss was measured, `exact` (every validation
+    /// character once) or nanoGPT's `estimate` (with its batches); the final evaluation is exact.
+    public var validationMeasure: String?
     public var evaluationAccuracy: Double?
     /// Loss and accuracy on the validation rows at the end, when the run has them: the last
     /// epoch's, or, for a run that took no epoch (a counted table), evaluated at its end.

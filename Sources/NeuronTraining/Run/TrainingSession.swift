@@ -125,6 +125,14 @@ public final class TrainingSession {
         summary.trainingLoss = ended.records.last?.trainingLoss
         summary.processes = processes
         if checkpoint.state.vocabulary != nil { summary.lossUnit = RunSummary.perCharacter }
+        if run.config.data.unit == .document {
+            let training = run.config.training
+            summary.lossUnit = RunSummary.perDocumentCharacter
+            summary.validationMeasure =
+                training.evaluation == .estimate
+                ? "estimate: the mean over \(training.evaluationBatches ?? 20) batches of \(training.batchSize) windows drawn at random"
+                : "exact: every validation character once, in consecutive windows of the block"
+        }
         if let row = final.neuron {
             (summary.trainedWeight, summary.trainedBias, summary.trainedOutput) = (row.weight, row.bias, row.output)
         }
