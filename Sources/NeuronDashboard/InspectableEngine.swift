@@ -63,19 +63,24 @@ extension NetworkTrainingEngine: InspectableEngine {
     }
 
     public var attentionLine: String? {
-        guard let vocabulary = lineSampler?.vocabulary, !network.attentionLayers.isEmpty else { return nil }
+        guard let vocabulary = vocabulary ?? lineSampler?.vocabulary, !network.attentionLayers.isEmpty else { return nil }
         // A features row is `⏎ c1 … cn ⏎ …`: its line is what decoding it reads.
         let rows = test ?? validation ?? training.dataset
         guard rows.count > 0 else { return nil }
-        return vocabulary.decode(rows.subset([0]).features.scalars.map { Int($0) })
+        let tokens = rows.subset([0]).features.scalars.map { Int($0) }
+        // A document's window is text from its first position: its first line, up to 40 characters.
+        guard training.document != nil else { return vocabulary.decode(tokens) }
+        let text = String(
+            String.UnicodeScalarView(tokens.compactMap { $0 >= 1 && $0 <= vocabulary.characters.count ? vocabulary.characters[$0 - 1] : nil }))
+        return String(text.split(separator: "\n").first { !$0.isEmpty }?.prefix(40) ?? "")
     }
 
     public func attentionMaps(text: String) throws -> AttentionMaps {
-        guard let vocabulary = lineSampler?.vocabulary else {
+        guard let vocabulary = vocabulary ?? lineSampler?.vocabulary else {
             throw DataError.invalidArgument(
                 name: "text", value: String(text.prefix(40)), expected: "a model of text data (this one reads no characters)")
         }
         var network = self.network
-        return try network.attentionMaps(text: text, vocabulary: vocabulary)
+        return try network.attentionMaps(text: text, vocabulary: vocabulary, boundary: training.document == nil)
     }
 }

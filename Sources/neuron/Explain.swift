@@ -285,7 +285,7 @@ extension Explain {
                 "\(saved.file): \(saved.state.network) has no attention layer (kind: attention), so there are no attention maps to show")
         }
         do {
-            return try network.attentionMaps(text: text, vocabulary: vocabulary)
+            return try network.attentionMaps(text: text, vocabulary: vocabulary, boundary: saved.state.config.data.unit != .document)
         } catch {
             throw RunError.invalid("--attention: \(error)")
         }

@@ -116,18 +116,20 @@ extension Network {
     }
 
     /// Every attention layer's weights on `line`, a line of text as token indices of its
-    /// characters (without the boundary token): one forward pass of `⏎ c1 … cn`, cropped to its
-    /// last `time` tokens when longer than the network's positions, as sampling crops.
+    /// characters (without the boundary token): one forward pass of `⏎ c1 … cn` (of `c1 … cn`
+    /// for a document model, which never reads the boundary), cropped to its last `time` tokens
+    /// when longer than the network's positions, as sampling crops.
     ///
-    ///     // line: n tokens  →  per attention layer: (heads, m, m), m = min(n + 1, time) positions
+    ///     // line: n tokens  →  per attention layer: (heads, m, m), m = min(n + 1, time) positions (n for a document)
     ///
     /// - Parameters:
     ///   - line: the line's characters as token indices, without the boundary token.
     ///   - vocabulary: names the positions' characters in ``AttentionMaps/labels``; nil: the token indices.
+    ///   - boundary: whether the model reads the boundary token first (a line model) or not (a document model).
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the network is not a sequence model;
     ///   ``NetworkError/invalidLayer(_:reason:)`` when it has no attention layer;
     ///   ``NetworkError/invalidValue(_:)`` for an empty line or a token the network does not have.
-    public mutating func attentionMaps(line: [Int], vocabulary: Vocabulary? = nil) throws(NetworkError) -> AttentionMaps {
+    public mutating func attentionMaps(line: [Int], vocabulary: Vocabulary? = nil, boundary: Bool = true) throws(NetworkError) -> AttentionMaps {
         guard inputShape.count == 1, outputShape.count == 2 else {
             throw .shapeMismatch("\(self) is not a sequence model (it takes \(TensorError.format(inputShape)), not positions of tokens)")
         }
@@ -136,7 +138,7 @@ extension Network {
         }
         guard !line.isEmpty else { throw .invalidValue("an empty line: its attention maps need at least one character") }
         let time = inputShape[0]
-        let whole = [Vocabulary.boundary] + line
+        let whole = boundary ? [Vocabulary.boundary] + line : line
         let tokens = Array(whole.suffix(time))
         // The positions after the line hold the boundary token: causal, they change nothing before them.
         var x = Tensor<Scalar>(zeros: [1, time])
@@ -161,10 +163,10 @@ extension Network {
     }
 
     /// Every attention layer's weights on `text`, its characters read as `vocabulary`'s tokens:
-    /// ``attentionMaps(line:vocabulary:)``.
+    /// ``attentionMaps(line:vocabulary:boundary:)``.
     /// - Throws: ``NetworkError/invalidValue(_:)`` naming the first character that is not in the
-    ///   vocabulary and its place in the text (counted from 0), and as ``attentionMaps(line:vocabulary:)``.
-    public mutating func attentionMaps(text: String, vocabulary: Vocabulary) throws(NetworkError) -> AttentionMaps {
+    ///   vocabulary and its place in the text (counted from 0), and as ``attentionMaps(line:vocabulary:boundary:)``.
+    public mutating func attentionMaps(text: String, vocabulary: Vocabulary, boundary: Bool = true) throws(NetworkError) -> AttentionMaps {
         var line: [Int] = []
         for (i, character) in text.unicodeScalars.enumerated() {
             guard let token = vocabulary.index(of: character) else {
@@ -175,6 +177,6 @@ extension Network {
             }
             line.append(token)
         }
-        return try attentionMaps(line: line, vocabulary: vocabulary)
+        return try attentionMaps(line: line, vocabulary: vocabulary, boundary: boundary)
     }
 }
