@@ -141,6 +141,22 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
             qkv: &cache.qkv, attention: &cache.attention, attended: &cache.attended, into: &cache.output)
     }
 
+    /// A position attends to the keys and values of the positions up to it, which the caches keep.
+    public var runsByPosition: Bool { true }
+
+    /// Position `position` alone, for a batch of one: its query, key and value, its query over the
+    /// keys of positions `0...position` (the earlier ones kept in ``Cache/qkv`` by the passes
+    /// before: the key/value cache), the projection of its heads' sums. Row `position` of every
+    /// cache is written as the whole pass writes it.
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        // x, y, attended: (1, time, features), their row t  qkv: (time, 3·features), rows 0...t  attention: (1, heads, time, time), row t
+        Kernels.attentionForward(
+            position: t, x, parameters: parameters, time: time, features: features, heads: heads,
+            qkv: &cache.qkv, attention: &cache.attention, attended: &cache.attended, into: &cache.output)
+    }
+
     // MARK: Backward
 
     /// Adds every parameter's gradient into `gradients`, and `dx` when asked: every product a

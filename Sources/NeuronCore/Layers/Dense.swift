@@ -132,6 +132,18 @@ public struct Dense<Scalar: TensorScalar>: ActivatedLayer {
             x, parameters: parameters, inputs: inputs, outputs: outputs, time: time, activation: activation, into: &cache.output)
     }
 
+    /// Per position, each position's output is a function of its input alone.
+    public var runsByPosition: Bool { time != nil }
+
+    /// Position `position`'s row alone, per position: `y_t = f(x_t·w + b)`.
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        // x: (1, time, inputs), its row t  w: (inputs, outputs)  b: (outputs)  y: (1, time, outputs), its row t
+        Kernels.denseForward(
+            position: t, x, parameters: parameters, inputs: inputs, outputs: outputs, activation: activation, into: &cache.output)
+    }
+
     // MARK: Backward
 
     /// Adds `dw += xᵀ·dz` and `db += Σ dz` into `gradients`, with `dz = dy ⊙ f'(z)`, and `dx = dz·wᵀ`

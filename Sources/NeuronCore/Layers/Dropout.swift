@@ -87,6 +87,20 @@ public struct Dropout<Scalar: TensorScalar>: Layer {
         }
     }
 
+    /// Over a sequence, evaluation copies each position.
+    public var runsByPosition: Bool { inputShape.count == 2 }
+
+    /// Position `position`'s row alone, as evaluation computes it: a copy.
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        // x, y: (1, time, features), their row t
+        let f = inputShape[1], row = t * f..<(t + 1) * f
+        x.withUnsafeBufferPointer { px in
+            cache.output.withUnsafeMutableBufferPointer { py in _ = UnsafeMutableBufferPointer(rebasing: py[row]).update(fromContentsOf: px[row]) }
+        }
+    }
+
     /// `dx = dy ⊙ mask`, the mask of the training pass before.
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,

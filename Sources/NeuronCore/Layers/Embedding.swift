@@ -112,6 +112,24 @@ public struct Embedding<Scalar: TensorScalar>: TokenInput {
         }
     }
 
+    /// Each position's row is its own token's.
+    public var runsByPosition: Bool { true }
+
+    /// Looks up position `position`'s row alone: `y[t] = weight[x[t]]`.
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        // x: (1, time) token indices, its entry t  weight: (vocabulary, features)  y: (1, time, features), its row t
+        let features = features
+        x.withUnsafeBufferPointer { x in
+            cache.output.withUnsafeMutableBufferPointer { y in
+                Kernels.gatherRows(
+                    parameters, columns: features, indices: UnsafeBufferPointer(rebasing: x[t..<t + 1]),
+                    into: UnsafeMutableBufferPointer(rebasing: y[t * features..<(t + 1) * features]))
+            }
+        }
+    }
+
     // MARK: Backward
 
     /// Adds each position's `dy` into the row of its token, `dweight[x[b, t]] += dy[b, t]`, and,

@@ -99,6 +99,26 @@ public struct GELU<Scalar: TensorScalar>: Layer {
         }
     }
 
+    /// Over a sequence, element by element, so position by position.
+    public var runsByPosition: Bool { inputShape.count == 2 }
+
+    /// Position `position`'s row alone, keeping its gate.
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        // x, gate, y: (1, time, features), their row t, element by element
+        let f = inputShape[1], row = t * f..<(t + 1) * f, approximation = approximation
+        x.withUnsafeBufferPointer { x in
+            cache.gate.withUnsafeMutableBufferPointer { gate in
+                cache.output.withUnsafeMutableBufferPointer { y in
+                    Kernels.geluForward(
+                        UnsafeBufferPointer(rebasing: x[row]), approximation: approximation,
+                        gate: UnsafeMutableBufferPointer(rebasing: gate[row]), into: UnsafeMutableBufferPointer(rebasing: y[row]))
+                }
+            }
+        }
+    }
+
     // MARK: Backward
 
     /// `dx = dy ⊙ (Φ(x) + x·φ(x))` when asked (the tanh form: its own derivative); no parameters,

@@ -56,6 +56,24 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
     /// The last forward pass's output.
     var output: Tensor<Scalar> { get }
 
+    /// Whether ``forward(position:_:parameters:state:)`` computes one position alone: true for a
+    /// layer that computes each position of a sequence from that position only (a norm, a dense
+    /// layer per position, GELU, dropout, the embeddings, the tied head) or from it and the keys
+    /// and values its caches hold of the positions before it (causal attention). False by default
+    /// (a recurrent layer, a context window, anything over images): a network that holds such a
+    /// layer decodes text by whole passes (``Network/continueText(_:length:rule:seed:cache:)``).
+    var runsByPosition: Bool { get }
+    /// Position `position` of ``output`` alone, in evaluation mode, for a batch of one whose
+    /// earlier positions a forward pass of a batch of one (and the calls since) computed: that
+    /// position of `x` is new, the ones before it are those the layer saw, and the caches are
+    /// sized. By default the whole evaluation pass, every position recomputed: right for any
+    /// causal layer, at a pass's cost; a layer that ``runsByPosition`` computes that position's row
+    /// alone, and leaves the others as they were.
+    ///
+    ///     // x: (1, inputShape…), positions 0...position current  →  output's position `position`
+    mutating func forward(
+        position: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>)
+
     /// Adds this batch's parameter gradients into `gradients` (cleared once per step by the
     /// network) and, only when asked, computes ``inputGradient``.
     ///
@@ -131,6 +149,14 @@ extension Layer {
     }
 
     public func pytorchOrder(of tensor: String) -> [Int]? { nil }
+
+    public var runsByPosition: Bool { false }
+
+    public mutating func forward(
+        position: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        forward(x, parameters: parameters, state: state, mode: .evaluation)
+    }
 
     public func isDecayed(_ tensor: String) -> Bool { false }
 

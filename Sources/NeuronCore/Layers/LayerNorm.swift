@@ -102,6 +102,31 @@ public struct LayerNorm<Scalar: TensorScalar>: Layer {
         }
     }
 
+    /// Over a sequence, each position is normalized over its own features.
+    public var runsByPosition: Bool { inputShape.count == 2 }
+
+    /// Normalizes position `position`'s row alone, keeping its mean and `s`.
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        // x, y: (1, time, features), their row t  weight, bias: (features)  mean, s: (time), their entry t
+        let f = features, row = t * f..<(t + 1) * f, epsilon = epsilon
+        x.withUnsafeBufferPointer { x in
+            cache.mean.withUnsafeMutableBufferPointer { mean in
+                cache.inverseDeviation.withUnsafeMutableBufferPointer { s in
+                    cache.output.withUnsafeMutableBufferPointer { y in
+                        Kernels.layerNormForward(
+                            UnsafeBufferPointer(rebasing: x[row]), weight: UnsafeBufferPointer(rebasing: parameters[0..<f]),
+                            bias: UnsafeBufferPointer(rebasing: parameters[f..<2 * f]), epsilon: epsilon,
+                            mean: UnsafeMutableBufferPointer(rebasing: mean[t..<t + 1]),
+                            inverseDeviation: UnsafeMutableBufferPointer(rebasing: s[t..<t + 1]),
+                            into: UnsafeMutableBufferPointer(rebasing: y[row]))
+                    }
+                }
+            }
+        }
+    }
+
     // MARK: Backward
 
     /// Adds `dweight += Σ dy ⊙ x̂` and `dbias += Σ dy` over every row, and `dx` (through each row's

@@ -106,6 +106,24 @@ public struct PositionEmbedding<Scalar: TensorScalar>: Layer {
         }
     }
 
+    /// Each position adds its own row.
+    public var runsByPosition: Bool { true }
+
+    /// Adds position `position`'s vector alone: `y[t] = x[t] + weight[t]`.
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        // x, y: (1, time, features), their row t  weight: (positions, features), its row t
+        let row = t * features..<(t + 1) * features
+        x.withUnsafeBufferPointer { x in
+            cache.output.withUnsafeMutableBufferPointer { y in
+                Kernels.add(
+                    UnsafeBufferPointer(rebasing: x[row]), UnsafeBufferPointer(rebasing: parameters[row]),
+                    into: UnsafeMutableBufferPointer(rebasing: y[row]))
+            }
+        }
+    }
+
     // MARK: Backward
 
     /// Adds `dweight += Σ_b dy[b]` into `gradients` and, when asked, hands `dy` back as `dx`.

@@ -94,6 +94,26 @@ public struct RMSNorm<Scalar: TensorScalar>: Layer {
         }
     }
 
+    /// Over a sequence, each position is normalized over its own features.
+    public var runsByPosition: Bool { inputShape.count == 2 }
+
+    /// Normalizes position `position`'s row alone, keeping its `r`.
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        // x, y: (1, time, features), their row t  weight: (features)  r: (time), its entry t
+        let f = features, row = t * f..<(t + 1) * f, epsilon = epsilon
+        x.withUnsafeBufferPointer { x in
+            cache.inverseRMS.withUnsafeMutableBufferPointer { r in
+                cache.output.withUnsafeMutableBufferPointer { y in
+                    Kernels.rmsNormForward(
+                        UnsafeBufferPointer(rebasing: x[row]), weight: UnsafeBufferPointer(rebasing: parameters[0..<f]), epsilon: epsilon,
+                        inverseRMS: UnsafeMutableBufferPointer(rebasing: r[t..<t + 1]), into: UnsafeMutableBufferPointer(rebasing: y[row]))
+                }
+            }
+        }
+    }
+
     // MARK: Backward
 
     /// Adds `dweight += Σ dy ⊙ x̂` over every row, and `dx` (through each row's mean square) when

@@ -8,6 +8,8 @@
 public struct Residual<Scalar: TensorScalar>: Layer {
     /// `f`, the chain whose output is added to the input.
     public private(set) var body: Sequential<Scalar>
+    /// The extent of the input's last dimension: a position's features, over a sequence.
+    let positionWidth: Int
 
     /// What forward computes and backward's own buffer; sized when a batch shape is first seen.
     public struct Cache: Sendable {
@@ -32,6 +34,7 @@ public struct Residual<Scalar: TensorScalar>: Layer {
                     + "the two must match to be added")
         }
         self.body = chain
+        positionWidth = chain.inputShape[chain.inputShape.count - 1]
     }
 
     public var description: String { "Residual[" + body.layers.map(\.description).joined(separator: ", ") + "]" }
@@ -76,6 +79,28 @@ public struct Residual<Scalar: TensorScalar>: Layer {
         body.forward(x, parameters: parameters, state: state, mode: mode)
         cache.output.resize(to: x.shape)
         Self.add(x, body.output, into: &cache.output)
+    }
+
+    /// When every layer of the body runs by position.
+    public var runsByPosition: Bool { body.runsByPosition }
+
+    /// The body at position `position`, then that row of its output added to the input's.
+    ///
+    ///     // x, f(x), y: (1, shape…), their position t  y_t = x_t + f(x)_t
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        body.forward(position: t, x, parameters: parameters, state: state)
+        let row = t * positionWidth..<(t + 1) * positionWidth
+        x.withUnsafeBufferPointer { x in
+            body.output.withUnsafeBufferPointer { fx in
+                cache.output.withUnsafeMutableBufferPointer { y in
+                    Kernels.add(
+                        UnsafeBufferPointer(rebasing: x[row]), UnsafeBufferPointer(rebasing: fx[row]),
+                        into: UnsafeMutableBufferPointer(rebasing: y[row]))
+                }
+            }
+        }
     }
 
     // MARK: Backward

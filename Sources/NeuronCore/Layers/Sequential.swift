@@ -105,6 +105,21 @@ public struct Sequential<Scalar: TensorScalar>: Layer {
         }
     }
 
+    /// When every layer runs by position.
+    public var runsByPosition: Bool { layers.allSatisfy(\.runsByPosition) }
+
+    /// Each layer at position `position`, on that position of the one before it's output.
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        for j in layers.indices {
+            let input = j == 0 ? x : layers[j - 1].output
+            layers[j].forward(
+                position: t, input, parameters: UnsafeBufferPointer(rebasing: parameters[parameterRanges[j]]),
+                state: UnsafeMutableBufferPointer(rebasing: state[stateRanges[j]]))
+        }
+    }
+
     // MARK: Backward
 
     /// Each layer from the last, handed the input gradient of the one after it; the first

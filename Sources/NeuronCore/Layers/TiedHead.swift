@@ -91,6 +91,25 @@ public struct TiedHead<Scalar: TensorScalar>: ParameterSharing {
         }
     }
 
+    /// Each position is scored from its own features.
+    public var runsByPosition: Bool { true }
+
+    /// Scores position `position` alone: `y_t = E·x_t`.
+    public mutating func forward(
+        position t: Int, _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>
+    ) {
+        // x_t: (features)  E: (vocabulary, features)  y_t: (vocabulary)
+        let (features, vocabulary) = (features, vocabulary)
+        x.withUnsafeBufferPointer { x in
+            cache.output.withUnsafeMutableBufferPointer { y in
+                // y_t = E·x_t
+                Scalar.blasGemv(
+                    transpose: false, m: vocabulary, n: features, alpha: 1, a: parameters.baseAddress!, lda: features,
+                    x: x.baseAddress! + t * features, beta: 0, y: y.baseAddress! + t * vocabulary)
+            }
+        }
+    }
+
     // MARK: Backward
 
     /// Adds `dE += dyᵀ·x` into the embedding's gradient and, when asked, computes `dx = dy·E`.

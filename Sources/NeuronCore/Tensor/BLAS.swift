@@ -62,6 +62,21 @@ extension Float {
             beta, c, blasInt(ldc))
     }
 
+    public static func blasGemv(
+        transpose trans: Bool, m: Int, n: Int,
+        alpha: Float, a: UnsafePointer<Float>, lda: Int,
+        x: UnsafePointer<Float>,
+        beta: Float, y: UnsafeMutablePointer<Float>
+    ) {
+        cblas_sgemv(
+            CblasRowMajor,          // order
+            transpose(trans),       // trans
+            blasInt(m), blasInt(n),
+            alpha, a, blasInt(lda),
+            x, 1,                   // incX
+            beta, y, 1)             // incY
+    }
+
     public static func blasScal(n: Int, alpha: Float, x: UnsafeMutablePointer<Float>) {
         cblas_sscal(blasInt(n), alpha, x, 1 /* incX */)
     }
@@ -92,6 +107,21 @@ extension Double {
             alpha, a, blasInt(lda),
             b, blasInt(ldb),
             beta, c, blasInt(ldc))
+    }
+
+    public static func blasGemv(
+        transpose trans: Bool, m: Int, n: Int,
+        alpha: Double, a: UnsafePointer<Double>, lda: Int,
+        x: UnsafePointer<Double>,
+        beta: Double, y: UnsafeMutablePointer<Double>
+    ) {
+        cblas_dgemv(
+            CblasRowMajor,          // order
+            transpose(trans),       // trans
+            blasInt(m), blasInt(n),
+            alpha, a, blasInt(lda),
+            x, 1,                   // incX
+            beta, y, 1)             // incY
     }
 
     public static func blasScal(n: Int, alpha: Double, x: UnsafeMutablePointer<Double>) {

@@ -24,6 +24,15 @@ where RawSignificand: FixedWidthInteger {
         b: UnsafePointer<Self>, ldb: Int,
         beta: Self, c: UnsafeMutablePointer<Self>, ldc: Int)
 
+    /// Row-major `y = alpha * op(a) * x + beta * y` (BLAS gemv), `a` an `(m, n)` matrix whose rows
+    /// lie `lda` apart, `x` and `y` contiguous: one position's product at a time (decoding a token),
+    /// where a gemm of one row would pack the whole matrix first.
+    static func blasGemv(
+        transpose: Bool, m: Int, n: Int,
+        alpha: Self, a: UnsafePointer<Self>, lda: Int,
+        x: UnsafePointer<Self>,
+        beta: Self, y: UnsafeMutablePointer<Self>)
+
     /// `x *= alpha` over `n` contiguous elements (BLAS scal).
     static func blasScal(n: Int, alpha: Self, x: UnsafeMutablePointer<Self>)
 
