@@ -134,7 +134,11 @@ public struct ProgressRenderer: Sendable {
         if let output = summary.trainedOutput, let w = summary.trainedWeight, let b = summary.trainedBias {
             lines.append("  trained output       \(output)  (w \(w), b \(b))")
         }
-        if let sampled = state.sampledLines, !sampled.isEmpty {
+        if let sampled = state.sampledLines, sampled.count == 1, sampled[0].text.contains("\n") {
+            // A document model's passage, drawn from a newline: its lines as they came.
+            lines.append("  sample               a passage drawn from a newline")
+            lines += sampled[0].text.split(separator: "\n", omittingEmptySubsequences: false).map { "    \($0)" }
+        } else if let sampled = state.sampledLines, !sampled.isEmpty {
             let new = sampled.filter { !$0.inTraining }.count
             lines.append("  samples              \(new) of \(sampled.count) new (* a training line)")
             lines += sampled.map { "    \($0.inTraining ? "*" : " ") \($0.text)" }

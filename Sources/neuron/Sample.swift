@@ -6,10 +6,11 @@ import NeuronTraining
 /// `neuron sample RUN`: lines drawn from a trained text model, marked when they are training lines.
 struct Sample: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Draw lines from a trained text model (a run of text data), each continuing --prefix.",
+        abstract: "Draw lines from a trained text model (a run of text data), each continuing --prefix, or continue a --prompt.",
         discussion: """
             Lines the model drew that are among its training lines are marked with '*' after two spaces. \
-            The same run, options and seed give the same lines.
+            With --prompt (a document model's default, from a newline), one text continues the prompt by --length characters \
+            and is printed with it; standard error says how fast they came. The same run, options and seed give the same text.
             """)
 
     @Argument(help: "The run directory or its checkpoint file.")
@@ -33,11 +34,30 @@ struct Sample: ParsableCommand {
     @Flag(help: "Print each token's probability after the prefix (CSV: token,probability) instead of drawing lines.")
     var probabilities = false
 
+    @Option(help: "Continue this text instead of drawing lines (a document model's default: a newline).")
+    var prompt: String?
+
+    @Option(help: "Characters to draw after --prompt (1 to 1000000; default 500).")
+    var length: Int?
+
+    @Flag(help: "With --prompt: compute every character by a whole pass over its window, without the key/value cache (for comparison).")
+    var noCache = false
+
     /// Lines drawn per batch of forward passes: bounds the memory a large --count takes.
     static let chunk = 256
 
     func validate() throws {
         guard (1...100_000).contains(count) else { throw ValidationError("--count \(count): expected a whole number from 1 to 100000") }
+        if let length, !(1...1_000_000).contains(length) {
+            throw ValidationError("--length \(length): expected a whole number from 1 to 1000000")
+        }
+        if prompt != nil {
+            for (given, option) in [(!prefix.isEmpty, "--prefix"), (probabilities, "--probabilities"), (count != 10, "--count")] where given {
+                throw ValidationError("--prompt continues one text; \(option) applies to drawing lines")
+            }
+        } else if length != nil || noCache, !prefix.isEmpty || probabilities {
+            throw ValidationError("\(length != nil ? "--length" : "--no-cache") applies to continuing a --prompt")
+        }
     }
 
     func run() throws {
@@ -49,6 +69,28 @@ struct Sample: ParsableCommand {
         }
         BLAS.threadCount = saved.state.config.training.blasThreads
         let rule = try SamplingRule(temperature: temperature, topK: topK)
+        let isDocument = saved.state.config.data.unit == .document
+        if !isDocument, prompt == nil, length != nil || noCache {
+            throw ValidationError(
+                "\(length != nil ? "--length" : "--no-cache") applies to continuing a --prompt (a line model draws lines otherwise)")
+        }
+        if prompt != nil || isDocument, !probabilities, prefix.isEmpty {
+            let text = prompt ?? "\n"
+            guard let tokens = vocabulary.encode(text) else {
+                let (place, unknown) = text.unicodeScalars.enumerated().first { vocabulary.index(of: $0.element) == nil }!
+                throw ValidationError(
+                    "--prompt '\(text)': the character '\(unknown.escaped(asASCII: false))' (\(unknown.codePoint)), character \(place) of the prompt (counted from 0), is not in the model's vocabulary: \(vocabulary)"
+                )
+            }
+            // A line model reads the boundary first; a document model never saw it.
+            let context = isDocument ? tokens : [Vocabulary.boundary] + tokens
+            guard !context.isEmpty else { throw ValidationError("--prompt '': a document model needs at least one character to continue") }
+            switch saved.state.precision {
+            case .float: try continueText(Float.self, saved, vocabulary: vocabulary, rule: rule, prompt: text, context: context)
+            case .double: try continueText(Double.self, saved, vocabulary: vocabulary, rule: rule, prompt: text, context: context)
+            }
+            return
+        }
         guard let tokens = vocabulary.encode(prefix) else {
             let unknown = prefix.unicodeScalars.first { vocabulary.index(of: $0) == nil }!
             throw ValidationError(
@@ -59,6 +101,23 @@ struct Sample: ParsableCommand {
         case .float: try draw(Float.self, saved, vocabulary: vocabulary, rule: rule, prefix: tokens)
         case .double: try draw(Double.self, saved, vocabulary: vocabulary, rule: rule, prefix: tokens)
         }
+    }
+
+    /// Prints `prompt` and `--length` characters drawn to continue it, and the speed on standard error.
+    private func continueText<Scalar: TensorScalar>(
+        _: Scalar.Type, _ saved: LoadedCheckpoint, vocabulary: Vocabulary, rule: SamplingRule, prompt: String, context: [Int]
+    ) throws {
+        var network = try Prediction<Scalar>.network(saved)
+        let seed = self.seed ?? saved.state.progress.seed ?? 0, length = self.length ?? 500
+        let clock = ContinuousClock(), start = clock.now
+        let drawn = try network.continueText(context, length: length, rule: rule, seed: seed, cache: !noCache)
+        let seconds = (clock.now - start) / .seconds(1)
+        // A line model's boundary token ends nothing here: it is shown as a newline.
+        let text = String(String.UnicodeScalarView(drawn.map { $0 == Vocabulary.boundary ? "\n" : vocabulary.characters[$0 - 1] }))
+        print(prompt + text)
+        let how = noCache ? "a whole pass over the window per character" : "the key/value cache"
+        let speed = String(format: "%.3f s: %.0f characters/s", seconds, Double(length) / max(seconds, 1e-9))
+        FileHandle.standardError.write(Data("\(length) characters drawn with seed \(seed) in \(speed) (\(how))\n".utf8))
     }
 
     private func draw<Scalar: TensorScalar>(

@@ -276,7 +276,12 @@ public enum RunBuilder {
             }
             engine.maximumGradientNorm = config.training.clipGradientNorm
             engine.vocabulary = data.vocabulary
-            if let text = data.text {
+            if let document = data.document {
+                var sampler = LineSampler(
+                    vocabulary: document.text.vocabulary, trainingLines: [], count: min(1, config.output.samples ?? 5), seed: config.training.seed)
+                sampler.passageLength = 300
+                engine.lineSampler = sampler
+            } else if let text = data.text {
                 engine.lineSampler = LineSampler(
                     vocabulary: text.corpus.vocabulary, trainingLines: Set(text.training.map { text.corpus.lines[$0] }),
                     count: config.output.samples ?? 5, seed: config.training.seed)

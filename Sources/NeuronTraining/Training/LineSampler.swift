@@ -23,6 +23,9 @@ public struct LineSampler: Sendable {
     public var count: Int
     /// The run's seed: epoch `e`'s lines are drawn from `seed + 3 + e`.
     public var seed: UInt64
+    /// Over a document: instead of lines, one passage of this many characters continuing a
+    /// newline (the first character when the text has none); nil for line data.
+    public var passageLength: Int?
 
     public init(vocabulary: Vocabulary, trainingLines: Set<String>, count: Int, seed: UInt64) {
         (self.vocabulary, self.trainingLines, self.count, self.seed) = (vocabulary, trainingLines, count, seed)
@@ -32,6 +35,15 @@ public struct LineSampler: Sendable {
     public func draw<Scalar: TensorScalar>(from network: Network<Scalar>, epoch: Int) -> [SampledLine] {
         guard count > 0 else { return [] }
         var network = network
+        if let passageLength {
+            let start = vocabulary.index(of: "\n") ?? 1
+            // A document model's shapes are a sequence model's; a model whose scores are not finite draws nothing.
+            guard
+                let drawn = try? network.continueText(
+                    [start], length: passageLength, rule: try! SamplingRule(), seed: seed &+ 3 &+ UInt64(epoch))
+            else { return [] }
+            return [SampledLine(text: vocabulary.decode(drawn), inTraining: false)]
+        }
         // A text model's shapes are a sequence model's, and the rule's defaults are valid; a model
         // whose scores are not finite draws no line (its loss says why).
         guard let lines = try? network.sampleLines(count: count, rule: try! SamplingRule(), seed: seed &+ 3 &+ UInt64(epoch)) else { return [] }
