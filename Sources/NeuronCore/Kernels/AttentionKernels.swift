@@ -145,6 +145,7 @@ extension Kernels {
                             batch: batch, time: time, features: features, heads: heads)
                     }
                 case .tiled(let tile):
+                    precondition(tile >= 1, "attention: a tile of \(tile) rows")
                     logSumExp.resizeQueries(batch: batch, heads: heads, time: time)
                     tiles.resizeVector(count: AttentionTiles(tile: tile, time: time).count)
                     logSumExp.withUnsafeMutableBufferPointer { plse in
@@ -369,6 +370,7 @@ extension Kernels {
                             }
                         }
                     case .tiled(let tile):
+                        precondition(tile >= 1, "attention: a tile of \(tile) rows")
                         tiles.resizeVector(count: AttentionTiles(tile: tile, time: time).count)
                         attended.withUnsafeBufferPointer { pa in
                             logSumExp.withUnsafeBufferPointer { plse in
