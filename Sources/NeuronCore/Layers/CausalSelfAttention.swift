@@ -4,7 +4,10 @@
 // that mixes positions; the causal mask keeps each position from seeing later ones. Its parameters
 // are nanoGPT's `CausalSelfAttention` module's: `c_attn` (the query, key and value projections
 // fused in one nn.Linear) and `c_proj`, in nn.Linear's `(out, in)` layout, so that a checkpoint maps
-// to torch with no permutation. Each pass is one call to its kernel (`Kernels/AttentionKernels.swift`).
+// to torch with no permutation. Each pass is one call to its kernel (`Kernels/AttentionKernels.swift`),
+// on one of two paths: the full `(time, time)` weights, or tiles up to the diagonal with an online
+// softmax (FlashAttention's), which keeps only each query's log-sum-exp; the layer takes the one
+// measured faster at its block (`AttentionPath.measured(time:)`) unless told.
 
 /// Causal multi-head self-attention over a sequence, e.g. `CausalSelfAttention(64, 4 heads, time 16)`:
 ///
@@ -18,7 +21,7 @@
 /// features)` (rows: the query's features, then the key's, then the value's; head `h` their rows
 /// `h·size ..< (h + 1)·size`), `c_attn.bias (3·features)`, `c_proj.weight (features, features)`,
 /// `c_proj.bias (features)`. The attention weights of the last forward pass stay readable,
-/// ``attentionWeights``.
+/// ``attentionWeights`` (kept by the full path, recomputed on the tiled path when read).
 public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
     /// Positions per sample.
     public let time: Int
@@ -26,6 +29,9 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
     public let features: Int
     /// Attention heads; each attends over `features / heads` of the features.
     public let heads: Int
+
+    /// How the heads are computed: ``AttentionPath/measured(time:)`` unless told.
+    public let path: AttentionPath
 
     /// Features per head: `features / heads`.
     public var headSize: Int { features / heads }
@@ -37,15 +43,22 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
         public var output = Tensor<Scalar>(zeros: [0, 0, 0])
         /// Every position's `[q | k | v] = x·W_attnᵀ + b_attn`, `(batch·time, 3·features)`: the operands of every head's products.
         public var qkv = Tensor<Scalar>(zeros: [0, 0])
-        /// The attention weights, `(batch, heads, time, time)`: row `t` of a head is the softmax
-        /// over keys `0...t`, zero after; backward's softmax derivative comes from them alone.
+        /// The full path's attention weights, `(batch, heads, time, time)`: row `t` of a head is
+        /// the softmax over keys `0...t`, zero after; backward's softmax derivative comes from them alone.
         public var attention = Tensor<Scalar>(zeros: [0, 0, 0, 0])
+        /// The tiled path's `log Σ_{j≤t} e^(s_tj)` of every query, `(batch, heads, time)`: with `q`
+        /// and `k`, any weight `e^(s_tj - lse_t)` again.
+        public var logSumExp = Tensor<Scalar>(zeros: [0, 0, 0])
         /// The heads' weighted sums side by side, `(batch·time, features)`: `c_proj`'s input, `dW_proj`'s operand.
         public var attended = Tensor<Scalar>(zeros: [0, 0])
         /// `da = dy·W_proj`, the gradient of ``attended``, `(batch·time, features)`.
         public var attendedGradient = Tensor<Scalar>(zeros: [0, 0])
-        /// One head's gradient of its weights, then of its scores, `(time, time)`: the heads run one after another.
+        /// The full path's gradient of one head's weights, then of its scores, `(time, time)`: the
+        /// heads run one after another.
         public var scoreGradient = Tensor<Scalar>(zeros: [0, 0])
+        /// The tiled path's workspace: one pair of tiles' scores and their gradient, the query
+        /// tile's running maxima and sums, one head's softmax row sums (`AttentionTiles`).
+        public var tiles = Tensor<Scalar>(zeros: [0])
         /// `[dq | dk | dv]`, `(batch·time, 3·features)`.
         public var qkvGradient = Tensor<Scalar>(zeros: [0, 0])
         /// `dx`, like `x`, only when asked for.
@@ -60,10 +73,12 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
     ///   - time: positions per sample.
     ///   - features: features per position, in and out; a multiple of `heads`.
     ///   - heads: attention heads, each over `features / heads` features.
+    ///   - path: how the heads are computed; nil: ``AttentionPath/measured(time:)``, the faster at `time`.
     /// - Throws: ``NetworkError/invalidLayer(_:reason:)`` unless every size is at least 1,
-    ///   `features` is a multiple of `heads`, and its `4·features² + 4·features` parameters and a
-    ///   batch's attention weights per sample, `heads·time²`, can be held.
-    public init(time: Int, features: Int, heads: Int) throws(NetworkError) {
+    ///   `features` is a multiple of `heads`, a tile is at least 1, and its `4·features² +
+    ///   4·features` parameters and a batch's attention weights per sample, `heads·time²`, can be
+    ///   held (the tiled path keeps none, but ``attentionWeights`` computes them when read).
+    public init(time: Int, features: Int, heads: Int, path: AttentionPath? = nil) throws(NetworkError) {
         let name = "CausalSelfAttention(\(features), \(heads) heads, time \(time))"
         guard time >= 1, features >= 1, heads >= 1 else {
             throw .invalidLayer(name, reason: "time, features and heads must be at least 1, got \(time), \(features) and \(heads)")
@@ -77,9 +92,11 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
         else {
             throw .invalidLayer(name, reason: "its parameters or a sample's attention weights are more than can be held")
         }
+        if case .tiled(let tile) = path, tile < 1 { throw .invalidLayer(name, reason: "a tile must be at least 1 row, got \(tile)") }
         self.time = time
         self.features = features
         self.heads = heads
+        self.path = path ?? .measured(time: time)
     }
 
     /// `CausalSelfAttention(64, 4 heads, time 16)`.
@@ -99,20 +116,35 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
     public func isDecayed(_ tensor: String) -> Bool { tensor == "c_attn.weight" || tensor == "c_proj.weight" }
 
     public func converted<Other: TensorScalar>(to: Other.Type) -> any Layer<Other> {
-        try! CausalSelfAttention<Other>(time: time, features: features, heads: heads)  // sizes were checked when self was built
+        try! CausalSelfAttention<Other>(time: time, features: features, heads: heads, path: path)  // sizes were checked when self was built
     }
 
     public var output: Tensor<Scalar> { cache.output }
     public var inputGradient: Tensor<Scalar> { cache.inputGradient }
-    /// The attention weights, `heads × time²`, grow with the square of the block: the score
-    /// gradient (`time²`, one head at a time, counted per sample for simplicity), `[q | k | v]` and
-    /// its gradient (`3·time·features` each), the heads' sums and their gradient (`time·features` each).
-    public var cacheCount: Int { time.times(time).times(heads + 1).adding(time.times(features).times(8)) }
+    /// Both paths keep `[q | k | v]` and its gradient (`3·time·features` each), the heads' sums and
+    /// their gradient (`time·features` each). The full path's weights, `heads × time²`, grow with the
+    /// square of the block, and its score gradient (`time²`, one head at a time, counted per sample
+    /// for simplicity); the tiled path keeps `heads·time` log-sum-exps and its tiles (counted per
+    /// sample likewise): linear in the block.
+    public var cacheCount: Int {
+        let both = time.times(features).times(8)
+        switch path {
+        case .full: return time.times(time).times(heads + 1).adding(both)
+        case .tiled(let tile): return heads.times(time).adding(AttentionTiles(tile: tile, time: time).count).adding(both)
+        }
+    }
 
     /// The last forward pass's attention weights, `(batch, heads, time, time)`: entry `[b, h, t, j]`
     /// is how much position `t` of sample `b` takes of position `j`'s value in head `h`; each row
-    /// sums to 1 and is zero for `j > t`.
-    public var attentionWeights: Tensor<Scalar> { cache.attention }
+    /// sums to 1 and is zero for `j > t`. The full path kept them; the tiled path recomputes them
+    /// from `[q | k | v]` and the log-sum-exps on each read (allocating them: for reading, such as
+    /// attention maps, not in a training step).
+    public var attentionWeights: Tensor<Scalar> {
+        switch path {
+        case .full: cache.attention
+        case .tiled: Kernels.attentionWeights(qkv: cache.qkv, logSumExp: cache.logSumExp, time: time, features: features, heads: heads)
+        }
+    }
 
     /// nanoGPT's: every weight from N(0, 0.02²), every bias zero. (nanoGPT also narrows `c_proj.weight`
     /// to N(0, (0.02/√(2·layers))²) for a stack of `layers` blocks, a depth this layer does not know.)
@@ -129,16 +161,18 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
 
     // MARK: Forward
 
-    /// Runs the layer on a batch, keeping the projections, the attention weights and the heads'
-    /// sums that backward needs.
+    /// Runs the layer on a batch, keeping the projections, the attention weights (full path) or
+    /// the log-sum-exps (tiled path) and the heads' sums that backward needs.
     public mutating func forward(
         _ x: Tensor<Scalar>, parameters: UnsafeBufferPointer<Scalar>, state: UnsafeMutableBufferPointer<Scalar>,
         mode: LayerMode
     ) {
-        // x, y, attended: (batch, time, features)  qkv: (batch, time, 3·features)  attention: (batch, heads, time, time)
+        // x, y, attended: (batch, time, features)  qkv: (batch, time, 3·features)
+        // full: attention (batch, heads, time, time)  tiled: logSumExp (batch, heads, time)
         Kernels.attentionForward(
-            x, parameters: parameters, time: time, features: features, heads: heads,
-            qkv: &cache.qkv, attention: &cache.attention, attended: &cache.attended, into: &cache.output)
+            x, parameters: parameters, time: time, features: features, heads: heads, path: path,
+            qkv: &cache.qkv, attention: &cache.attention, logSumExp: &cache.logSumExp, tiles: &cache.tiles,
+            attended: &cache.attended, into: &cache.output)
     }
 
     /// A position attends to the keys and values of the positions up to it, which the caches keep.
@@ -160,18 +194,20 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
     // MARK: Backward
 
     /// Adds every parameter's gradient into `gradients`, and `dx` when asked: every product a
-    /// gemm, the softmax's derivative row by row from the saved weights.
+    /// gemm, the softmax's derivative row by row from the saved weights (full path) or from each
+    /// tile's weights recomputed (tiled path).
     public mutating func backward(
         input x: Tensor<Scalar>, outputGradient dy: Tensor<Scalar>,
         parameters: UnsafeBufferPointer<Scalar>, gradients: UnsafeMutableBufferPointer<Scalar>,
         computeInputGradient: Bool
     ) {
-        // x, dx, dy, attendedGradient: (batch, time, features)  qkvGradient: (batch, time, 3·features)  scoreGradient: (time, time)
+        // x, dx, dy, attendedGradient: (batch, time, features)  qkvGradient: (batch, time, 3·features)
+        // full: scoreGradient (time, time)  tiled: tiles
         Kernels.attentionBackward(
-            input: x, outputGradient: dy, qkv: cache.qkv, attention: cache.attention, attended: cache.attended,
-            parameters: parameters, gradients: gradients, time: time, features: features, heads: heads,
-            attendedGradient: &cache.attendedGradient, scoreGradient: &cache.scoreGradient, qkvGradient: &cache.qkvGradient,
-            computeInputGradient: computeInputGradient, inputGradient: &cache.inputGradient)
+            input: x, outputGradient: dy, qkv: cache.qkv, attention: cache.attention, logSumExp: cache.logSumExp,
+            attended: cache.attended, parameters: parameters, gradients: gradients, time: time, features: features, heads: heads,
+            path: path, attendedGradient: &cache.attendedGradient, scoreGradient: &cache.scoreGradient, tiles: &cache.tiles,
+            qkvGradient: &cache.qkvGradient, computeInputGradient: computeInputGradient, inputGradient: &cache.inputGradient)
     }
 }
 
