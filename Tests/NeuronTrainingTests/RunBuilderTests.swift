@@ -435,19 +435,18 @@ struct RunBuilderTests {
         #expect(MemoryBudget.text(999) == "999 bytes" && MemoryBudget.text(40_000_000_000_000) == "40.0 TB")
     }
 
-    @Test("A transformer's attention weights (batch × heads × time²) are in the estimate: a block of 100,000 is refused at data.blockSize")
+    @Test("A transformer's attention buffers are in the estimate: quadratic in the block on the full path, linear on the tiled one")
     func attentionInBudget() throws {
-        let long = try config(
-            """
-            model: {transformer: {blocks: 1, heads: 2, features: 8, positions: 100000}}
-            data: {kind: text, path: words-small.txt, blockSize: 100000}
-            training: {epochs: 1}
-            """)
-        let message = failure { try RunBuilder.build(long) }
-        #expect(message.hasPrefix("test.yaml:2:54: data.blockSize: the run needs about "), "\(message)")
-        // The batch × (2 heads + the score gradient) × 10¹⁰ positions² × 4 bytes: terabytes.
-        #expect(message.contains("caches such as attention weights") && message.contains(" TB"), "\(message)")
-        #expect(message.contains("use a smaller data.blockSize"), "\(message)")
+        // The full path keeps batch × heads × time² weights; from block 128 attention runs tiled,
+        // keeping log-sum-exps and tiles instead. Both keep [q | k | v], the heads' sums and their gradients.
+        let full = try CausalSelfAttention<Float>(time: 1000, features: 8, heads: 2, path: .full)
+        let tiled = try CausalSelfAttention<Float>(time: 1000, features: 8, heads: 2)
+        #expect(full.cacheCount == 1000 * 1000 * 3 + 8 * 1000 * 8)
+        #expect(tiled.path != .full && tiled.cacheCount > 8 * 1000 * 8 + 2 * 1000 && tiled.cacheCount < 2 * 8 * 1000 * 8)
+        // The run's estimate counts the layer's caches for every row of the batch.
+        var budget = MemoryBudget()
+        budget.addNetwork([full], features: 1000 * 8, batchSize: 32, optimizer: OptimizerConfig(), scalarBytes: 4)
+        #expect(budget.caches >= 32 * full.cacheCount * 4, "\(budget.caches)")
         // Worked by hand at time 3, 8 features, 2 heads: 3·3·(2 + 1) + 8·3·8 = 27 + 192 per sample.
         let attention = try CausalSelfAttention<Float>(time: 3, features: 8, heads: 2)
         #expect(attention.cacheCount == 219)

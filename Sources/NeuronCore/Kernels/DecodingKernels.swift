@@ -37,19 +37,23 @@ extension Kernels {
     ///     [q_t | k_t | v_t] = W_attn·x_t + b_attn    per head: att_t = softmax(k_{0...t}·q_t/√size)    a_t,h = att_tᵀ·v_{0...t}
     ///     y_t = W_proj·a_t + b_proj
     ///
-    /// Row `t` of each head's attention weights is written as the whole pass writes it (zero after
-    /// `t`), so ``CausalSelfAttention/attentionWeights`` stays the map of every position decoded.
+    /// When `attention` holds the full path's weights, row `t` of each head's is written as the
+    /// whole pass writes it (zero after `t`), so ``CausalSelfAttention/attentionWeights`` stays the
+    /// map of every position decoded; otherwise (the tiled path keeps no weights) each head's row
+    /// is computed in `scratch`, which is made to hold at least `time` entries.
     ///
     ///     // x, attended, y: (time, features), row t  qkv: (time, 3·features), rows 0..<t read, row t written
-    ///     // attention: (heads, time, time), row t of each head written
+    ///     // attention: (heads, time, time), row t of each head written, or scratch: (≥ time)
     ///     // parameters: W_attn (3·features, features), b_attn (3·features), W_proj (features, features), b_proj (features)
     @_specialize(where T == Float)
     @_specialize(where T == Double)
     public static func attentionForward<T: TensorScalar>(
         position t: Int, _ x: Tensor<T>, parameters: UnsafeBufferPointer<T>, time: Int, features: Int, heads: Int,
-        qkv: inout Tensor<T>, attention: inout Tensor<T>, attended: inout Tensor<T>, into y: inout Tensor<T>
+        qkv: inout Tensor<T>, attention: inout Tensor<T>, scratch: inout Tensor<T>, attended: inout Tensor<T>, into y: inout Tensor<T>
     ) {
         let width = 3 * features, size = features / heads
+        let keepsWeights = attention.count == heads * time * time
+        if !keepsWeights, scratch.count < time { scratch.resizeVector(count: time) }
         let at = AttentionParameters(features: features), scale = 1 / T(size).squareRoot()
         let w = parameters.baseAddress!
         x.withUnsafeBufferPointer { px in
@@ -62,24 +66,28 @@ extension Kernels {
                     x: px.baseAddress! + t * features, beta: 1, y: row)
             }
         }
-        qkv.withUnsafeBufferPointer { pqkv in
-            attention.withUnsafeMutableBufferPointer { patt in
-                attended.withUnsafeMutableBufferPointer { pa in
-                    for h in 0..<heads {
-                        // q_t: (size)  k, v: (t + 1, size) views, rows 3·features apart  scores: (t + 1), head h's row t
-                        let k = pqkv.baseAddress! + features + h * size, v = k + features, q = pqkv.baseAddress! + t * width + h * size
-                        let scores = patt.baseAddress! + (h * time + t) * time
-                        // s = k_{0...t}·q_t/√size
-                        T.blasGemv(transpose: false, m: t + 1, n: size, alpha: scale, a: k, lda: width, x: q, beta: 0, y: scores)
-                        causalSoftmax(row: UnsafeMutableBufferPointer(start: scores, count: time), position: t)
-                        // a_t,h = att_tᵀ·v_{0...t}
-                        T.blasGemv(
-                            transpose: true, m: t + 1, n: size, alpha: 1, a: v, lda: width, x: scores,
-                            beta: 0, y: pa.baseAddress! + t * features + h * size)
+        // Each head's scores at position t: row t of its weights, or the scratch row.
+        func attend(scoresIn buffer: inout Tensor<T>) {
+            qkv.withUnsafeBufferPointer { pqkv in
+                buffer.withUnsafeMutableBufferPointer { patt in
+                    attended.withUnsafeMutableBufferPointer { pa in
+                        for h in 0..<heads {
+                            // q_t: (size)  k, v: (t + 1, size) views, rows 3·features apart  scores: (t + 1), head h's row t
+                            let k = pqkv.baseAddress! + features + h * size, v = k + features, q = pqkv.baseAddress! + t * width + h * size
+                            let scores = patt.baseAddress! + (keepsWeights ? (h * time + t) * time : 0)
+                            // s = k_{0...t}·q_t/√size
+                            T.blasGemv(transpose: false, m: t + 1, n: size, alpha: scale, a: k, lda: width, x: q, beta: 0, y: scores)
+                            causalSoftmax(row: UnsafeMutableBufferPointer(start: scores, count: time), position: t)
+                            // a_t,h = att_tᵀ·v_{0...t}
+                            T.blasGemv(
+                                transpose: true, m: t + 1, n: size, alpha: 1, a: v, lda: width, x: scores,
+                                beta: 0, y: pa.baseAddress! + t * features + h * size)
+                        }
                     }
                 }
             }
         }
+        if keepsWeights { attend(scoresIn: &attention) } else { attend(scoresIn: &scratch) }
         attended.withUnsafeBufferPointer { pa in
             y.withUnsafeMutableBufferPointer { py in
                 // y_t = W_proj·a_t + b_proj

@@ -188,7 +188,7 @@ public struct CausalSelfAttention<Scalar: TensorScalar>: Layer {
         // x, y, attended: (1, time, features), their row t  qkv: (time, 3·features), rows 0...t  attention: (1, heads, time, time), row t
         Kernels.attentionForward(
             position: t, x, parameters: parameters, time: time, features: features, heads: heads,
-            qkv: &cache.qkv, attention: &cache.attention, attended: &cache.attended, into: &cache.output)
+            qkv: &cache.qkv, attention: &cache.attention, scratch: &cache.tiles, attended: &cache.attended, into: &cache.output)
     }
 
     // MARK: Backward
