@@ -397,13 +397,23 @@ extension Network {
         return t.reduce(0) { $1 >= 0 ? $0 + 1 : $0 }
     }
 
-    /// Evaluates on every sample of `dataset`, in order, `batchSize` at a time (forward only).
+    /// The rows ``evaluate(_:batchSize:)`` forwards at a time unless told: 256, or for a sequence
+    /// model as many as hold 4,096 positions (at least 1, at most 256): a block of 256 positions
+    /// evaluates 16 rows at a time, not 256, whose activations alone would be 16 times a training
+    /// batch's at nanoGPT's size.
+    public var evaluationBatchSize: Int {
+        guard inputShape.count == 1, outputShape.count == 2 else { return 256 }
+        return max(1, min(256, 4096 / max(1, inputShape[0])))
+    }
+
+    /// Evaluates on every sample of `dataset`, in order, `batchSize` at a time (forward only;
+    /// nil: ``evaluationBatchSize``).
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the dataset does not fit the network,
     ///   ``NetworkError/invalidValue(_:)`` for a token or class index out of range,
     ///   ``NetworkError/lossMismatch(_:)`` for a labelled dataset with the sequence loss,
     ///   ``DataError`` for a batch size below 1 or an empty dataset.
-    public mutating func evaluate(_ dataset: Dataset<Scalar>, batchSize: Int = 256) throws -> Evaluation {
-        let batches = try MiniBatches(count: dataset.count, batchSize: batchSize)
+    public mutating func evaluate(_ dataset: Dataset<Scalar>, batchSize: Int? = nil) throws -> Evaluation {
+        let batches = try MiniBatches(count: dataset.count, batchSize: batchSize ?? evaluationBatchSize)
         try checkDataset(dataset)
         var x = Tensor<Scalar>(zeros: [0, 0]), t = Tensor<Scalar>(zeros: [0, 0]), labels: [Int] = []
         var confusion = dataset.labels.map { _ in ConfusionMatrix(classCount: dataset.outputCount) }

@@ -165,8 +165,10 @@ public enum RunBuilder {
         budget.data = MemoryBudget.data(
             count: data.training.count + (data.validation?.count ?? 0) + (data.test?.count ?? 0), features: features,
             targets: data.training.outputCount, scalarBytes: scalarBytes)
-        // Evaluation forwards the validation and test rows 256 at a time.
-        let evaluationBatch = min(256, max(data.validation?.count ?? 0, data.test?.count ?? 0))
+        // Evaluation forwards the validation and test rows 256 at a time, or a sequence model's 4,096
+        // positions at a time (`Network.evaluationBatchSize`).
+        let evaluationRows = vocabulary != nil ? max(1, min(256, 4096 / max(1, features))) : 256
+        let evaluationBatch = min(evaluationRows, max(data.validation?.count ?? 0, data.test?.count ?? 0))
         budget.addNetwork(
             layers, features: features,
             batchSize: max(min(config.training.batchSize, data.training.count), evaluationBatch), optimizer: config.optimizer,
