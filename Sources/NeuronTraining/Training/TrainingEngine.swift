@@ -258,6 +258,11 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public func finalEvaluation() throws -> (name: String, evaluation: Evaluation)? {
         var network = training.network
         if let test { return ("test", try network.evaluate(test)) }
+        // A document run that ends at an evaluation has just measured the exact loss over every
+        // validation character: the same number again would cost a pass over the whole part.
+        if training.document != nil, validationEstimate == nil, let lastValidation, records.last?.step == stepsTaken {
+            return ("validation", lastValidation)
+        }
         if let validation { return ("validation", try network.evaluate(validation)) }
         return nil
     }
