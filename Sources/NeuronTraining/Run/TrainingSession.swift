@@ -130,7 +130,7 @@ public final class TrainingSession {
             summary.lossUnit = RunSummary.perDocumentCharacter
             summary.validationMeasure =
                 training.evaluation == .estimate
-                ? "estimate: the mean over \(training.evaluationBatches ?? 20) batches of \(training.batchSize) windows drawn at random"
+                ? "estimate at each evaluation, the mean over \(training.evaluationBatches ?? 20) batches of \(training.batchSize) windows drawn at random; the final loss is exact"
                 : "exact: every validation character once, in consecutive windows of the block"
         }
         if let row = final.neuron {
