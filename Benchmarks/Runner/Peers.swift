@@ -20,6 +20,7 @@ struct PeerResult: Decodable {
     // F5
     var validationLosses: [Double]?
     var trainingLosses: [Double]?
+    var secondsAfter: [Double]?
 }
 
 /// One peer row of the workload table: a script and its arguments.

@@ -46,8 +46,14 @@ extension Report {
         var checkLosses: [Double]?
         var validationLosses: [Double]?
         var trainingLosses: [Double]?
+        /// The training seconds at each interval's end.
+        var secondsAfter: [Double]?
         /// The peer's seconds over Neuron's, both having reached the target: above 1, Neuron is faster.
         var ratio: Double?
+        /// The same over the intervals both trained (the same steps on the same windows), whether
+        /// or not either reached the target; and how many intervals that is.
+        var sameStepsRatio: Double?
+        var sameStepsIntervals: Int?
     }
 }
 
@@ -273,8 +279,13 @@ extension Benchmarks {
             let peer = try Peers(threads: threads).run(script, ["--init", file, "--windows", windows.path, "--target", "\(target)"])
             var result = Report.ShakespearePeer(
                 version: peer.version, threads: peer.threads, seconds: peer.trainSeconds, reached: peer.reached, epochs: peer.epochs,
-                checkLosses: peer.checkLosses, validationLosses: peer.validationLosses, trainingLosses: peer.trainingLosses)
+                checkLosses: peer.checkLosses, validationLosses: peer.validationLosses, trainingLosses: peer.trainingLosses,
+                secondsAfter: peer.secondsAfter)
             if peer.reached == true, report.neuronReached, let seconds = peer.trainSeconds { result.ratio = seconds / report.neuronSeconds }
+            let both = min(peer.secondsAfter?.count ?? 0, report.neuronSecondsAfter.count)
+            if both > 0, let after = peer.secondsAfter {
+                (result.sameStepsRatio, result.sameStepsIntervals) = (after[both - 1] / report.neuronSecondsAfter[both - 1], both)
+            }
             report.peers[peer.peer] = result
             let gap = zip(peer.checkLosses ?? [], report.neuronCheckLosses).map { abs($0 - $1) / abs($1) }.max() ?? .nan
             print(
@@ -288,6 +299,13 @@ extension Benchmarks {
                     format: "   checked first: its losses before the first %d steps %@, within %.1e of ours (relative)",
                     report.neuronCheckLosses.count,
                     (peer.checkLosses ?? []).map { String(format: "%.6f", $0) }.joined(separator: " "), gap))
+            if let ratio = result.sameStepsRatio, let intervals = result.sameStepsIntervals {
+                print(
+                    String(
+                        format: "   the first %d intervals (the same %d steps on the same windows): %@ %@, Neuron %@; %@/Neuron %.2f×", intervals,
+                        intervals * report.evaluateEvery, peer.peer, format(peer.secondsAfter![intervals - 1]),
+                        format(report.neuronSecondsAfter[intervals - 1]), peer.peer, ratio))
+            }
         } catch {
             print("   \(script) failed: \(error)")
         }

@@ -35,8 +35,9 @@ weights again, each interval's steps are timed (the batches' gathering included)
 validation loss measured after it, untimed: the validation part cut into consecutive windows of the
 block, every character but its first predicted once, the mean over those positions. Prints one
 JSON line: {"peer","version","threads","checkLosses","reached","epochs","trainSeconds",
-"validationLosses","trainingLosses"} (epochs: the intervals trained; trainingLosses: each
-interval's mean batch loss).
+"validationLosses","trainingLosses","secondsAfter"} (epochs: the intervals trained;
+trainingLosses: each interval's mean batch loss; secondsAfter: the training seconds at each
+interval's end).
 """
 import argparse
 import json
@@ -306,13 +307,14 @@ def main():
     # (2) the run, from the initial weights again: each interval's steps timed, then its validation
     model, optimizer = fresh()
     clock = time.perf_counter
-    seconds, reached, losses, training_losses = 0.0, False, [], []
+    seconds, reached, losses, training_losses, seconds_after = 0.0, False, [], [], []
     for e in range(starts.shape[0]):
         total = torch.zeros(())
         start = clock()
         for s in range(e * every, (e + 1) * every):
             total += step(model, optimizer, s)
         seconds += clock() - start
+        seconds_after.append(seconds)
         training_losses.append(total.item() / every)
         losses.append(validation_loss(model))
         pc.finite(losses[-1:], "the validation loss")
@@ -325,7 +327,7 @@ def main():
 
     pc.emit({"peer": "torch", "version": torch.__version__, "threads": args.threads, "checkLosses": check,
              "reached": reached, "epochs": len(losses), "trainSeconds": seconds, "validationLosses": losses,
-             "trainingLosses": training_losses})
+             "trainingLosses": training_losses, "secondsAfter": seconds_after})
 
 
 if __name__ == "__main__":
