@@ -17,7 +17,7 @@ struct Benchmarks: AsyncParsableCommand {
 
     @Argument(
         help:
-            "Workloads to run: W1…W10, F1…F4, ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1…F4)."
+            "Workloads to run: W1…W10, F1…F5 (F5: the shipped Data/shakespeare-char.yaml to validation loss 1.88), ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1…F5)."
     )
     var workloads: [String] = []
 
@@ -56,7 +56,7 @@ struct Benchmarks: AsyncParsableCommand {
         try validateKernelSets()
         let known = Set(
             Workload.all.map(\.id) + [
-                "W7", "W8", "W9", "W10", "F1", "F2", "F3", "F4", "ceiling", "observer", "dashboard", "neuron", "attention", "scaling",
+                "W7", "W8", "W9", "W10", "F1", "F2", "F3", "F4", "F5", "ceiling", "observer", "dashboard", "neuron", "attention", "scaling",
             ])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
@@ -109,6 +109,7 @@ struct Benchmarks: AsyncParsableCommand {
         if selected("F2") { report.fashionCNN = try fashion(.cnn) }
         if selected("F3") { report.words = try words() }
         if selected("F4") { report.transformerWords = try transformerWords() }
+        if selected("F5") { report.shakespeare = try shakespeare() }
         if selected("observer") { report.observer = try await observerCost() }
         if selected("dashboard") { report.dashboard = try await dashboardCost() }
         if selected("neuron") { try neuronStruct() }
@@ -585,6 +586,7 @@ struct Report: Encodable {
     var transformers: [Transformer] = []
     var words: Words?
     var transformerWords: Words?
+    var shakespeare: Shakespeare?
     var dashboard: Benchmarks.DashboardCost?
 }
 

@@ -240,7 +240,7 @@ struct KernelSetSummary: Encodable {
         let withPeers = rows.contains { $0.sides.values.contains { $0.bestPeer != nil } }
         var lines = [
             "━━ Both kernel sets ━━\n",
-            "Medians per step (F1–F4: training time to the target)\(withPeers ? "; best peer / Neuron > 1 means Neuron is faster" : "")",
+            "Medians per step (F1–F5: training time to the target)\(withPeers ? "; best peer / Neuron > 1 means Neuron is faster" : "")",
         ]
         for set in sets {
             let ceiling = set.ceiling.map { String(format: ", sgemm ceiling %.1f GFLOP/s", $0) } ?? ""
@@ -305,6 +305,7 @@ struct ChildReport: Decodable {
     var fashionCNN: Run?
     var words: Run?
     var transformerWords: Run?
+    var shakespeare: Run?
 
     /// The peers' display names by their JSON key.
     static let peerNames = Dictionary(
@@ -324,7 +325,7 @@ struct ChildReport: Decodable {
             }.filter { $0.1.isFinite }
             return (id, Self.side(neuron: neuron, peers: timed))
         }
-        result += [("F1", fashion), ("F2", fashionCNN), ("F3", words), ("F4", transformerWords)].compactMap { id, run in
+        result += [("F1", fashion), ("F2", fashionCNN), ("F3", words), ("F4", transformerWords), ("F5", shakespeare)].compactMap { id, run in
             run.map { run in
                 let reached = (run.peers ?? [:]).compactMap { name, peer in peer.reached == true ? peer.seconds.map { (name, $0) } : nil }
                 return (id, Self.side(neuron: run.neuronReached ? run.neuronSeconds : nil, peers: reached))

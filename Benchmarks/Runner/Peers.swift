@@ -17,6 +17,10 @@ struct PeerResult: Decodable {
     var trainSeconds: Double?
     var testAccuracies: [Double]?
     var testLosses: [Double]?
+    // F5
+    var validationLosses: [Double]?
+    var trainingLosses: [Double]?
+    var secondsAfter: [Double]?
 }
 
 /// One peer row of the workload table: a script and its arguments.
