@@ -122,11 +122,12 @@ extension Benchmarks {
         var peers: [String: Report.PeerTiming] = [:]
     }
 
-    /// One step workload against its peers (W7, W8): with `--peers`, the exchange file `writeFile`
+    /// One step workload against its peers (W7–W12): with `--peers`, the exchange file `writeFile`
     /// writes into a fresh folder, each peer run once to check its losses of the first steps
-    /// against `checkLosses` (within `tolerance`, relative), a peer that fails or disagrees left
-    /// untimed; then ours (`time`) and each checked peer's `peerSteps` steps, in interleaved
-    /// rounds, so that a noisy phase of the machine hits everyone alike.
+    /// against `checkLosses` (within `tolerance`, relative), a peer that fails, disagrees or runs
+    /// on other threads than ours left untimed; then ours (`time`) and each checked peer's
+    /// `peerSteps` steps, in interleaved rounds, so that a noisy phase of the machine hits
+    /// everyone alike. The exchange file is deleted when this returns or throws.
     func againstPeers(
         _ id: String, specs: [PeerSpec], checkLosses: [Double], tolerance: Double, peerSteps: Int,
         writeFile: (_ directory: String) throws -> String, time: () throws -> (seconds: [Double], allocationsPerStep: Double)
@@ -134,6 +135,14 @@ extension Benchmarks {
         var result = PeerRounds()
         var runner: Peers?
         var file = ""
+        // The exchange file (W10's is 11 MB) and, once empty, this process's directory go when this
+        // returns or throws: runs must not pile them up in the temporary directory.
+        defer {
+            if !file.isEmpty {
+                try? FileManager.default.removeItem(atPath: file)
+                rmdir((file as NSString).deletingLastPathComponent)
+            }
+        }
         if peers {
             runner = try Peers(threads: threads)
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)")
@@ -143,9 +152,14 @@ extension Benchmarks {
             for peer in specs {
                 do {
                     let check = try runner!.run(peer.script, ["--file", file, "--warmup", "0", "--steps", "1"] + peer.arguments)
-                    let ok = agree(check.checkLosses ?? [], checkLosses, tolerance: tolerance)
+                    // Every engine on the same threads: a peer on its own default would time another machine.
+                    let sameThreads = check.threads == threads
+                    let ok = sameThreads && agree(check.checkLosses ?? [], checkLosses, tolerance: tolerance)
                     result.peers[peer.name] = Report.PeerTiming(version: check.version, checked: ok, seconds: [], checkLosses: check.checkLosses)
-                    if !ok { print("  \(id) \(peer.name): losses \(check.checkLosses ?? []) disagree with ours \(checkLosses); not timed") }
+                    if !sameThreads { print("  \(id) \(peer.name): ran on \(check.threads) threads, not \(threads); not timed") }
+                    if sameThreads && !ok {
+                        print("  \(id) \(peer.name): losses \(check.checkLosses ?? []) disagree with ours \(checkLosses); not timed")
+                    }
                 } catch {
                     print("  \(id) \(peer.name) failed its check: \(error)")
                     result.peers[peer.name] = Report.PeerTiming(version: "?", checked: false, seconds: [])
@@ -168,12 +182,6 @@ extension Benchmarks {
                     result.peers[peer.name]!.checked = false
                 }
             }
-        }
-        if !file.isEmpty {
-            // The exchange file (W10's is 11 MB) and, once empty, this process's directory go with
-            // the last round: runs must not pile them up in the temporary directory.
-            try? FileManager.default.removeItem(atPath: file)
-            rmdir((file as NSString).deletingLastPathComponent)
         }
         return result
     }
