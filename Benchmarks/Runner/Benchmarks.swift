@@ -17,7 +17,7 @@ struct Benchmarks: AsyncParsableCommand {
 
     @Argument(
         help:
-            "Workloads to run: W1…W10, F1…F4, ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1…F4)."
+            "Workloads to run: W1…W12 (W11, W12: nanoGPT's Shakespeare character GPT at its CPU and full sizes), F1…F4, ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1…F4 or W12)."
     )
     var workloads: [String] = []
 
@@ -56,7 +56,7 @@ struct Benchmarks: AsyncParsableCommand {
         try validateKernelSets()
         let known = Set(
             Workload.all.map(\.id) + [
-                "W7", "W8", "W9", "W10", "F1", "F2", "F3", "F4", "ceiling", "observer", "dashboard", "neuron", "attention", "scaling",
+                "W7", "W8", "W9", "W10", "W11", "W12", "F1", "F2", "F3", "F4", "ceiling", "observer", "dashboard", "neuron", "attention", "scaling",
             ])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
@@ -85,7 +85,10 @@ struct Benchmarks: AsyncParsableCommand {
         #endif
         if mpi { return try dataParallel() }
         BLAS.threadCount = threads
-        func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && id.hasPrefix("F")) && id != "scaling" : workloads.contains(id) }
+        // --quick leaves out the runs to a target and W12, whose step alone takes seconds.
+        func selected(_ id: String) -> Bool {
+            workloads.isEmpty ? !(quick && (id.hasPrefix("F") || id == "W12")) && id != "scaling" : workloads.contains(id)
+        }
         var report = Report(
             date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, kernelEnvironment: KernelSet.environmentDescription,
             threads: threads, machine: Self.machine())
@@ -93,7 +96,8 @@ struct Benchmarks: AsyncParsableCommand {
         print("Machine: \(report.machine)")
         print("Timings: median [p10–p90] per training step (forward, backward, SGD update), float32.\n")
 
-        if ["ceiling", "scaling", "W7", "W8", "W9", "W10"].contains(where: selected) || Workload.all.contains(where: { selected($0.id) }) {
+        let measuredAgainstCeiling = ["ceiling", "scaling", "W7", "W8", "W9", "W10", "W11", "W12"] + Workload.all.map(\.id)
+        if measuredAgainstCeiling.contains(where: selected) {
             report.ceiling = try ceiling()
         }
         let chosen = Workload.all.filter { selected($0.id) }
@@ -102,9 +106,10 @@ struct Benchmarks: AsyncParsableCommand {
         if selected("W8") { report.recurrent = try recurrent(ceiling: report.ceiling?.best) }
         // Each step's batch split over the threads, as the shipped config does (W10: 93 ms a step
         // split, 136 ms whole on two BLAS threads, native kernels).
-        for w in [TransformerWorkload.w9, .w10].map({ $0.split(over: threads) }) where selected(w.id) {
+        for w in [TransformerWorkload.w9, .w10, .w11, .w12].map({ $0.split(over: threads) }) where selected(w.id) {
             report.transformers.append(try transformer(w, ceiling: report.ceiling?.best))
         }
+        if report.transformers.count > 1 { print(transformerSummary(report.transformers) + "\n") }
         if selected("F1") { report.fashion = try fashion(.mlp) }
         if selected("F2") { report.fashionCNN = try fashion(.cnn) }
         if selected("F3") { report.words = try words() }
@@ -228,7 +233,7 @@ struct Benchmarks: AsyncParsableCommand {
             }
         }
         // W1–W6's exchange files (W6's is 13 MB) and, once empty, this process's directory go with
-        // the last round, as W7–W10's do: runs must not pile them up in the temporary directory.
+        // the last round, as W7–W12's do: runs must not pile them up in the temporary directory.
         for file in files.values { try? FileManager.default.removeItem(atPath: file) }
         if let file = files.values.first { rmdir((file as NSString).deletingLastPathComponent) }
         // The table.

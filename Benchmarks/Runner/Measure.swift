@@ -119,7 +119,7 @@ func timeSGDSteps(
 }
 
 /// Per-step seconds of `network` stepping on one batch with `optimizer`, in blocks of at least
-/// `blockTarget`, and its heap allocations per step over `counted` steps after the timed ones (W7–W10).
+/// `blockTarget`, and its heap allocations per step over `counted` steps after the timed ones (W7–W12).
 func timeSteps<O: Optimizer<Float>>(
     _ network: Network<Float>, x: Tensor<Float>, targets t: Tensor<Float>, optimizer: O, blocks: Int,
     blockTarget: Duration = .milliseconds(20), counted steps: Int = 20
@@ -134,7 +134,7 @@ func timeSteps<O: Optimizer<Float>>(
 }
 
 /// A workload whose steps can split their batch over threads (`Network.batchThreads`), as a
-/// shipped config does (W7 as F2's, W9 and W10 as `Data/words-transformer.yaml`).
+/// shipped config does (W7 as F2's, W9–W12 as `Data/words-transformer.yaml`).
 protocol BatchSplitting {
     /// The threads each step splits its batch over; 1 computes the batch whole on BLAS's threads.
     var batchThreads: Int { get set }

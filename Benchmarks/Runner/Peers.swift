@@ -50,7 +50,7 @@ struct PeerSpec: Sendable {
         PeerSpec(name: "jax", column: "JAX (jit)", script: "jax_gru.py"),
     ]
 
-    /// The W9 and W10 peers: the same GPT in `torch.nn` (eager, and its whole step compiled) and
+    /// The W9–W12 peers: the same GPT in `torch.nn` (eager, and its whole step compiled) and
     /// in `jax.numpy` (the whole step in one jit).
     static let transformer: [PeerSpec] = [
         PeerSpec(name: "torch", column: "PyTorch", script: "torch_gpt.py"),
@@ -135,7 +135,7 @@ extension Benchmarks {
         var result = PeerRounds()
         var runner: Peers?
         var file = ""
-        // The exchange file (W10's is 11 MB) and, once empty, this process's directory go when this
+        // The exchange file (W12's is 43 MB) and, once empty, this process's directory go when this
         // returns or throws: runs must not pile them up in the temporary directory.
         defer {
             if !file.isEmpty {
@@ -220,7 +220,7 @@ extension Benchmarks {
     }
 }
 
-/// Writes a step workload's exchange file for its peers (W7–W10; Benchmarks/peers/README.md):
+/// Writes a step workload's exchange file for its peers (W7–W12; Benchmarks/peers/README.md):
 /// `x` and `t` as given, the parameters under our names in PyTorch's layouts (as our checkpoints
 /// store them), the loss, the learning rate, the number of check steps and `metadata`; its path.
 func writePeerExchange(

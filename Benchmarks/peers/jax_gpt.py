@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""JAX (CPU, XLA) peer for W9 and W10: one AdamW step of the small GPT, the model written out in
+"""JAX (CPU, XLA) peer for W9–W12: one AdamW step of the small GPT, the model written out in
 jax.numpy (jax.nn.dot_product_attention(is_causal=True), jax.nn.gelu(approximate=False)), AdamW
 written out as torch.optim.AdamW computes it (optax is not in the peers' venv), the whole step
 (loss, jax.value_and_grad, update) in one jax.jit with the parameters and the moments donated;
@@ -7,7 +7,7 @@ float32.
 
     python3 Benchmarks/peers/jax_gpt.py --file DIR/W9.safetensors --warmup N --steps M --threads 2
 
-The same network as torch_gpt.py, from the same exchange file (README.md, "W9, W10"), PyTorch's
+The same network as torch_gpt.py, from the same exchange file (README.md, "W9–W12"), PyTorch's
 layouts kept (every product `x @ W.T + b`). Prints one JSON line:
 {"peer","version","threads","checkLosses","stepSeconds"}.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch CPU peer for W9 and W10: one AdamW step of a small GPT, written as nanoGPT writes it —
+"""PyTorch CPU peer for W9–W12: one AdamW step of a small GPT, written as nanoGPT writes it —
 nn.Embedding for tokens and a learned position table, blocks of nn.LayerNorm → causal
 self-attention (one nn.Linear for q, k, v, F.scaled_dot_product_attention(is_causal=True),
 nn.Linear) and nn.LayerNorm → nn.Linear → GELU (erf) → nn.Linear, each added to its input, a final
@@ -8,7 +8,7 @@ torch.optim.AdamW (fused); float32.
 
     python3 Benchmarks/peers/torch_gpt.py --file DIR/W9.safetensors --warmup N --steps M --threads 2 [--compile]
 
-Sizes come from the exchange file's tensors and its `heads` (README.md, "W9, W10"). --compile
+Sizes come from the exchange file's tensors and its `heads` (README.md, "W9–W12"). --compile
 compiles the whole step — zero_grad, forward, loss, backward and AdamW's update — as one
 torch.compile'd function (default mode, inductor), with compiled autograd so that the backward is
 traced into it rather than run by the eager autograd engine; AdamW then runs with foreach
