@@ -538,6 +538,10 @@ struct Report: Encodable {
         var ratio: Double?
         /// The peer's losses before each of the check steps (W7, W8), compared with ours.
         var checkLosses: [Double]?
+        /// Bytes resident before the peer built its model and at its process's peak, from the
+        /// timing run that peaked highest (W9–W12).
+        var rssBefore: Int?
+        var peakRSS: Int?
     }
     /// A layer's median forward and backward seconds within a step (W7, W8).
     struct LayerTime: Encodable { var layer: String, forward: Double, backward: Double }

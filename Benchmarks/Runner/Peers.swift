@@ -11,6 +11,10 @@ struct PeerResult: Decodable {
     var threads: Int
     var checkLosses: [Double]?
     var stepSeconds: [Double]?
+    /// Bytes resident after the libraries loaded, before the model was built, and at the process's
+    /// peak (`getrusage`'s `ru_maxrss`): the GPT peers (W9–W12).
+    var rssBefore: Int?
+    var peakRSS: Int?
     // F1, F2, F3
     var reached: Bool?
     var epochs: Int?
@@ -177,6 +181,10 @@ extension Benchmarks {
                     let timed = try runner.run(
                         peer.script, ["--file", file, "--warmup", "\(max(5, peerSteps / 10))", "--steps", "\(peerSteps)"] + peer.arguments)
                     result.peers[peer.name]!.seconds += timed.stepSeconds ?? []
+                    if let peak = timed.peakRSS, peak > result.peers[peer.name]!.peakRSS ?? 0 {
+                        result.peers[peer.name]!.peakRSS = peak
+                        result.peers[peer.name]!.rssBefore = timed.rssBefore
+                    }
                 } catch {
                     print("  \(id) \(peer.name) failed: \(error)")
                     result.peers[peer.name]!.checked = false

@@ -1,8 +1,8 @@
 // W9–W12: one AdamW training step of a GPT (token and position embeddings, blocks of LayerNorm →
 // causal self-attention and LayerNorm → GELU MLP, each a residual, a final LayerNorm and a head),
 // built from NeuronCore's layers; the first loss checked against the naive loops, then timed, its
-// allocations counted at one BLAS thread and its time split by layer, and with --peers against
-// PyTorch (eager and compiled) and JAX on the same weights and batch.
+// allocations counted at one BLAS thread, its peak resident memory read and its time split by
+// layer, and with --peers against PyTorch (eager and compiled) and JAX on the same weights and batch.
 import AllocationCounter
 import ArgumentParser
 import Foundation
@@ -283,6 +283,20 @@ struct TransformerWorkload: BatchSplitting {
         return (seconds, allocations)
     }
 
+    /// The process's resident memory before the network and batch are made and at its peak over
+    /// `steps` steps at the run's thread count: what a training run of this size holds (parameters,
+    /// gradients, AdamW's moments, every layer's buffers, each share's when the batch is split).
+    /// Measured apart from ``time(blocks:counted:)``, whose harness keeps a copy of the parameters.
+    func peakMemory(steps: Int = 2) throws -> PeakMemory? {
+        try PeakMemory.during {
+            var (network, x, t) = try make()
+            var adam = try optimizer()
+            try withRunThreads {
+                for _ in 0..<steps { try network.trainStep(x, targets: t, optimizer: &adam) }
+            }
+        }.memory
+    }
+
     /// Median seconds of AdamW's update of every parameter.
     func updateTime(blocks: Int) throws -> Double {
         var (network, x, t) = try make()
@@ -314,6 +328,8 @@ extension Report {
         var layers: [LayerTime]
         /// Median seconds of AdamW's update.
         var update: Double
+        /// The process's resident memory before the network was made and at its peak over two steps.
+        var memory: PeakMemory?
         /// The best peer's time over ours that the workload aims at, and whether this run met it.
         var target: Double
         var targetMet: Bool?
@@ -323,11 +339,12 @@ extension Report {
 
 extension Benchmarks {
     /// W9–W12: the engine's first loss checked against the naive loops, then timed with its
-    /// per-layer split; with `--peers`, PyTorch (eager and compiled) and JAX on
+    /// per-layer split and its peak memory; with `--peers`, PyTorch (eager and compiled) and JAX on
     /// the same weights and batch, each checked to agree on the losses of the first steps before it
     /// is timed, in interleaved rounds.
     func transformer(_ w: TransformerWorkload, ceiling: Double?) throws -> Report.Transformer {
         let checkSteps = 3
+        let memory = try w.peakMemory()
         let first = try w.firstLoss(rows: w.naiveRows)
         // 1e-5: the same sums in other orders, in Float, through 2·blocks + 3 normalizations.
         guard agree([first.engine], [first.naive], tolerance: 1e-5) else {
@@ -369,6 +386,7 @@ extension Benchmarks {
                     format: "  best peer / Neuron: %.2f× (%@); target ≥ %.1f×: %@", best.1, best.0, w.target,
                     best.1 >= w.target ? "met" : "not met"))
         }
+        print("  " + memoryLine(memory, peers: measured.peers, specs: specs))
         print("  by part (median forward / backward; the whole batch on BLAS's threads, unsplit):")
         let parted = layers.reduce(0) { $0 + $1.forward + $1.backward } + update
         func share(_ seconds: Double) -> String { String(format: "%.1f%%", seconds / parted * 100) }
@@ -389,14 +407,29 @@ extension Benchmarks {
         return Report.Transformer(
             id: w.id, title: w.title, flops: w.flops, checkLosses: checkLosses, firstLoss: first.engine, naiveFirstLoss: first.naive,
             naiveRows: w.naiveRows, seconds: measured.seconds, timing: timing, gflops: gflops, ceilingPercent: ceiling.map { gflops / $0 * 100 },
-            allocationsPerStep: measured.allocationsPerStep, layers: layers, update: update, target: w.target,
+            allocationsPerStep: measured.allocationsPerStep, layers: layers, update: update, memory: memory, target: w.target,
             targetMet: best.map { $0.1 >= w.target }, peers: measured.peers)
+    }
+
+    /// `peak resident memory: Neuron 412.3 MiB (38.1 MiB before the network was made), PyTorch …`:
+    /// ours over two steps, each timed peer's over its timing run (after its libraries loaded).
+    func memoryLine(_ memory: PeakMemory?, peers: [String: Report.PeerTiming], specs: [PeerSpec]) -> String {
+        var parts = [
+            memory.map {
+                "Neuron \(PeakMemory.format($0.peak)) (\(PeakMemory.format($0.before)) before the network was made\($0.reset ? "" : "; the process's peak so far"))"
+            } ?? "Neuron unknown (no /proc/self/status)"
+        ]
+        for spec in specs {
+            guard let peer = peers[spec.name], let peak = peer.peakRSS else { continue }
+            parts.append("\(spec.column) \(PeakMemory.format(peak))" + (peer.rssBefore.map { " (\(PeakMemory.format($0)) before its model)" } ?? ""))
+        }
+        return "peak resident memory: " + parts.joined(separator: ", ")
     }
 
     /// The GPT workloads side by side: ours, each peer, the best peer's time over ours and the target.
     func transformerSummary(_ reports: [Report.Transformer]) -> String {
         let specs = PeerSpec.transformer
-        var rows = [["", "Neuron"] + specs.map(\.column) + ["best peer / Neuron", "target"]]
+        var rows = [["", "Neuron"] + specs.map(\.column) + ["best peer / Neuron", "target", "peak memory, Neuron"]]
         for r in reports {
             let peers = specs.map { spec in r.peers[spec.name]?.timing.map { format($0.median) } ?? "–" }
             let best = specs.compactMap { spec in r.peers[spec.name]?.ratio.map { (spec.column, $0) } }.min { $0.1 < $1.1 }
@@ -404,6 +437,7 @@ extension Benchmarks {
                 [r.id, format(r.timing.median)] + peers + [
                     best.map { String(format: "%.2f× (%@)", $0.1, $0.0) } ?? "–",
                     String(format: "≥ %.1f×: ", r.target) + (r.targetMet.map { $0 ? "met" : "not met" } ?? "no peer timed"),
+                    r.memory.map { PeakMemory.format($0.peak) } ?? "–",
                 ])
         }
         return "GPT steps (medians; best peer / Neuron > 1 means Neuron is faster)\n" + table(rows)

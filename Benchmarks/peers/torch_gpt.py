@@ -13,7 +13,8 @@ compiles the whole step — zero_grad, forward, loss, backward and AdamW's updat
 torch.compile'd function (default mode, inductor), with compiled autograd so that the backward is
 traced into it rather than run by the eager autograd engine; AdamW then runs with foreach
 (inductor fuses it), and the first warm-up steps compile. Prints one JSON line:
-{"peer","version","threads","checkLosses","stepSeconds","mode"}.
+{"peer","version","threads","checkLosses","stepSeconds","mode","rssBefore","peakRSS"} (bytes
+resident before the model was built and the process's peak).
 """
 import os
 import sys
@@ -96,6 +97,7 @@ def main():
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
 
+    rss_before = pc.resident_bytes()   # torch loaded, nothing of the workload yet
     w = pc.load_gpt_workload(args.file)
     x = torch.from_numpy(w["x"])
     t = torch.from_numpy(w["t"])
@@ -126,7 +128,9 @@ def main():
     check = [step(model, optimizer).item() for _ in range(w["check_steps"])]
     pc.finite(check, "a check loss")
 
-    # (2) timing, from the initial weights again (torch.compile: compiled in the first warm-up steps)
+    # (2) timing, from the initial weights again (torch.compile: compiled in the first warm-up steps);
+    # the check's model and AdamW state freed first, so that the peak holds one of each
+    del model, optimizer
     model, optimizer = fresh()
     for _ in range(args.warmup):
         step(model, optimizer)
@@ -140,7 +144,8 @@ def main():
 
     pc.emit({"peer": "torch.compile" if args.compile else "torch", "version": torch.__version__,
              "threads": args.threads, "checkLosses": check, "stepSeconds": seconds,
-             "mode": "compiled autograd, default mode" if args.compile else "eager"})
+             "mode": "compiled autograd, default mode" if args.compile else "eager",
+             "rssBefore": rss_before, "peakRSS": pc.peak_resident_bytes()})
 
 
 if __name__ == "__main__":
