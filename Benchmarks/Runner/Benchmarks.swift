@@ -17,7 +17,7 @@ struct Benchmarks: AsyncParsableCommand {
 
     @Argument(
         help:
-            "Workloads to run: W1…W10, F1…F5 (F5: the shipped Data/shakespeare-char.yaml to validation loss 1.88), ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1…F5)."
+            "Workloads to run: W1…W12 (W11, W12: nanoGPT's Shakespeare character GPT at its CPU and full sizes), F1…F5 (F5: the shipped Data/shakespeare-char.yaml to validation loss 1.88), ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1…F5 or W12)."
     )
     var workloads: [String] = []
 
@@ -56,7 +56,8 @@ struct Benchmarks: AsyncParsableCommand {
         try validateKernelSets()
         let known = Set(
             Workload.all.map(\.id) + [
-                "W7", "W8", "W9", "W10", "F1", "F2", "F3", "F4", "F5", "ceiling", "observer", "dashboard", "neuron", "attention", "scaling",
+                "W7", "W8", "W9", "W10", "W11", "W12", "F1", "F2", "F3", "F4", "F5", "ceiling", "observer", "dashboard", "neuron", "attention",
+                "scaling",
             ])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
@@ -85,7 +86,10 @@ struct Benchmarks: AsyncParsableCommand {
         #endif
         if mpi { return try dataParallel() }
         BLAS.threadCount = threads
-        func selected(_ id: String) -> Bool { workloads.isEmpty ? !(quick && id.hasPrefix("F")) && id != "scaling" : workloads.contains(id) }
+        // --quick leaves out the runs to a target and W12, whose step alone takes seconds.
+        func selected(_ id: String) -> Bool {
+            workloads.isEmpty ? !(quick && (id.hasPrefix("F") || id == "W12")) && id != "scaling" : workloads.contains(id)
+        }
         var report = Report(
             date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, kernelEnvironment: KernelSet.environmentDescription,
             threads: threads, machine: Self.machine())
@@ -93,7 +97,8 @@ struct Benchmarks: AsyncParsableCommand {
         print("Machine: \(report.machine)")
         print("Timings: median [p10–p90] per training step (forward, backward, SGD update), float32.\n")
 
-        if ["ceiling", "scaling", "W7", "W8", "W9", "W10"].contains(where: selected) || Workload.all.contains(where: { selected($0.id) }) {
+        let measuredAgainstCeiling = ["ceiling", "scaling", "W7", "W8", "W9", "W10", "W11", "W12"] + Workload.all.map(\.id)
+        if measuredAgainstCeiling.contains(where: selected) {
             report.ceiling = try ceiling()
         }
         let chosen = Workload.all.filter { selected($0.id) }
@@ -102,9 +107,10 @@ struct Benchmarks: AsyncParsableCommand {
         if selected("W8") { report.recurrent = try recurrent(ceiling: report.ceiling?.best) }
         // Each step's batch split over the threads, as the shipped config does (W10: 93 ms a step
         // split, 136 ms whole on two BLAS threads, native kernels).
-        for w in [TransformerWorkload.w9, .w10].map({ $0.split(over: threads) }) where selected(w.id) {
+        for w in [TransformerWorkload.w9, .w10, .w11, .w12].map({ $0.split(over: threads) }) where selected(w.id) {
             report.transformers.append(try transformer(w, ceiling: report.ceiling?.best))
         }
+        if report.transformers.count > 1 { print(transformerSummary(report.transformers) + "\n") }
         if selected("F1") { report.fashion = try fashion(.mlp) }
         if selected("F2") { report.fashionCNN = try fashion(.cnn) }
         if selected("F3") { report.words = try words() }
@@ -229,7 +235,7 @@ struct Benchmarks: AsyncParsableCommand {
             }
         }
         // W1–W6's exchange files (W6's is 13 MB) and, once empty, this process's directory go with
-        // the last round, as W7–W10's do: runs must not pile them up in the temporary directory.
+        // the last round, as W7–W12's do: runs must not pile them up in the temporary directory.
         for file in files.values { try? FileManager.default.removeItem(atPath: file) }
         if let file = files.values.first { rmdir((file as NSString).deletingLastPathComponent) }
         // The table.
@@ -534,6 +540,10 @@ struct Report: Encodable {
         var ratio: Double?
         /// The peer's losses before each of the check steps (W7, W8), compared with ours.
         var checkLosses: [Double]?
+        /// Bytes resident before the peer built its model and at its process's peak, from the
+        /// timing run that peaked highest (W9–W12).
+        var rssBefore: Int?
+        var peakRSS: Int?
     }
     /// A layer's median forward and backward seconds within a step (W7, W8).
     struct LayerTime: Encodable { var layer: String, forward: Double, backward: Double }

@@ -192,7 +192,7 @@ struct KernelSetFailure: Error, CustomStringConvertible {
 /// Each workload's Neuron median and best peer, native kernels beside pinned ones, from the two
 /// children's JSON reports.
 struct KernelSetSummary: Encodable {
-    /// One kernel set's figures for a workload. Seconds per step (W1–W10) or to the target (F1–F4);
+    /// One kernel set's figures for a workload. Seconds per step (W1–W12) or to the target (F1–F4);
     /// nil where Neuron did not reach the target or no peer was timed.
     struct Side: Encodable {
         var neuron: Double?
@@ -266,7 +266,7 @@ struct KernelSetSummary: Encodable {
             }
             cells.append(cell)
         }
-        let body = rows.isEmpty ? "  (no workload of W1–W10 or F1–F4 was run: nothing to set side by side)" : table(cells)
+        let body = rows.isEmpty ? "  (no workload of W1–W12 or F1–F4 was run: nothing to set side by side)" : table(cells)
         return (lines + ["", body]).joined(separator: "\n")
     }
 }
@@ -278,7 +278,7 @@ struct ChildReport: Decodable {
         var checked: Bool
         var timing: Timing?
     }
-    /// W1–W6 (`workloads`), W7, W8, W9 and W10.
+    /// W1–W6 (`workloads`), W7, W8 and W9–W12.
     struct Step: Decodable {
         var id: String?
         var timing: Timing?

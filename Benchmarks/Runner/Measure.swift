@@ -4,6 +4,10 @@ import AllocationCounter
 import Foundation
 import NeuronCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Median, 10th and 90th percentile of per-step seconds.
 struct Timing: Codable {
     var median: Double
@@ -119,7 +123,7 @@ func timeSGDSteps(
 }
 
 /// Per-step seconds of `network` stepping on one batch with `optimizer`, in blocks of at least
-/// `blockTarget`, and its heap allocations per step over `counted` steps after the timed ones (W7–W10).
+/// `blockTarget`, and its heap allocations per step over `counted` steps after the timed ones (W7–W12).
 func timeSteps<O: Optimizer<Float>>(
     _ network: Network<Float>, x: Tensor<Float>, targets t: Tensor<Float>, optimizer: O, blocks: Int,
     blockTarget: Duration = .milliseconds(20), counted steps: Int = 20
@@ -134,7 +138,7 @@ func timeSteps<O: Optimizer<Float>>(
 }
 
 /// A workload whose steps can split their batch over threads (`Network.batchThreads`), as a
-/// shipped config does (W7 as F2's, W9 and W10 as `Data/words-transformer.yaml`).
+/// shipped config does (W7 as F2's, W9–W12 as `Data/words-transformer.yaml`).
 protocol BatchSplitting {
     /// The threads each step splits its batch over; 1 computes the batch whole on BLAS's threads.
     var batchThreads: Int { get set }
@@ -160,4 +164,56 @@ extension BatchSplitting {
 
     /// What a title says of the split: `, split over n threads`, or nothing for a whole batch.
     var splitDescription: String { batchThreads > 1 ? ", split over \(batchThreads) threads" : "" }
+}
+
+/// The process's resident memory (Linux's `/proc/self/status`): the peak a stretch of work reaches
+/// (W9–W12), read the way a user's `top` or `time -v` would see it.
+struct PeakMemory: Codable {
+    /// Bytes resident when the stretch began (`VmRSS`).
+    var before: Int
+    /// The most bytes resident during it (`VmHWM`).
+    var peak: Int
+    /// Whether the peak was reset to `before` when the stretch began (`/proc/self/clear_refs`,
+    /// Linux 4.0 on); if not, `peak` is the process's since it started, an upper bound.
+    var reset: Bool
+
+    /// `VmRSS` and `VmHWM` in bytes, or nil where `/proc/self/status` does not give them.
+    static func read() -> (resident: Int, peak: Int)? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        func kibibytes(_ field: String) -> Int? {
+            status.split(separator: "\n").first { $0.hasPrefix(field + ":") }?.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+        }
+        guard let resident = kibibytes("VmRSS"), let peak = kibibytes("VmHWM") else { return nil }
+        return (resident * 1024, peak * 1024)
+    }
+
+    /// The peak of `body`, or nil where the process's memory cannot be read.
+    static func during<T>(_ body: () throws -> T) rethrows -> (result: T, memory: PeakMemory?) {
+        trimMalloc()
+        // "5" resets the peak to the current size (proc(5), clear_refs).
+        var reset = false
+        if let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") {
+            reset = (try? handle.write(contentsOf: Data("5".utf8))) != nil
+            try? handle.close()
+        }
+        let start = read()
+        let result = try body()
+        guard let start, let end = read() else { return (result, nil) }
+        return (result, PeakMemory(before: start.resident, peak: end.peak, reset: reset))
+    }
+
+    /// Hands the memory that earlier work freed and malloc kept back to the system (glibc's
+    /// `malloc_trim(0)`, which Swift's Glibc module does not declare): else `before` counts it and
+    /// the stretch reuses it unseen. Nothing where there is no such function.
+    static func trimMalloc() {
+        #if canImport(Glibc)
+        typealias Trim = @convention(c) (Int) -> Int32
+        // RTLD_DEFAULT, glibc's null handle: the symbol as the process already links it.
+        guard let trim = dlsym(nil, "malloc_trim") else { return }
+        _ = unsafeBitCast(trim, to: Trim.self)(0)
+        #endif
+    }
+
+    /// `412.3 MiB`.
+    static func format(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
 }

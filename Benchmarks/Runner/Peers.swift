@@ -11,6 +11,10 @@ struct PeerResult: Decodable {
     var threads: Int
     var checkLosses: [Double]?
     var stepSeconds: [Double]?
+    /// Bytes resident after the libraries loaded, before the model was built, and at the process's
+    /// peak (`getrusage`'s `ru_maxrss`): the GPT peers (W9–W12).
+    var rssBefore: Int?
+    var peakRSS: Int?
     // F1, F2, F3
     var reached: Bool?
     var epochs: Int?
@@ -54,7 +58,7 @@ struct PeerSpec: Sendable {
         PeerSpec(name: "jax", column: "JAX (jit)", script: "jax_gru.py"),
     ]
 
-    /// The W9 and W10 peers: the same GPT in `torch.nn` (eager, and its whole step compiled) and
+    /// The W9–W12 peers: the same GPT in `torch.nn` (eager, and its whole step compiled) and
     /// in `jax.numpy` (the whole step in one jit).
     static let transformer: [PeerSpec] = [
         PeerSpec(name: "torch", column: "PyTorch", script: "torch_gpt.py"),
@@ -126,11 +130,12 @@ extension Benchmarks {
         var peers: [String: Report.PeerTiming] = [:]
     }
 
-    /// One step workload against its peers (W7, W8): with `--peers`, the exchange file `writeFile`
+    /// One step workload against its peers (W7–W12): with `--peers`, the exchange file `writeFile`
     /// writes into a fresh folder, each peer run once to check its losses of the first steps
-    /// against `checkLosses` (within `tolerance`, relative), a peer that fails or disagrees left
-    /// untimed; then ours (`time`) and each checked peer's `peerSteps` steps, in interleaved
-    /// rounds, so that a noisy phase of the machine hits everyone alike.
+    /// against `checkLosses` (within `tolerance`, relative), a peer that fails, disagrees or runs
+    /// on other threads than ours left untimed; then ours (`time`) and each checked peer's
+    /// `peerSteps` steps, in interleaved rounds, so that a noisy phase of the machine hits
+    /// everyone alike. The exchange file is deleted when this returns or throws.
     func againstPeers(
         _ id: String, specs: [PeerSpec], checkLosses: [Double], tolerance: Double, peerSteps: Int,
         writeFile: (_ directory: String) throws -> String, time: () throws -> (seconds: [Double], allocationsPerStep: Double)
@@ -138,6 +143,14 @@ extension Benchmarks {
         var result = PeerRounds()
         var runner: Peers?
         var file = ""
+        // The exchange file (W12's is 43 MB) and, once empty, this process's directory go when this
+        // returns or throws: runs must not pile them up in the temporary directory.
+        defer {
+            if !file.isEmpty {
+                try? FileManager.default.removeItem(atPath: file)
+                rmdir((file as NSString).deletingLastPathComponent)
+            }
+        }
         if peers {
             runner = try Peers(threads: threads)
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(ProcessInfo.processInfo.processIdentifier)")
@@ -147,9 +160,14 @@ extension Benchmarks {
             for peer in specs {
                 do {
                     let check = try runner!.run(peer.script, ["--file", file, "--warmup", "0", "--steps", "1"] + peer.arguments)
-                    let ok = agree(check.checkLosses ?? [], checkLosses, tolerance: tolerance)
+                    // Every engine on the same threads: a peer on its own default would time another machine.
+                    let sameThreads = check.threads == threads
+                    let ok = sameThreads && agree(check.checkLosses ?? [], checkLosses, tolerance: tolerance)
                     result.peers[peer.name] = Report.PeerTiming(version: check.version, checked: ok, seconds: [], checkLosses: check.checkLosses)
-                    if !ok { print("  \(id) \(peer.name): losses \(check.checkLosses ?? []) disagree with ours \(checkLosses); not timed") }
+                    if !sameThreads { print("  \(id) \(peer.name): ran on \(check.threads) threads, not \(threads); not timed") }
+                    if sameThreads && !ok {
+                        print("  \(id) \(peer.name): losses \(check.checkLosses ?? []) disagree with ours \(checkLosses); not timed")
+                    }
                 } catch {
                     print("  \(id) \(peer.name) failed its check: \(error)")
                     result.peers[peer.name] = Report.PeerTiming(version: "?", checked: false, seconds: [])
@@ -167,17 +185,15 @@ extension Benchmarks {
                     let timed = try runner.run(
                         peer.script, ["--file", file, "--warmup", "\(max(5, peerSteps / 10))", "--steps", "\(peerSteps)"] + peer.arguments)
                     result.peers[peer.name]!.seconds += timed.stepSeconds ?? []
+                    if let peak = timed.peakRSS, peak > result.peers[peer.name]!.peakRSS ?? 0 {
+                        result.peers[peer.name]!.peakRSS = peak
+                        result.peers[peer.name]!.rssBefore = timed.rssBefore
+                    }
                 } catch {
                     print("  \(id) \(peer.name) failed: \(error)")
                     result.peers[peer.name]!.checked = false
                 }
             }
-        }
-        if !file.isEmpty {
-            // The exchange file (W10's is 11 MB) and, once empty, this process's directory go with
-            // the last round: runs must not pile them up in the temporary directory.
-            try? FileManager.default.removeItem(atPath: file)
-            rmdir((file as NSString).deletingLastPathComponent)
         }
         return result
     }
@@ -216,7 +232,7 @@ extension Benchmarks {
     }
 }
 
-/// Writes a step workload's exchange file for its peers (W7–W10; Benchmarks/peers/README.md):
+/// Writes a step workload's exchange file for its peers (W7–W12; Benchmarks/peers/README.md):
 /// `x` and `t` as given, the parameters under our names in PyTorch's layouts (as our checkpoints
 /// store them), the loss, the learning rate, the number of check steps and `metadata`; its path.
 func writePeerExchange(

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""JAX (CPU, XLA) peer for W9 and W10: one AdamW step of the small GPT, the model written out in
+"""JAX (CPU, XLA) peer for W9–W12: one AdamW step of the small GPT, the model written out in
 jax.numpy (jax.nn.dot_product_attention(is_causal=True), jax.nn.gelu(approximate=False)), AdamW
 written out as torch.optim.AdamW computes it (optax is not in the peers' venv), the whole step
 (loss, jax.value_and_grad, update) in one jax.jit with the parameters and the moments donated;
@@ -7,9 +7,10 @@ float32.
 
     python3 Benchmarks/peers/jax_gpt.py --file DIR/W9.safetensors --warmup N --steps M --threads 2
 
-The same network as torch_gpt.py, from the same exchange file (README.md, "W9, W10"), PyTorch's
+The same network as torch_gpt.py, from the same exchange file (README.md, "W9–W12"), PyTorch's
 layouts kept (every product `x @ W.T + b`). Prints one JSON line:
-{"peer","version","threads","checkLosses","stepSeconds"}.
+{"peer","version","threads","checkLosses","stepSeconds","rssBefore","peakRSS"} (bytes resident before
+the model was built and the process's peak).
 """
 import os
 import sys
@@ -73,6 +74,8 @@ def main():
     import jax
     import numpy as np
 
+    jax.devices()   # XLA's CPU client started: the runtime counts in rssBefore, the model does not
+    rss_before = pc.resident_bytes()
     w = pc.load_gpt_workload(args.file)
     x = jax.device_put(w["x"].astype(np.int32))
     t = jax.device_put(w["t"].astype(np.int32))
@@ -112,7 +115,8 @@ def main():
         raise pc.PeerError(f"the JAX step computes in {loss.dtype}, not float32")
     pc.finite(check, "a check loss")
 
-    pc.time_jax_steps(jax, step, fresh, x, t, check, args)
+    del state   # the check's parameters and moments freed before the timing's are made
+    pc.time_jax_steps(jax, step, fresh, x, t, check, args, rss_before=rss_before)
 
 
 if __name__ == "__main__":

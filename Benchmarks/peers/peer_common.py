@@ -102,6 +102,25 @@ def emit(obj):
     sys.stdout.flush()
 
 
+def resident_bytes():
+    """Bytes this process holds in memory now (Linux's /proc/self/status VmRSS), or None elsewhere."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def peak_resident_bytes():
+    """The most bytes this process has held in memory (getrusage's ru_maxrss: KiB on Linux, bytes on macOS)."""
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
 def finite(values, what):
     for v in values:
         if not math.isfinite(v):
@@ -553,10 +572,11 @@ def load_gpt_workload(path):
             "check_steps": check_steps}
 
 
-def time_jax_steps(jax, step, fresh, x, t, check, args):
+def time_jax_steps(jax, step, fresh, x, t, check, args, rss_before=None):
     """Times `args.steps` jitted steps from `fresh()` parameters after `args.warmup` untimed ones,
     each step timed to the moment its results are ready; checks that the loss after them is
-    finite; prints the peer's JSON line with the `check` losses."""
+    finite; prints the peer's JSON line with the `check` losses (and, given `rss_before`, the
+    bytes resident before the model was built and the process's peak: rssBefore, peakRSS)."""
     params = fresh()
     for _ in range(args.warmup):
         params, loss = step(params, x, t)
@@ -570,5 +590,8 @@ def time_jax_steps(jax, step, fresh, x, t, check, args):
         seconds.append((clock() - start) * 1e-9)
     params, loss = step(params, x, t)   # untimed: make sure training stayed finite
     finite([float(loss)], "the loss after the timed steps")
-    emit({"peer": "jax", "version": jax.__version__, "threads": args.threads,
-          "checkLosses": check, "stepSeconds": seconds})
+    line = {"peer": "jax", "version": jax.__version__, "threads": args.threads,
+            "checkLosses": check, "stepSeconds": seconds}
+    if rss_before is not None:
+        line.update(rssBefore=rss_before, peakRSS=peak_resident_bytes())
+    emit(line)

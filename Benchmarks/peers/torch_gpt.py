@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch CPU peer for W9 and W10: one AdamW step of a small GPT, written as nanoGPT writes it —
+"""PyTorch CPU peer for W9–W12: one AdamW step of a small GPT, written as nanoGPT writes it —
 nn.Embedding for tokens and a learned position table, blocks of nn.LayerNorm → causal
 self-attention (one nn.Linear for q, k, v, F.scaled_dot_product_attention(is_causal=True),
 nn.Linear) and nn.LayerNorm → nn.Linear → GELU (erf) → nn.Linear, each added to its input, a final
@@ -8,12 +8,13 @@ torch.optim.AdamW (fused); float32.
 
     python3 Benchmarks/peers/torch_gpt.py --file DIR/W9.safetensors --warmup N --steps M --threads 2 [--compile]
 
-Sizes come from the exchange file's tensors and its `heads` (README.md, "W9, W10"). --compile
+Sizes come from the exchange file's tensors and its `heads` (README.md, "W9–W12"). --compile
 compiles the whole step — zero_grad, forward, loss, backward and AdamW's update — as one
 torch.compile'd function (default mode, inductor), with compiled autograd so that the backward is
 traced into it rather than run by the eager autograd engine; AdamW then runs with foreach
 (inductor fuses it), and the first warm-up steps compile. Prints one JSON line:
-{"peer","version","threads","checkLosses","stepSeconds","mode"}.
+{"peer","version","threads","checkLosses","stepSeconds","mode","rssBefore","peakRSS"} (bytes
+resident before the model was built and the process's peak).
 """
 import os
 import sys
@@ -96,6 +97,7 @@ def main():
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
 
+    rss_before = pc.resident_bytes()   # torch loaded, nothing of the workload yet
     w = pc.load_gpt_workload(args.file)
     x = torch.from_numpy(w["x"])
     t = torch.from_numpy(w["t"])
@@ -126,7 +128,9 @@ def main():
     check = [step(model, optimizer).item() for _ in range(w["check_steps"])]
     pc.finite(check, "a check loss")
 
-    # (2) timing, from the initial weights again (torch.compile: compiled in the first warm-up steps)
+    # (2) timing, from the initial weights again (torch.compile: compiled in the first warm-up steps);
+    # the check's model and AdamW state freed first, so that the peak holds one of each
+    del model, optimizer
     model, optimizer = fresh()
     for _ in range(args.warmup):
         step(model, optimizer)
@@ -140,7 +144,8 @@ def main():
 
     pc.emit({"peer": "torch.compile" if args.compile else "torch", "version": torch.__version__,
              "threads": args.threads, "checkLosses": check, "stepSeconds": seconds,
-             "mode": "compiled autograd, default mode" if args.compile else "eager"})
+             "mode": "compiled autograd, default mode" if args.compile else "eager",
+             "rssBefore": rss_before, "peakRSS": pc.peak_resident_bytes()})
 
 
 if __name__ == "__main__":
