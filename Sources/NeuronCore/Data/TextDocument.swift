@@ -10,7 +10,7 @@
 /// The vocabulary is ``Vocabulary``'s: token 0 is the boundary, which a document never holds (no
 /// window reads or predicts it), then every character of the file in order of code point. The
 /// document is split into contiguous parts as nanoGPT splits it: the training part first, then
-/// the validation part, the test part last (``parts(validationFraction:testFraction:)``).
+/// the validation part, the test part last (``parts(validationFraction:testFraction:minimumTraining:)``).
 public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
     /// The file the text was read from, as given.
     public let path: String

@@ -71,9 +71,14 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     ///     // document: (characters)  a step's features, targets: (batchSize, blockSize)
     ///
     /// - Parameters:
+    ///   - network: the network to train, whose positions are the block.
+    ///   - optimizer: the optimizer, with its state.
     ///   - document: the training part's tokens, at least `blockSize + 1` of them.
     ///   - windows: the same characters as consecutive windows, which the checks read (every token
     ///     checked against the network once, here) and a gradient check draws its rows from.
+    ///   - batchSize: windows per step.
+    ///   - stepsPerEpoch: steps per epoch (a document run's evaluation interval).
+    ///   - seed: seeds the generator that draws the windows.
     /// - Throws: what ``init(network:optimizer:dataset:batchSize:seed:)`` throws, and
     ///   ``DataError/invalidArgument(name:value:expected:)`` for a document no longer than the block.
     public init(

@@ -180,9 +180,9 @@ public struct DataConfig: Sendable, Equatable, Codable {
 
     /// What a text file's samples are.
     public enum TextUnit: String, Sendable, Codable, CaseIterable, ConfigChoice {
-        /// One sample per line (``TextCorpus``), the default.
+        /// One sample per line (NeuronCore's `TextCorpus`), the default.
         case line
-        /// The whole file one sequence of characters (``TextDocument``), split into contiguous
+        /// The whole file one sequence of characters (NeuronCore's `TextDocument`), split into contiguous
         /// parts, trained on windows drawn at random.
         case document
     }

@@ -196,14 +196,13 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         }
     }
 
-    /// Training on windows of a document (nanoGPT's way, ``MiniBatchTraining/init(network:optimizer:document:windows:batchSize:stepsPerEpoch:seed:)``):
-    /// an epoch is `stepsPerEpoch` steps, each on `batchSize` windows drawn at random from the
-    /// training part, and ends with the validation loss, so a run of `epochs` epochs evaluates
-    /// every `stepsPerEpoch` steps.
-    /// - Parameters:
-    ///   - document: the training part's tokens.
-    ///   - windows: the training part as consecutive windows (the checks' rows).
-    ///   - validation, test: the held-out parts as consecutive windows (``TextDocument/windows(_:blockSize:as:)``).
+    /// Training on windows of a document (nanoGPT's way, NeuronCore's
+    /// `MiniBatchTraining.init(network:optimizer:document:windows:batchSize:stepsPerEpoch:seed:)`):
+    /// an epoch is `stepsPerEpoch` steps, each on `batchSize` windows drawn at random from
+    /// `document`, the training part's tokens, and ends with the validation loss, so a run of
+    /// `epochs` epochs evaluates every `stepsPerEpoch` steps. `windows` is the training part as
+    /// consecutive windows (the checks' rows); `validation` and `test` the held-out parts so
+    /// (`TextDocument.windows(_:blockSize:as:)`); `seed` draws the windows.
     /// - Throws: `NetworkError` or `DataError` when the data does not fit or a size is out of range.
     public init(
         network: Network<Scalar>, optimizer: O, document: Tensor<Scalar>, windows: Dataset<Scalar>, validation: Dataset<Scalar>?,
