@@ -174,7 +174,7 @@ public struct TextCorpus: Sendable, Equatable, CustomStringConvertible {
     /// The character (Unicode scalar) whose UTF-8 starts at `bytes[i]`, before `end`; `i` steps past it.
     /// - Throws: ``DataError/invalidUTF8(path:line:offset:found:)`` at the first invalid sequence
     ///   (the standard library's UTF-8 decoder: no overlong forms, surrogates or code points past U+10FFFF).
-    private static func character(
+    static func character(
         in bytes: [UInt8], at i: inout Int, end: Int, source: String, line: Int
     ) throws(DataError) -> Unicode.Scalar {
         if bytes[i] < 0x80 {

@@ -45,23 +45,8 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
         characters.reserveCapacity(bytes.count - i)
         var line = 1, column = 0
         while i < bytes.count {
-            let character: Unicode.Scalar
-            if bytes[i] < 0x80 {
-                character = Unicode.Scalar(bytes[i])
-                i += 1
-            } else {
-                var input = bytes[i...].makeIterator()
-                var parser = Unicode.UTF8.ForwardParser()
-                switch parser.parseScalar(from: &input) {
-                case .valid(let encoded):
-                    character = Unicode.UTF8.decode(encoded)
-                    i += encoded.count
-                case .error(let length):
-                    throw .invalidUTF8(path: source, line: line, offset: i, found: Array(bytes[i..<i + length]))
-                case .emptyInput:
-                    preconditionFailure("i < bytes.count: the input holds at least one byte")
-                }
-            }
+            // The line reader's decoder: the same UTF-8 rules and the same error, with the line and byte offset.
+            let character = try TextCorpus.character(in: bytes, at: &i, end: bytes.count, source: source, line: line)
             column += 1
             if character == "\n" {
                 (line, column) = (line + 1, 0)
