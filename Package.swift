@@ -14,7 +14,12 @@ let package = Package(
     ],
     // `swift build --traits MPI` (Open MPI installed: `apt-get install openmpi-bin libopenmpi-dev`): `neuron train`
     // under `mpirun -np N` trains one model on N processes. Without the trait nothing touches MPI.
-    traits: [.trait(name: "MPI", description: "Data-parallel training over Open MPI (needs libopenmpi-dev).")],
+    // `swift build --traits OneDNN` (`apt-get install libdnnl-dev`): `training.products: bf16` runs every matrix
+    // product of a Float network on bfloat16 operands through oneDNN, on CPUs with `avx512_bf16`.
+    traits: [
+        .trait(name: "MPI", description: "Data-parallel training over Open MPI (needs libopenmpi-dev)."),
+        .trait(name: "OneDNN", description: "bfloat16 matrix products through oneDNN (needs libdnnl-dev)."),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -53,10 +58,15 @@ let package = Package(
         /// and dispatched at run time: Swift builds for baseline x86-64. Imported by `Tensor/VectorKernels.swift` alone.
         .target(name: "CKernels"),
 
+        /// bfloat16 products: the rounding in C (every build) and oneDNN's matmul on bf16 operands (with the
+        /// trait `OneDNN`, which compiles against Debian's `libdnnl-dev` and opens `libdnnl.so.2` at its first
+        /// bf16 product). Imported by `Tensor/BFloat16.swift` alone.
+        .target(name: "CBFloat16", cSettings: [.define("NEURON_ONEDNN", .when(traits: ["OneDNN"]))]),
+
         // MARK: - The engine
 
         /// Tensors, the neuron, layers, networks, optimizers, gradient checks, data. No I/O beyond data files.
-        .target(name: "NeuronCore", dependencies: ["CBLAS", "CZlib", "CKernels"]),
+        .target(name: "NeuronCore", dependencies: ["CBLAS", "CZlib", "CKernels", "CBFloat16"]),
 
         // MARK: - The tool layer
 

@@ -123,6 +123,7 @@ public struct ProgressRenderer: Sendable {
         if let accuracy = state.validationAccuracy, summary.evaluatedOn != "validation" {
             lines.append("  validation accuracy  \(accuracy)")
         }
+        if let products = summary.products { lines.append("  products             \(products)") }
         if let measure = summary.validationMeasure { lines.append("  validation           \(measure)") }
         if let name = summary.evaluatedOn, let loss = summary.evaluationLoss {
             let unit = summary.lossUnit.map { "  (\($0))" } ?? ""

@@ -71,6 +71,13 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     public var batchThreads = 1 {
         didSet { batchThreads = max(1, batchThreads) }
     }
+    /// The operands of this network's matrix products: ``ProductPrecision/full`` (the default), or
+    /// ``ProductPrecision/bf16`` for a Float network's products on bfloat16 operands, summed in Float,
+    /// in every forward and backward pass (training and evaluation alike; decoding position by
+    /// position stays in Float). Set `.bf16` only where ``BLAS/bf16Refusal`` is nil: elsewhere each
+    /// product falls back to Float and is counted in ``BLAS/bf16Fallbacks``. The parameters,
+    /// gradients and every other computation stay in the network's scalar type.
+    public var products = ProductPrecision.full
     /// The replicas and buffers of a pass split over threads; empty until the first one.
     var split = BatchSplit<Scalar>()
     /// Whether a training step with plain SGD and no clipping (``trainStep(_:targets:optimizer:maximumGradientNorm:)``,
@@ -252,6 +259,7 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
         copy.state = state.map { Other($0) }
         copy.noiseSeed = noiseSeed
         copy.noiseStep = noiseStep
+        copy.products = products
         return copy
     }
 
@@ -318,6 +326,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// The forward pass with `parameters` read in place (a replica reads its network's); in
     /// training mode each layer draws the noise of share `share` of the batch.
     mutating func forwardUnchecked(_ x: Tensor<Scalar>, mode: LayerMode, parameters p: UnsafeBufferPointer<Scalar>, share: Int) {
+        let outside = BLAS.setProducts(products)  // on this thread, for this pass
+        defer { BLAS.setProducts(outside) }
         split.isOutputCurrent = false
         var state: [Scalar] = []
         swap(&state, &self.state)  // borrowed out of `self` (no copy) while layers are mutated
@@ -434,6 +444,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 
     /// The backward pass with `parameters` read in place, into this network's ``gradients``.
     mutating func backwardUnchecked(_ x: Tensor<Scalar>, computeInputGradient: Bool, parameters p: UnsafeBufferPointer<Scalar>) {
+        let outside = BLAS.setProducts(products)
+        defer { BLAS.setProducts(outside) }
         // Borrow the gradient buffer out of `self` (a swap, no copy) so that layers can be
         // mutated while it is open for writing.
         var gradients: [Scalar] = []

@@ -1,8 +1,10 @@
 // swift-format-ignore-file
 // (The C arguments stay aligned with their labels, as in the C manual.)
 // The one seam between Swift and C: every BLAS call in Neuron goes through this file, and no
-// other file imports CBLAS. Each scalar type maps the same requirement of ``TensorScalar`` onto
+// other file imports CBLAS. A Float product goes to oneDNN instead when its thread asks for
+// bfloat16 operands (`Tensor/BFloat16.swift`). Each scalar type maps the same requirement of ``TensorScalar`` onto
 // its own single- (s) or double- (d) precision routine.
+import CBFloat16
 import CBLAS
 #if canImport(Glibc)
 import Glibc
@@ -45,7 +47,22 @@ extension Float {
     @inlinable @inline(__always)
     public static func libmErf(_ x: Float) -> Float { erff(x) }
 
+    /// The product, on bfloat16 operands when the calling thread asks for them (`BLAS.setProducts(_:)`).
     public static func blasGemm(
+        transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
+        alpha: Float, a: UnsafePointer<Float>, lda: Int,
+        b: UnsafePointer<Float>, ldb: Int,
+        beta: Float, c: UnsafeMutablePointer<Float>, ldc: Int
+    ) {
+        if neuron_bf16_active() != 0 {
+            BLAS.bf16Gemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+            return
+        }
+        fullGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc)
+    }
+
+    /// OpenBLAS's sgemm.
+    static func fullGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
         alpha: Float, a: UnsafePointer<Float>, lda: Int,
         b: UnsafePointer<Float>, ldb: Int,

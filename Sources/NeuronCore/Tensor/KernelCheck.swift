@@ -9,7 +9,7 @@
 extension BLAS {
     /// A product the BLAS kernels computed wrong, named with the kernel set and how to pin another.
     public struct KernelMismatch: Error, Equatable, CustomStringConvertible {
-        /// `sgemm` or `dgemm`.
+        /// `sgemm`, `dgemm` or `bf16 matmul`.
         public var routine: String
         /// The kernel family OpenBLAS chose, e.g. `Cooperlake`.
         public var kernels: String
@@ -19,7 +19,11 @@ extension BLAS {
         public var found: Double, expected: Double
 
         public var description: String {
-            "OpenBLAS's \(kernels) kernels compute wrong products on this machine: \(routine) of \(product) gave \(found) "
+            if routine.hasPrefix("bf16") {
+                return "\(kernels) computes wrong bf16 products on this machine: \(routine) of \(product) gave \(found) "
+                    + "instead of \(expected) at (\(row), \(column)); use training.products: full"
+            }
+            return "OpenBLAS's \(kernels) kernels compute wrong products on this machine: \(routine) of \(product) gave \(found) "
                 + "instead of \(expected) at (\(row), \(column)); set OPENBLAS_CORETYPE to a kernel family this CPU runs "
                 + "correctly (OPENBLAS_CORETYPE=Haswell on x86-64 with AVX2) and run again"
         }
@@ -52,7 +56,7 @@ extension BLAS {
 
     /// The check for one type, through `gemm` (the tests hand it a faulty one).
     static func checkKernels<Scalar: TensorScalar>(
-        _: Scalar.Type,
+        _: Scalar.Type, routine: String? = nil, kernels: String? = nil,
         gemm: (
             _ transposeA: Bool, _ transposeB: Bool, _ m: Int, _ n: Int, _ k: Int, _ alpha: Scalar, _ a: UnsafePointer<Scalar>, _ lda: Int,
             _ b: UnsafePointer<Scalar>, _ ldb: Int, _ beta: Scalar, _ c: UnsafeMutablePointer<Scalar>, _ ldc: Int
@@ -80,7 +84,7 @@ extension BLAS {
             }
             if let index = c.scalars.indices.first(where: { c[$0] != expected[$0] }) {
                 throw KernelMismatch(
-                    routine: Scalar.self == Float.self ? "sgemm" : "dgemm", kernels: coreName,
+                    routine: routine ?? (Scalar.self == Float.self ? "sgemm" : "dgemm"), kernels: kernels ?? coreName,
                     product: "\(m)×\(n)×\(k), \(transposeA ? "Aᵀ" : "A")·\(transposeB ? "Bᵀ" : "B"), beta \(beta)", row: index / n,
                     column: index % n, found: Double(c[index]), expected: Double(expected[index]))
             }

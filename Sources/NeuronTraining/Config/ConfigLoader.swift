@@ -643,6 +643,11 @@ struct ConfigChecker {
             try require(
                 training.fit == .counts, "nothing: smoothing belongs to training.fit: counts", at: "training.smoothing", found: "\(smoothing)")
         }
+        if training.products == .bf16 {
+            try require(
+                training.precision == .float, "precision: float for bf16 products, which round Float operands", at: "training.precision",
+                found: "'\(training.precision.rawValue)'")
+        }
         try ranges { () throws(ConfigRangeError) in try training.checkRanges() }
     }
 

@@ -375,6 +375,12 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     public var seed: UInt64 = 42
     /// Default `float`.
     public var precision: Precision = .float
+    /// The operands of the network's matrix products: `full` (the default: in `precision`) or `bf16`
+    /// (a Float network's products on bfloat16 operands, summed in Float, through oneDNN; the
+    /// parameters, gradients, optimizer state and every other computation stay Float: PyTorch's
+    /// CPU autocast). `bf16` needs `precision: float`, a build with the trait `OneDNN` and a CPU
+    /// with `avx512_bf16`. Left out of a saved config when not given.
+    public var products: ProductPrecision?
     /// OpenBLAS threads, in ``blasThreadsRange``; default 2.
     public var blasThreads: Int = 2
     /// The OpenBLAS threads a config may ask for, 1 to 1024: the count is passed as a C `int`, and
@@ -468,6 +474,7 @@ extension GELUApproximation: ConfigChoice {}
 extension TextCorpus.LongLines: ConfigChoice {}
 extension Loss: ConfigChoice {}
 extension CSV.Task: ConfigChoice {}
+extension ProductPrecision: Codable, ConfigChoice {}
 
 // MARK: - Keys
 
@@ -663,8 +670,8 @@ extension ScheduleConfig.Kind {
 
 extension TrainingConfig: DefaultedConfigSection {
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case epochs, steps, evaluateEvery, evaluation, evaluationBatches, iterations, batchSize, seed, precision, blasThreads, batchThreads, fit,
-            smoothing, clipGradientNorm
+        case epochs, steps, evaluateEvery, evaluation, evaluationBatches, iterations, batchSize, seed, precision, products, blasThreads,
+            batchThreads, fit, smoothing, clipGradientNorm
     }
 
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
@@ -678,6 +685,7 @@ extension TrainingConfig: DefaultedConfigSection {
         case .batchSize: ConfigField(\.batchSize)
         case .seed: ConfigField(\.seed)
         case .precision: ConfigField(\.precision)
+        case .products: ConfigField(\.products)
         case .blasThreads: ConfigField(\.blasThreads)
         case .batchThreads: ConfigField(\.batchThreads)
         case .fit: ConfigField(\.fit)

@@ -192,6 +192,13 @@ public enum RunBuilder {
             throw origin.error(at: error.path, "\(error)")
         }
         network.batchThreads = config.training.batchThreads ?? 1
+        if config.training.products == .bf16 {
+            // The machine's part of the check (the loader has checked the config's): oneDNN built
+            // in, the CPU's instructions, and oneDNN's products right on them.
+            if let refusal = BLAS.bf16Refusal { throw origin.error(at: "training.products", "training.products: bf16: \(refusal)") }
+            try BLAS.checkBF16Products()
+            network.products = .bf16
+        }
         if config.training.fit == .counts, resume == nil, let text = data.text {
             // The loader allows counting only for a bigram model, one embedding of the vocabulary's size.
             let table = BigramCounts(text.corpus, lines: text.training).logits(smoothing: config.training.smoothing ?? 1)

@@ -14,6 +14,9 @@ import Darwin
 public struct RunSummary: Sendable, Equatable, Codable {
     public var precision: String
     public var blas: String
+    /// A run with `training.products: bf16`: the library and kernels of its bfloat16 products, e.g.
+    /// `bf16 (oneDNN 2.6.3, brg:avx512_core_bf16)`, and any that fell back to Float; nil for full products.
+    public var products: String?
     /// The last epoch's mean training loss.
     public var trainingLoss: Double?
     /// `test` or `validation`: the rows of the final evaluation.

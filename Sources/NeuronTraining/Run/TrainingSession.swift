@@ -121,6 +121,7 @@ public final class TrainingSession {
         (shown.samplesPerSecond, shown.secondsRemaining) = (seconds > 0 ? Double(ended.stepsTaken * ended.samplesPerStep) / seconds : nil, nil)
         var summary = RunSummary(
             precision: checkpoint.state.precision.rawValue, blas: BLAS.summary, trainingSeconds: run.earlierSeconds + seconds)
+        if run.config.training.products == .bf16 { summary.products = BLAS.bf16Summary }
         if run.earlierSeconds > 0 { summary.segmentSeconds = seconds }
         summary.trainingLoss = ended.records.last?.trainingLoss
         summary.processes = processes
