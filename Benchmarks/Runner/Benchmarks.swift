@@ -30,6 +30,12 @@ struct Benchmarks: AsyncParsableCommand {
     @Option(help: "Write the results as JSON to this file.")
     var json: String?
 
+    @Option(
+        help:
+            "The operands of Neuron's products in F1, F4 and F5: full (float32) or bf16 (oneDNN's bf16 products, float32 master weights; needs --traits OneDNN and avx512_bf16); with bf16 the PyTorch peers run under torch.autocast(\"cpu\", bfloat16), and the JAX peers, which have no autocast, are left out."
+    )
+    var products: ProductPrecision = .full
+
     @Option(help: "Threads for OpenBLAS and every peer.")
     var threads: Int = 2
 
@@ -84,6 +90,10 @@ struct Benchmarks: AsyncParsableCommand {
             ************************************************************************
             """)
         #endif
+        if products == .bf16 {
+            if let refusal = BLAS.bf16Refusal { throw ValidationError("--products bf16: \(refusal)") }
+            try BLAS.checkBF16Products()
+        }
         if mpi { return try dataParallel() }
         BLAS.threadCount = threads
         // --quick leaves out the runs to a target and W12, whose step alone takes seconds.
@@ -95,6 +105,9 @@ struct Benchmarks: AsyncParsableCommand {
             threads: threads, machine: Self.machine())
         print("BLAS: \(report.blas) (\(report.kernelEnvironment))")
         print("Machine: \(report.machine)")
+        if products == .bf16 {
+            print("Products: bf16 in F1, F4 and F5 (\(BLAS.bf16Library)); PyTorch under torch.autocast(\"cpu\", bfloat16); JAX left out")
+        }
         print("Timings: median [p10–p90] per training step (forward, backward, SGD update), float32.\n")
 
         let measuredAgainstCeiling = ["ceiling", "scaling", "W7", "W8", "W9", "W10", "W11", "W12"] + Workload.all.map(\.id)
@@ -308,7 +321,8 @@ struct Benchmarks: AsyncParsableCommand {
     func fashion(_ workload: FashionWorkload) throws -> Report.Fashion {
         let configPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../\(workload.config)")
             .standardized.path
-        let config = try ConfigLoader.load(configPath)
+        var config = try ConfigLoader.load(configPath)
+        if products == .bf16 { config.training.products = .bf16 }
         let target = workload.target
         progress("\(workload.id): loading \(workload.config)")
         // Training alone is timed, as the peers time it: the validation rows stay held out, but
@@ -328,7 +342,7 @@ struct Benchmarks: AsyncParsableCommand {
             target: target, neuronSeconds: result.seconds, neuronEpochs: result.epochs,
             neuronReached: result.reached, neuronAccuracies: result.accuracies)
         if peers {
-            let runner = try Peers(threads: threads)
+            let runner = try Peers(threads: threads, autocast: products == .bf16)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(workload.id).safetensors").path
             try SafeTensors.write(
                 initial,
@@ -344,7 +358,7 @@ struct Benchmarks: AsyncParsableCommand {
                 try JSONEncoder().encode(batches).write(to: orderFile)
                 batchArguments = ["--batches", orderFile.path]
             }
-            for script in workload.scripts {
+            for script in workload.scripts where !(products == .bf16 && script.hasPrefix("jax_")) {
                 progress("\(workload.id): \(script) to \(target), up to \(config.training.epochs) epochs (its result follows when it ends)")
                 let peer: PeerResult
                 do {
@@ -651,3 +665,5 @@ struct SharedBatches: Encodable {
         return (position.batches.batchSize, orders)
     }
 }
+
+extension ProductPrecision: ExpressibleByArgument {}

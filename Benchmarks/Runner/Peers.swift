@@ -77,9 +77,11 @@ struct Peers {
     /// The virtual environment's Python.
     let python: String
     let threads: Int
+    /// Whether the PyTorch scripts run under `torch.autocast("cpu", bfloat16)` (`--autocast`), against bf16 products.
+    var autocast = false
 
     /// The peers' Python, or an error saying how to set it up.
-    init(threads: Int) throws {
+    init(threads: Int, autocast: Bool = false) throws {
         let venv =
             ProcessInfo.processInfo.environment["NEURON_PEERS_VENV"]
             ?? (NSHomeDirectory() as NSString).appendingPathComponent(".cache/neuron-peers")
@@ -88,13 +90,16 @@ struct Peers {
             throw PeerError(description: "no peers' Python at \(python): run Benchmarks/peers/setup.sh first (or set NEURON_PEERS_VENV)")
         }
         self.threads = threads
+        self.autocast = autocast
     }
 
     /// Runs `script` with `arguments` in its own process and decodes its JSON line.
     func run(_ script: String, _ arguments: [String]) throws -> PeerResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [(Self.scripts as NSString).appendingPathComponent(script)] + arguments + ["--threads", "\(threads)"]
+        process.arguments =
+            [(Self.scripts as NSString).appendingPathComponent(script)] + arguments + ["--threads", "\(threads)"]
+            + (autocast && script.hasPrefix("torch_") ? ["--autocast"] : [])
         var environment = ProcessInfo.processInfo.environment
         for name in ["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"] { environment[name] = "\(threads)" }
         process.environment = environment

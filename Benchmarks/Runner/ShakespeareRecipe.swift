@@ -94,7 +94,8 @@ extension Benchmarks {
     func shakespeare() throws -> Report.Shakespeare {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../\(Self.shakespeareConfig)").standardized
             .path
-        let config = try ConfigLoader.load(path)
+        var config = try ConfigLoader.load(path)
+        if products == .bf16 { config.training.products = .bf16 }
         guard config.data.unit == .document, config.training.precision == .float, config.optimizer.kind == .adam,
             let steps = config.training.steps, let block = config.data.blockSize
         else {
@@ -276,7 +277,7 @@ extension Benchmarks {
         let script = "torch_shakespeare_gpt.py"
         progress("F5: \(script) to \(target) on \(threads) threads (its result follows when it ends)")
         do {
-            let peer = try Peers(threads: threads).run(script, ["--init", file, "--windows", windows.path, "--target", "\(target)"])
+            let peer = try Peers(threads: threads, autocast: products == .bf16).run(script, ["--init", file, "--windows", windows.path, "--target", "\(target)"])
             var result = Report.ShakespearePeer(
                 version: peer.version, threads: peer.threads, seconds: peer.trainSeconds, reached: peer.reached, epochs: peer.epochs,
                 checkLosses: peer.checkLosses, validationLosses: peer.validationLosses, trainingLosses: peer.trainingLosses,

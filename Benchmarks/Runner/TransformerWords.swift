@@ -45,7 +45,8 @@ extension Benchmarks {
             return try Dataset(features: try cut(full.features), targets: try cut(full.targets))
         }
         let training = try dataset(rows), test = try dataset(testRows)
-        let network = try w.make().network
+        var network = try w.make().network
+        network.products = products
         let engine = try NetworkTrainingEngine(
             network: network, optimizer: try w.optimizer(), dataset: training, test: test, batchSize: w.batch,
             epochs: Self.transformerWordsEpochs, seed: Self.transformerWordsSeed)
@@ -69,7 +70,7 @@ extension Benchmarks {
             config: "W9's GPT on \(path)", target: target, neuronSeconds: result.seconds, neuronEpochs: result.epochs,
             neuronReached: result.reached, neuronTestLosses: result.losses)
         if peers {
-            let runner = try Peers(threads: threads)
+            let runner = try Peers(threads: threads, autocast: products == .bf16)
             let directory = FileManager.default.temporaryDirectory
             let file = directory.appendingPathComponent("neuron-bench-F4.safetensors").path
             let adam = try w.optimizer()

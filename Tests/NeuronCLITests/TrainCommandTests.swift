@@ -38,6 +38,8 @@ struct Summary: Decodable {
     var trainedBias: Double?
     /// The BLAS line: build, kernel family (and why it was chosen), threads.
     var blas: String?
+    /// bf16 runs: the library and kernels of the products.
+    var products: String?
 }
 
 func summary(_ directory: String) throws -> Summary {

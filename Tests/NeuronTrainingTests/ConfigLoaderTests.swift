@@ -962,3 +962,17 @@ struct RMSNormConfigTests {
         #expect(engineCopy.records.count == 3 && engineCopy.records.allSatisfy { $0.trainingLoss.isFinite })
     }
 }
+
+@Suite("training.products")
+struct ProductsConfigTests {
+    @Test("products: bf16 reads; a Double run's bf16 and an unknown choice are refused where they are written")
+    func productsKey() throws {
+        let bf16 = try ConfigLoader.parse(xorNetwork + "training:\n  products: bf16\n", source: "run.yaml", baseDirectory: nil)
+        #expect(bf16.training.products == .bf16)
+        #expect(try ConfigLoader.parse(xorNetwork, source: "run.yaml", baseDirectory: nil).training.products == nil)
+        let double = failure(xorNetwork + "training:\n  precision: double\n  products: bf16\n")
+        #expect(double.hasPrefix("run.yaml:9:14:") && double.contains("precision: float for bf16 products"), "\(double)")
+        let half = failure(xorNetwork + "training:\n  products: half\n")
+        #expect(half.hasPrefix("run.yaml:9:13:") && half.contains("full") && half.contains("bf16"), "\(half)")
+    }
+}
