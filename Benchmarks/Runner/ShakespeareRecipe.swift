@@ -277,7 +277,8 @@ extension Benchmarks {
         let script = "torch_shakespeare_gpt.py"
         progress("F5: \(script) to \(target) on \(threads) threads (its result follows when it ends)")
         do {
-            let peer = try Peers(threads: threads, autocast: products == .bf16).run(script, ["--init", file, "--windows", windows.path, "--target", "\(target)"])
+            let peer = try Peers(threads: threads, autocast: products == .bf16).run(
+                script, ["--init", file, "--windows", windows.path, "--target", "\(target)"])
             var result = Report.ShakespearePeer(
                 version: peer.version, threads: peer.threads, seconds: peer.trainSeconds, reached: peer.reached, epochs: peer.epochs,
                 checkLosses: peer.checkLosses, validationLosses: peer.validationLosses, trainingLosses: peer.trainingLosses,
