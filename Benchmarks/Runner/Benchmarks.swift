@@ -322,7 +322,9 @@ struct Benchmarks: AsyncParsableCommand {
         let configPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../\(workload.config)")
             .standardized.path
         var config = try ConfigLoader.load(configPath)
-        if products == .bf16 { config.training.products = .bf16 }
+        // bf16 products in F1 only: F2's peer has no autocast run.
+        let bf16 = products == .bf16 && workload.id == "F1"
+        if bf16 { config.training.products = .bf16 }
         let target = workload.target
         progress("\(workload.id): loading \(workload.config)")
         // Training alone is timed, as the peers time it: the validation rows stay held out, but
@@ -342,7 +344,7 @@ struct Benchmarks: AsyncParsableCommand {
             target: target, neuronSeconds: result.seconds, neuronEpochs: result.epochs,
             neuronReached: result.reached, neuronAccuracies: result.accuracies)
         if peers {
-            let runner = try Peers(threads: threads, autocast: products == .bf16)
+            let runner = try Peers(threads: threads, autocast: bf16)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-bench-\(workload.id).safetensors").path
             try SafeTensors.write(
                 initial,
@@ -358,7 +360,7 @@ struct Benchmarks: AsyncParsableCommand {
                 try JSONEncoder().encode(batches).write(to: orderFile)
                 batchArguments = ["--batches", orderFile.path]
             }
-            for script in workload.scripts where !(products == .bf16 && script.hasPrefix("jax_")) {
+            for script in workload.scripts where !(bf16 && script.hasPrefix("jax_")) {
                 progress("\(workload.id): \(script) to \(target), up to \(config.training.epochs) epochs (its result follows when it ends)")
                 let peer: PeerResult
                 do {

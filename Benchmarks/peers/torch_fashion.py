@@ -3,14 +3,19 @@
 the test accuracy reaches --target (evaluation excluded from the time).
 
     python3 Benchmarks/peers/torch_fashion.py --data /usr/share/datasets/fashion-mnist \
-        --init DIR/F1.safetensors --target 0.88 --max-epochs 20 --threads 2
+        --init DIR/F1.safetensors --target 0.88 --max-epochs 20 --threads 2 [--autocast]
 
 Idiomatic PyTorch: nn.Sequential, nn.CrossEntropyLoss, optim.SGD(momentum), CosineAnnealingLR
 stepped per batch. Batches are drawn by indexing the training tensor with a seeded torch.randperm
 each epoch (a DataLoader over a TensorDataset would add per-sample Python overhead that is not the
-engine's). Prints one JSON line:
-{"peer","version","threads","reached","epochs","trainSeconds","testAccuracies"}.
+engine's). With --autocast the forward passes and the loss run under torch.autocast("cpu",
+dtype=torch.bfloat16), PyTorch's CPU mixed precision (the products' operands in bf16; weights,
+gradients and the momentum float32; backward outside the context), the test accuracy's forward
+too; the loss is taken from the logits in float32. Prints one JSON line:
+{"peer","version","threads","autocast","reached","epochs","trainSeconds","testAccuracies"}.
 """
+import argparse
+import contextlib
 import math
 import os
 import sys
@@ -23,12 +28,25 @@ PROG = "torch_fashion"
 
 
 def main():
-    args = pc.parse_fashion_args(PROG, __doc__.splitlines()[0])  # threads pinned before the library is imported
+    # pc.parse_fashion_args's arguments, with --autocast; threads pinned before the library is imported
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    pc.add_fashion_args(parser)
+    parser.add_argument("--verbose", action="store_true", help="progress on stderr")
+    parser.add_argument("--autocast", action="store_true",
+                        help='forward passes and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
+    args = parser.parse_args()
+    if args.max_epochs < 1:
+        raise pc.PeerError("--max-epochs must be >= 1")
+    pc.pin_threads(args.threads)
 
     import torch
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     from torch_peer import build_model
+
+    def autocast():
+        """bf16 autocast with --autocast, else nothing (float32 throughout, as without the flag)."""
+        return torch.autocast("cpu", dtype=torch.bfloat16) if args.autocast else contextlib.nullcontext()
 
     layers, acts, r = pc.load_fashion_init(args.init)
     train_x, train_y, test_x, test_y = pc.load_fashion(args.data)
@@ -62,7 +80,8 @@ def main():
         for k in range(batches):
             idx = order[k * r["batch"]:(k + 1) * r["batch"]]
             optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model(x[idx]), y[idx])
+            with autocast():  # the forward and the loss; the backward outside, as PyTorch's AMP recipe runs it
+                loss = loss_fn(model(x[idx]).float(), y[idx])  # .float(): the loss from bf16 logits in float32
             loss.backward()
             optimizer.step()
             steps_done += 1
@@ -72,7 +91,7 @@ def main():
         train_seconds += seconds
 
         model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), autocast():  # the training's arithmetic
             accuracy = (model(tx).argmax(dim=1) == ty).float().mean().item()
         accuracies.append(accuracy)
         if args.verbose:
@@ -84,7 +103,7 @@ def main():
             reached = True
             break
 
-    pc.emit({"peer": "torch", "version": torch.__version__, "threads": args.threads,
+    pc.emit({"peer": "torch", "version": torch.__version__, "threads": args.threads, "autocast": args.autocast,
              "reached": reached, "epochs": epoch, "trainSeconds": train_seconds,
              "testAccuracies": accuracies})
 

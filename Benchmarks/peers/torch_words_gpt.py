@@ -3,7 +3,8 @@
 test loss reaches --target, training time only (evaluation excluded).
 
     python3 Benchmarks/peers/torch_words_gpt.py --text /usr/share/dict/american-english \
-        --init DIR/F4.safetensors --batches DIR/F4-lines.json --target 1.9 --max-epochs 6 --threads 2 [--verbose]
+        --init DIR/F4.safetensors --batches DIR/F4-lines.json --target 1.9 --max-epochs 6 --threads 2 [--verbose] \
+        [--autocast]
 
 The lines are read as torch_words_gru.py reads them (as Neuron's TextCorpus does: lowercased when
 the recipe says so, kept when every character is in `keep`); the vocabulary is the boundary token
@@ -14,12 +15,16 @@ over the training lines, and what Neuron read (line count, vocabulary, block siz
 The network is torch_gpt.build_gpt_model's, eager; the loss F.cross_entropy(ignore_index=-1);
 the optimizer torch.optim.AdamW (fused) with the recipe's rate, weight decay (every parameter),
 betas and epsilon. After each epoch the test loss, -log softmax(z)[target] averaged over every
-counted position of the test lines, is measured in batches of 1,000 (untimed).
+counted position of the test lines, is measured in batches of 1,000 (untimed). With --autocast
+the model's forward passes, the test loss's included, and the training loss run under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's CPU mixed precision (the products' operands
+in bf16; weights, gradients and AdamW's state float32; backward outside the context); the logits
+are cast to float32 before the loss, training and test alike.
 
 --init: the initial weights (our names, PyTorch's layouts, as W9's exchange file, without x and t)
 with metadata heads, learningRate, weightDecay, beta1, beta2, epsilon, batchSize, lowercase, keep,
 blockSize. Prints one JSON line:
-{"peer","version","threads","reached","epochs","trainSeconds","testLosses"}.
+{"peer","version","threads","autocast","reached","epochs","trainSeconds","testLosses"}.
 """
 import argparse
 import os
@@ -45,6 +50,28 @@ def load_recipe(path):
     return params, sizes, recipe
 
 
+def autocast_model(torch, model):
+    """`model` with its forward under torch.autocast("cpu", dtype=torch.bfloat16), its bf16 logits
+    returned cast to float32 (so that every loss taken of them, the test loss's sums included, is
+    float32 arithmetic); the parameters stay `model`'s, float32, and train()/eval() reach it."""
+    class Autocast(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = model
+
+        def forward(self, x):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return self.inner(x).float()
+    return Autocast()
+
+
+def autocast_loss(torch, logits, t):
+    """sequence_cross_entropy under the same autocast, of float32 logits."""
+    from torch_gru import sequence_cross_entropy
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return sequence_cross_entropy(torch, logits.float(), t)
+
+
 def main():
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--text", default="/usr/share/dict/american-english", help="the word list, one word a line")
@@ -54,6 +81,8 @@ def main():
     parser.add_argument("--max-epochs", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")
+    parser.add_argument("--autocast", action="store_true",
+                        help='forward passes and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
     args = parser.parse_args()
     if args.max_epochs < 1:
         raise pc.PeerError("--max-epochs must be >= 1")
@@ -84,12 +113,17 @@ def main():
     model = build_gpt_model(torch, params, sizes)
     optimizer = torch.optim.AdamW(model.parameters(), lr=r["lr"], betas=r["betas"], eps=r["eps"],
                                   weight_decay=r["weight_decay"], fused=True)
+    loss_of = sequence_cross_entropy
+    if args.autocast:
+        # train_to_target (torch_words_gru.py) runs model(x) for the training steps and the test
+        # loss, and loss_of(torch, logits, t) for the training loss, each backward outside both.
+        model, loss_of = autocast_model(torch, model), autocast_loss
     reached, epoch, train_seconds, losses = train_to_target(
         torch, model, optimizer, (x, t), (tx, tt), r["batch"], lambda epoch: torch.from_numpy(orders[epoch - 1]),
-        sequence_cross_entropy, args, prog=PROG)
+        loss_of, args, prog=PROG)
 
-    pc.emit({"peer": "torch", "version": torch.__version__, "threads": args.threads, "reached": reached,
-             "epochs": epoch, "trainSeconds": train_seconds, "testLosses": losses})
+    pc.emit({"peer": "torch", "version": torch.__version__, "threads": args.threads, "autocast": args.autocast,
+             "reached": reached, "epochs": epoch, "trainSeconds": train_seconds, "testLosses": losses})
 
 
 if __name__ == "__main__":
