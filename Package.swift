@@ -61,12 +61,12 @@ let package = Package(
         /// bfloat16 products: the rounding in C (every build) and oneDNN's matmul on bf16 operands (with the
         /// trait `OneDNN`, which compiles against Debian's `libdnnl-dev` and opens `libdnnl.so.2` at its first
         /// bf16 product). Imported by `Tensor/BFloat16.swift` alone.
-        .target(name: "CBFloat16", cSettings: [.define("NEURON_ONEDNN", .when(traits: ["OneDNN"]))]),
+        .target(name: "COneDNN", cSettings: [.define("NEURON_ONEDNN", .when(traits: ["OneDNN"]))]),
 
         // MARK: - The engine
 
         /// Tensors, the neuron, layers, networks, optimizers, gradient checks, data. No I/O beyond data files.
-        .target(name: "NeuronCore", dependencies: ["CBLAS", "CZlib", "CKernels", "CBFloat16"]),
+        .target(name: "NeuronCore", dependencies: ["CBLAS", "CZlib", "CKernels", "COneDNN"]),
 
         // MARK: - The tool layer
 

@@ -7,7 +7,7 @@
 // PyTorch's CPU autocast to bfloat16, and, as there, the setting is per thread: a network sets it
 // around each of its passes on the thread that runs it (``BLAS/setProducts(_:)``), so that two
 // networks in one process, or two tests, never see each other's.
-import CBFloat16
+import COneDNN
 
 /// The operands of a network's matrix products.
 public enum ProductPrecision: String, Sendable, Equatable, CaseIterable {

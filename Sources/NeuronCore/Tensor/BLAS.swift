@@ -2,9 +2,10 @@
 // (The C arguments stay aligned with their labels, as in the C manual.)
 // The one seam between Swift and C: every BLAS call in Neuron goes through this file, and no
 // other file imports CBLAS. A Float product goes to oneDNN instead when its thread asks for
-// bfloat16 operands (`Tensor/BFloat16.swift`). Each scalar type maps the same requirement of ``TensorScalar`` onto
+// bfloat16 operands (`Tensor/BFloat16.swift`), or, with the trait `OneDNN`, when oneDNN's sgemm
+// measured faster on its shape (`Tensor/OneDNNProducts.swift`). Each scalar type maps the same requirement of ``TensorScalar`` onto
 // its own single- (s) or double- (d) precision routine.
-import CBFloat16
+import COneDNN
 import CBLAS
 #if canImport(Glibc)
 import Glibc
@@ -47,7 +48,8 @@ extension Float {
     @inlinable @inline(__always)
     public static func libmErf(_ x: Float) -> Float { erff(x) }
 
-    /// The product, on bfloat16 operands when the calling thread asks for them (`BLAS.setProducts(_:)`).
+    /// The product: on bfloat16 operands when the calling thread asks for them (`BLAS.setProducts(_:)`),
+    /// else by oneDNN's sgemm for the shapes it wins (`Tensor/OneDNNProducts.swift`), else by OpenBLAS.
     public static func blasGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
         alpha: Float, a: UnsafePointer<Float>, lda: Int,
@@ -56,6 +58,10 @@ extension Float {
     ) {
         if neuron_bf16_active() != 0 {
             BLAS.bf16Gemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+            return
+        }
+        if BLAS.takesOneDNN(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k), case .oneDNN = BLAS.floatProducts {
+            BLAS.oneDNNSgemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
             return
         }
         fullGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc)
@@ -182,6 +188,7 @@ public enum BLAS {
     public static var summary: String {
         let note = choiceNote.map { " (\($0))" } ?? ""
         return "\(configuration.trimmingTrailingSpaces) · \(coreName) kernels\(note) · \(threadCount) thread\(threadCount == 1 ? "" : "s")"
+            + " · \(floatProductsNote)"
     }
 }
 

@@ -56,14 +56,16 @@ extension BLAS {
 
     /// The check for one type, through `gemm` (the tests hand it a faulty one).
     static func checkKernels<Scalar: TensorScalar>(
-        _: Scalar.Type, routine: String? = nil, kernels: String? = nil,
+        _: Scalar.Type, routine: String? = nil, kernels: String? = nil, extraShapes: [(Int, Int, Int)] = [],
         gemm: (
             _ transposeA: Bool, _ transposeB: Bool, _ m: Int, _ n: Int, _ k: Int, _ alpha: Scalar, _ a: UnsafePointer<Scalar>, _ lda: Int,
             _ b: UnsafePointer<Scalar>, _ ldb: Int, _ beta: Scalar, _ c: UnsafeMutablePointer<Scalar>, _ ldc: Int
         ) -> Void
     ) throws(KernelMismatch) {
         let variants = [(false, false), (true, false), (false, true), (true, true)].flatMap { t in [0, 1].map { (t.0, t.1, $0) } }
-        let products = checkedShapes.flatMap { shape in variants.map { (shape, $0) } } + [(largeShape, (false, false, 0))]
+        let products =
+            checkedShapes.flatMap { shape in variants.map { (shape, $0) } } + [(largeShape, (false, false, 0))]
+            + extraShapes.flatMap { shape in variants.map { (shape, $0) } }
         for ((m, n, k), (transposeA, transposeB, beta)) in products {
             // Integers in [-3, 3]: sums of at most 130 products of them are exact in Float, so the
             // kernels and the naive loops agree exactly whatever their order of summation.

@@ -1,13 +1,14 @@
-// bfloat16 products: Float operands rounded to bfloat16 here, multiplied by oneDNN's matmul
-// primitive (bf16 × bf16, summed and written in Float), on the trait `OneDNN` only (which compiles
-// this file with oneDNN's header; the library itself is opened at run time, below).
+// oneDNN's products, on the trait `OneDNN` only (which compiles this file with oneDNN's header; the
+// library itself is opened at run time, below): bfloat16 products, Float operands rounded to
+// bfloat16 here and multiplied by oneDNN's matmul primitive (bf16 × bf16, summed and written in
+// Float); and Float products by oneDNN's sgemm, for the shapes where it beats OpenBLAS.
 //
 // oneDNN makes a primitive per shape (milliseconds of JIT the first time), so each thread keeps the
 // primitives of the shapes it has run, with their memory objects, and the bfloat16 copies of the
 // operands in buffers that only grow: after a network's first step a product allocates nothing.
 // oneDNN's threads are OpenMP's; each call sets the calling thread's OpenMP count to the one asked
 // for (a network's batch shares run one thread each, side by side).
-#include "CBFloat16.h"
+#include "COneDNN.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,7 @@ int neuron_bf16_built(void) { return 1; }
     X(dnnl_post_ops_append_sum) X(dnnl_post_ops_destroy) X(dnnl_primitive_desc_create)               \
     X(dnnl_primitive_desc_query) X(dnnl_primitive_desc_destroy) X(dnnl_primitive_create)             \
     X(dnnl_primitive_destroy) X(dnnl_primitive_execute) X(dnnl_memory_create)                        \
-    X(dnnl_memory_set_data_handle) X(dnnl_memory_destroy)
+    X(dnnl_memory_set_data_handle) X(dnnl_memory_destroy) X(dnnl_sgemm)
 
 static struct {
 #define DECLARE(name) __typeof__(name) *name;
@@ -154,6 +155,7 @@ const char *neuron_bf16_load_error(void) {
 #define dnnl_memory_create (*dnnl.dnnl_memory_create)
 #define dnnl_memory_set_data_handle (*dnnl.dnnl_memory_set_data_handle)
 #define dnnl_memory_destroy (*dnnl.dnnl_memory_destroy)
+#define dnnl_sgemm (*dnnl.dnnl_sgemm)
 
 const char *neuron_bf16_library(void) {
     static char name[64];
@@ -329,6 +331,16 @@ static void use_threads(int threads) {
         dnnl.omp_set_num_threads(threads);
 }
 
+// MARK: - Float products
+
+int neuron_onednn_sgemm(int transA, int transB, long m, long n, long k,
+                        float alpha, const float *a, long lda, const float *b, long ldb,
+                        float beta, float *c, long ldc, int threads) {
+    if (neuron_bf16_load_error()) return -1;
+    use_threads(threads);
+    return dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 // MARK: - The product
 
 int neuron_bf16_gemm(int transA, int transB, long m, long n, long k,
@@ -378,6 +390,12 @@ int neuron_bf16_gemm(int transA, int transB, long m, long n, long k, float alpha
 }
 void neuron_bf16_implementations(char *names, long capacity) {
     if (capacity > 0) names[0] = 0;
+}
+int neuron_onednn_sgemm(int transA, int transB, long m, long n, long k, float alpha, const float *a, long lda,
+                        const float *b, long ldb, float beta, float *c, long ldc, int threads) {
+    (void)transA; (void)transB; (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)lda;
+    (void)b; (void)ldb; (void)beta; (void)c; (void)ldc; (void)threads;
+    return -1;
 }
 
 #endif

@@ -1,8 +1,9 @@
-// bfloat16 products for Float tensors: the conversion (round to nearest even) in plain C, and the
-// product itself through oneDNN's matmul primitive when the package is built with the trait
-// `OneDNN` (bf16 operands, Float accumulation and output). Imported by `Tensor/BFloat16.swift` alone.
-#ifndef NEURON_CBFLOAT16_H
-#define NEURON_CBFLOAT16_H
+// oneDNN's products for Float tensors, when the package is built with the trait `OneDNN`: bfloat16
+// products (the rounding to nearest even in plain C, every build; the product through oneDNN's
+// matmul primitive, bf16 operands, Float sums and output) and Float products through oneDNN's sgemm.
+// Imported by `Tensor/BLAS.swift` and `Tensor/BFloat16.swift` alone.
+#ifndef NEURON_CONEDNN_H
+#define NEURON_CONEDNN_H
 
 #include <stdint.h>
 
@@ -30,6 +31,12 @@ const char *neuron_bf16_library(void);
 int neuron_bf16_gemm(int transA, int transB, long m, long n, long k,
                      float alpha, const float *a, long lda, const float *b, long ldb,
                      float beta, float *c, long ldc, int threads);
+
+/// `c = alpha * op(a) * op(b) + beta * c` in Float by oneDNN's `dnnl_sgemm` (row-major) on `threads`
+/// OpenMP threads. Returns 0, oneDNN's status, or -1 when oneDNN is not loaded.
+int neuron_onednn_sgemm(int transA, int transB, long m, long n, long k,
+                        float alpha, const float *a, long lda, const float *b, long ldb,
+                        float beta, float *c, long ldc, int threads);
 
 /// Whether the calling thread's Float products run on bfloat16 operands (1) or in Float (0): a
 /// network sets it around its passes, on each thread that runs them (as PyTorch's autocast is per thread).
