@@ -5,7 +5,7 @@ import Testing
 private let oneDNNHere: Bool = if case .oneDNN = BLAS.floatProducts { true } else { false }
 private let notHere = Comment(rawValue: "Float products stay on OpenBLAS in this process: \(BLAS.floatProducts)")
 
-@Suite("Float products from oneDNN's sgemm where it measured faster")
+@Suite("Float products from oneDNN's sgemm, on request, for the shapes it won alone")
 struct OneDNNProductsTests {
     @Test("The shapes oneDNN takes: from 2¹⁹ multiply-adds, but not a·bᵀ with an inner dimension of 1024 or more")
     func rule() {
@@ -19,13 +19,13 @@ struct OneDNNProductsTests {
         #expect(BLAS.takesOneDNN(transposeA: true, transposeB: true, m: 128, n: 128, k: 1024))
     }
 
-    @Test("Every reason to stay on OpenBLAS is said; a failed check keeps OpenBLAS, never wrong numbers")
+    @Test("OpenBLAS unless asked; every reason to stay on it is said; a failed check keeps OpenBLAS, never wrong numbers")
     func choice() {
         let avx512: Set<String> = ["avx2", "avx512f"]
-        func choose(built: Bool = true, disabled: Bool = false, loadError: String? = nil, flags: Set<String> = avx512, fails: Bool = false)
+        func choose(built: Bool = true, requested: Bool = true, loadError: String? = nil, flags: Set<String> = avx512, fails: Bool = false)
             -> BLAS.FloatProducts
         {
-            BLAS.floatProducts(built: built, disabled: disabled, loadError: loadError, cpuFlags: flags) { () throws(BLAS.KernelMismatch) in
+            BLAS.floatProducts(built: built, requested: requested, loadError: loadError, cpuFlags: flags) { () throws(BLAS.KernelMismatch) in
                 if fails {
                     throw BLAS.KernelMismatch(
                         routine: "oneDNN sgemm", kernels: "oneDNN 2.6.3", product: "96×80×72, A·B, beta 0", row: 1, column: 2, found: 5, expected: 4)
@@ -33,7 +33,7 @@ struct OneDNNProductsTests {
             }
         }
         #expect(choose(built: false) == .openBLAS("built without the trait OneDNN"))
-        #expect(choose(disabled: true) == .openBLAS("NEURON_FLOAT_PRODUCTS=openblas"))
+        #expect(choose(requested: false) == .openBLAS("the default"))
         #expect(choose(loadError: "oneDNN could not be loaded (x)") == .openBLAS("oneDNN could not be loaded (x)"))
         #expect(choose(flags: ["avx2", "fma"]) == .openBLAS("oneDNN's products were measured faster on AVX-512 only"))
         #expect(choose(fails: true) == .openBLAS("oneDNN's sgemm failed its check (96×80×72, A·B, beta 0: 5.0 for 4.0)"))

@@ -2,8 +2,8 @@
 // (The C arguments stay aligned with their labels, as in the C manual.)
 // The one seam between Swift and C: every BLAS call in Neuron goes through this file, and no
 // other file imports CBLAS. A Float product goes to oneDNN instead when its thread asks for
-// bfloat16 operands (`Tensor/BFloat16.swift`), or, with the trait `OneDNN`, when oneDNN's sgemm
-// measured faster on its shape (`Tensor/OneDNNProducts.swift`). Each scalar type maps the same requirement of ``TensorScalar`` onto
+// bfloat16 operands (`Tensor/BFloat16.swift`), or, on request (`NEURON_FLOAT_PRODUCTS=onednn`), for
+// the shapes oneDNN's sgemm measured faster alone (`Tensor/OneDNNProducts.swift`). Each scalar type maps the same requirement of ``TensorScalar`` onto
 // its own single- (s) or double- (d) precision routine.
 import COneDNN
 import CBLAS
@@ -49,7 +49,7 @@ extension Float {
     public static func libmErf(_ x: Float) -> Float { erff(x) }
 
     /// The product: on bfloat16 operands when the calling thread asks for them (`BLAS.setProducts(_:)`),
-    /// else by oneDNN's sgemm for the shapes it wins (`Tensor/OneDNNProducts.swift`), else by OpenBLAS.
+    /// else, on request, by oneDNN's sgemm for the shapes it won alone (`Tensor/OneDNNProducts.swift`), else by OpenBLAS.
     public static func blasGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
         alpha: Float, a: UnsafePointer<Float>, lda: Int,
@@ -60,7 +60,7 @@ extension Float {
             BLAS.bf16Gemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
             return
         }
-        if BLAS.takesOneDNN(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k), case .oneDNN = BLAS.floatProducts {
+        if BLAS.takesOneDNN(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k), BLAS.usesOneDNN {
             BLAS.oneDNNSgemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
             return
         }
@@ -188,7 +188,7 @@ public enum BLAS {
     public static var summary: String {
         let note = choiceNote.map { " (\($0))" } ?? ""
         return "\(configuration.trimmingTrailingSpaces) · \(coreName) kernels\(note) · \(threadCount) thread\(threadCount == 1 ? "" : "s")"
-            + " · \(floatProductsNote)"
+            + (floatProductsNote.map { " · \($0)" } ?? "")
     }
 }
 

@@ -1,18 +1,18 @@
-// Float products from oneDNN's sgemm where it measured faster than OpenBLAS, behind the one seam.
+// Float products from oneDNN's sgemm, on request, behind the one seam.
 //
 // Benchmarks/products timed every product shape of W4–W6 and W9–W12 in Debian's OpenBLAS 0.3.21,
 // OpenBLAS 0.3.34 (PyPI's scipy-openblas32), BLIS 0.9 and oneDNN 2.6.3 (its sgemm and its matmul
 // primitive), each library alone in its process, on a 2-core Zen 5 (Benchmarks/README.md has the
-// table). oneDNN's sgemm was the fastest or near it on every product of 2¹⁹ multiply-adds and
-// more (1.1–4.5× OpenBLAS 0.3.21's, W12's projections 1.09–1.24×), and slower on every smaller one:
-// the attention's per-head products, 64×64×64 and under (OpenBLAS 1.04–3.15 µs against 1.25–3.54),
-// and the heads of tiny layers. One large kind lost too: `a·bᵀ` with a long inner dimension
-// (W6's 128×1024×1024 `dz·wᵀ`: 1,239 µs against 857; 2048×384×1536: 0.98×), so it stays
-// with OpenBLAS. So with the trait `OneDNN` (and oneDNN installed), on a CPU with AVX-512 (where it
-// was measured), each Float product of 2¹⁹ multiply-adds or more goes to oneDNN's sgemm unless it is
-// that kind, once oneDNN's sgemm has passed the exact check OpenBLAS's kernels pass
+// table). Alone, oneDNN's sgemm was the fastest or near it on every product of 2¹⁹ multiply-adds
+// and more (1.1–4.5× OpenBLAS 0.3.21's), and slower on every smaller one (the attention's per-head
+// products, 64×64×64 and under) and on `a·bᵀ` with a long inner dimension (W6's `dz·wᵀ`: 1,239 µs
+// against 857). In the engine's steps, with those shapes routed to it and the rest left to
+// OpenBLAS, it did not pay: W4–W6 interleaved three times each way were no faster and often slower
+// (W6 6.3–9.4 ms against 5.5–7.4), two thread pools on two cores, and oneDNN's sgemm allocates on
+// every call (W6: 29 allocations a step against OpenBLAS's 8). So OpenBLAS stays the default,
+// and `NEURON_FLOAT_PRODUCTS=onednn` (with the trait `OneDNN`, on AVX-512, where it was measured)
+// sends those shapes to oneDNN's sgemm, once it has passed the exact check OpenBLAS's kernels pass
 // (`BLAS.checkKernels`'s products of small integers), on a product past the threshold too.
-// `NEURON_FLOAT_PRODUCTS=openblas` keeps every Float product on OpenBLAS.
 import COneDNN
 import Foundation
 
@@ -25,7 +25,7 @@ extension BLAS {
         case openBLAS(String)
     }
 
-    /// The environment variable that keeps every Float product on OpenBLAS (`openblas`).
+    /// The environment variable that sends the shapes oneDNN won to its sgemm (`onednn`).
     public static let floatProductsVariable = "NEURON_FLOAT_PRODUCTS"
 
     /// The smallest product, in multiply-adds (m·n·k), that oneDNN's sgemm takes.
@@ -42,20 +42,20 @@ extension BLAS {
     public static let floatProducts: FloatProducts = {
         let environment = ProcessInfo.processInfo.environment
         return floatProducts(
-            built: neuron_bf16_built() != 0, disabled: environment[floatProductsVariable]?.lowercased() == "openblas",
+            built: neuron_bf16_built() != 0, requested: environment[floatProductsVariable]?.lowercased() == "onednn",
             loadError: neuron_bf16_built() != 0 ? neuron_bf16_load_error().map { String(cString: $0) } : nil, cpuFlags: cpuFlags,
             check: { () throws(KernelMismatch) in
                 try checkKernels(Float.self, routine: "oneDNN sgemm", kernels: bf16Library, extraShapes: [(96, 80, 72)], gemm: oneDNNSgemm)
             })
     }()
 
-    /// ``floatProducts`` for a build with or without oneDNN, the user's choice, oneDNN's loading
+    /// ``floatProducts`` for the user's request, a build with or without oneDNN, oneDNN's loading
     /// error, a CPU with `cpuFlags` and oneDNN's check (tests: any machine, a planted fault).
     public static func floatProducts(
-        built: Bool, disabled: Bool, loadError: String?, cpuFlags: Set<String>, check: () throws(KernelMismatch) -> Void
+        built: Bool, requested: Bool, loadError: String?, cpuFlags: Set<String>, check: () throws(KernelMismatch) -> Void
     ) -> FloatProducts {
+        guard requested else { return .openBLAS("the default") }
         guard built else { return .openBLAS("built without the trait OneDNN") }
-        guard !disabled else { return .openBLAS("\(floatProductsVariable)=openblas") }
         if let loadError { return .openBLAS(loadError) }
         guard cpuFlags.contains("avx512f") else { return .openBLAS("oneDNN's products were measured faster on AVX-512 only") }
         do {
@@ -66,11 +66,16 @@ extension BLAS {
         return .oneDNN(bf16Library)
     }
 
-    /// What ``summary`` says of Float products.
-    static var floatProductsNote: String {
+    /// Whether ``floatProducts`` is oneDNN: read by every Float product (a Bool, so that reading it
+    /// copies no string).
+    static let usesOneDNN: Bool = if case .oneDNN = floatProducts { true } else { false }
+
+    /// What ``summary`` says of Float products: nothing by default; oneDNN's part when asked for, or
+    /// why the request was refused.
+    static var floatProductsNote: String? {
         switch floatProducts {
         case .oneDNN(let library): "Float products from 2¹⁹ multiply-adds: \(library) sgemm"
-        case .openBLAS: "Float products: OpenBLAS"
+        case .openBLAS(let reason): reason == "the default" ? nil : "Float products: OpenBLAS (\(floatProductsVariable)=onednn refused: \(reason))"
         }
     }
 
