@@ -7,7 +7,8 @@ import Testing
 
 @Suite("neuron train with bf16 products")
 struct BFloat16CommandTests {
-    /// Data/digits.yaml's network and recipe (64-32-10 tanh) for a few epochs.
+    /// Data/digits.yaml's network (64-32-10 tanh) in batches of 256, so that its first product
+    /// (256 × 32 × 64 multiply-adds, 2¹⁹) runs on bf16 operands, for a few epochs.
     private func config(products: String, precision: String = "float") -> String {
         """
         model:
@@ -26,11 +27,11 @@ struct BFloat16CommandTests {
           validationSplit: 0.2
         optimizer:
           kind: sgd
-          learningRate: 0.05
+          learningRate: 0.1
           momentum: 0.9
         training:
-          epochs: 8
-          batchSize: 32
+          epochs: 30
+          batchSize: 256
           seed: 7
           precision: \(precision)
           products: \(products)

@@ -137,11 +137,13 @@ struct BFloat16Tests {
         }
     }
 
-    @Test("bf16 products really round: a 64×64×64 product differs from sgemm's by far more than Float's rounding", .enabled(if: bf16Here, skipped))
+    @Test(
+        "bf16 products really round: a 128×64×64 product differs from sgemm's by far more than Float's rounding; a tiny one stays Float",
+        .enabled(if: bf16Here, skipped))
     func productsRound() {
         var generator = SeededGenerator(seed: 3)
-        let a = Tensor<Float>.random([64, 64], using: &generator), b = Tensor<Float>.random([64, 64], using: &generator)
-        var full = Tensor<Float>(zeros: [64, 64]), rounded = full
+        let a = Tensor<Float>.random([128, 64], using: &generator), b = Tensor<Float>.random([64, 64], using: &generator)
+        var full = Tensor<Float>(zeros: [128, 64]), rounded = full
         try! Tensor.matmul(a, b, into: &full)
         let outside = BLAS.setProducts(.bf16)
         try! Tensor.matmul(a, b, into: &rounded)
@@ -149,6 +151,14 @@ struct BFloat16Tests {
         let largest = (0..<full.count).map { abs(full[$0] - rounded[$0]) }.max()!
         #expect(largest > 1e-3, "bf16 and Float products differ by \(largest) at most")
         #expect(BLAS.products == .full)
+        // Below the threshold the product is sgemm's, bit for bit.
+        let small = Tensor<Float>.random([8, 8], using: &generator)
+        var fullSmall = Tensor<Float>(zeros: [8, 8]), bf16Small = fullSmall
+        try! Tensor.matmul(small, small, into: &fullSmall)
+        BLAS.setProducts(.bf16)
+        try! Tensor.matmul(small, small, into: &bf16Small)
+        BLAS.setProducts(.full)
+        #expect(fullSmall.scalars == bf16Small.scalars)
     }
 
     // MARK: A network's passes
@@ -158,11 +168,12 @@ struct BFloat16Tests {
         .enabled(if: bf16Here, skipped))
     func networkForward() throws {
         var generator = SeededGenerator(seed: 5)
-        var network = try Network<Float>([Dense<Float>(48, 24, activation: .identity)], loss: .halfSquaredError)
+        // 64 × 96 × 96 multiply-adds: past any threshold below 2¹⁹.
+        var network = try Network<Float>([Dense<Float>(96, 96, activation: .identity)], loss: .halfSquaredError)
         network.initialize(seed: 9)
-        let x = Tensor<Float>.random([10, 48], using: &generator)
+        let x = Tensor<Float>.random([64, 96], using: &generator)
         var roundedNetwork = network
-        // Weights (48×24) are rounded, the bias is added in Float after the product.
+        // Weights (96×96) are rounded, the bias is added in Float after the product.
         let weights = network.parameterTensors[0]
         for i in weights.range { roundedNetwork.parameters[i] = Naive.bfloat16(network.parameters[i]) }
         var roundedX = x
@@ -183,12 +194,13 @@ struct BFloat16Tests {
         .enabled(if: bf16Here, skipped))
     func splitBatchUsesBF16() throws {
         var generator = SeededGenerator(seed: 21)
+        // Each share's first product is 128 × 128 × 64 multiply-adds, past any threshold below 2¹⁹.
         var network = try Network<Float>(
-            [Dense<Float>(32, 64, activation: .tanh), Dense<Float>(64, 8, activation: .softmax)], loss: .softmaxCrossEntropy)
+            [Dense<Float>(64, 128, activation: .tanh), Dense<Float>(128, 8, activation: .softmax)], loss: .softmaxCrossEntropy)
         network.initialize(seed: 4)
-        let x = Tensor<Float>.random([64, 32], using: &generator)
-        var targets = Tensor<Float>(zeros: [64, 8])
-        for row in 0..<64 { targets[row, row % 8] = 1 }
+        let x = Tensor<Float>.random([256, 64], using: &generator)
+        var targets = Tensor<Float>(zeros: [256, 8])
+        for row in 0..<256 { targets[row, row % 8] = 1 }
         func gradients(_ products: ProductPrecision, threads: Int) throws -> [Float] {
             var copy = network
             (copy.products, copy.batchThreads) = (products, threads)

@@ -48,7 +48,8 @@ extension Float {
     @inlinable @inline(__always)
     public static func libmErf(_ x: Float) -> Float { erff(x) }
 
-    /// The product: on bfloat16 operands when the calling thread asks for them (`BLAS.setProducts(_:)`),
+    /// The product: on bfloat16 operands when the calling thread asks for them (`BLAS.setProducts(_:)`)
+    /// and it is worth it (`BLAS.bf16MinimumWork`),
     /// else, on request, by oneDNN's sgemm for the shapes it won alone (`Tensor/OneDNNProducts.swift`), else by OpenBLAS.
     public static func blasGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
@@ -56,7 +57,7 @@ extension Float {
         b: UnsafePointer<Float>, ldb: Int,
         beta: Float, c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
-        if neuron_bf16_active() != 0 {
+        if neuron_bf16_active() != 0, m &* n &* k >= BLAS.bf16MinimumWork {
             BLAS.bf16Gemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
             return
         }
