@@ -167,7 +167,7 @@ struct ConfigLoaderTests {
             + #""momentum":0.5,"nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1,"warmupSteps":3},"weightDecay":0},"#
             + #""output":{"checkpointEvery":1,"checkpointSeconds":30,"directory":"runs/x","samples":4},"#
             + #""training":{"batchSize":32,"batchThreads":2,"blasThreads":2,"clipGradientNorm":1.5,"epochs":10,"evaluateEvery":5,"evaluation":"estimate","#
-            + #""evaluationBatches":4,"fit":"counts","iterations":7,"precision":"float","seed":42,"smoothing":0.5,"steps":20}}"#
+            + #""evaluationBatches":4,"fit":"counts","iterations":7,"precision":"float","products":"bf16","seed":42,"smoothing":0.5,"steps":20}}"#
         let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(saved.utf8))
         #expect(decoded == Self.everyKeySet())
         let encoder = JSONEncoder()
@@ -225,6 +225,7 @@ struct ConfigLoaderTests {
         var training = TrainingConfig()
         (training.iterations, training.fit, training.smoothing, training.clipGradientNorm) = (7, .counts, 0.5, 1.5)
         training.batchThreads = 2
+        training.products = .bf16
         (training.steps, training.evaluateEvery, training.evaluation, training.evaluationBatches) = (20, 5, .estimate, 4)
         var output = OutputConfig()
         (output.directory, output.checkpointEvery, output.samples) = ("runs/x", 1, 4)
