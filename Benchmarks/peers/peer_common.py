@@ -221,6 +221,13 @@ def add_step_args(parser):
     parser.add_argument("--threads", type=int, default=2, help="BLAS/OpenMP/torch threads")
 
 
+def add_autocast_arg(parser):
+    """--autocast: the forward passes and the loss under torch.autocast("cpu", bfloat16), PyTorch's CPU
+    mixed precision (weights, gradients and optimizer state float32), against Neuron's bf16 products."""
+    parser.add_argument("--autocast", action="store_true",
+                        help='forward passes and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
+
+
 def add_fashion_args(parser):
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist",
                         help="folder with the four Fashion-MNIST IDX .gz files")

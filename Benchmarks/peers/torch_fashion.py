@@ -32,8 +32,7 @@ def main():
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     pc.add_fashion_args(parser)
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")
-    parser.add_argument("--autocast", action="store_true",
-                        help='forward passes and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
+    pc.add_autocast_arg(parser)
     args = parser.parse_args()
     if args.max_epochs < 1:
         raise pc.PeerError("--max-epochs must be >= 1")

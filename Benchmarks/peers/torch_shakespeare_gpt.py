@@ -254,8 +254,7 @@ def main():
     parser.add_argument("--target", type=float, required=True, help="exact validation loss to reach (at or below)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")
-    parser.add_argument("--autocast", action="store_true",
-                        help='forward passes and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
+    pc.add_autocast_arg(parser)
     args = parser.parse_args()
     pc.pin_threads(args.threads)
 

@@ -81,8 +81,7 @@ def main():
     parser.add_argument("--max-epochs", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")
-    parser.add_argument("--autocast", action="store_true",
-                        help='forward passes and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
+    pc.add_autocast_arg(parser)
     args = parser.parse_args()
     if args.max_epochs < 1:
         raise pc.PeerError("--max-epochs must be >= 1")
