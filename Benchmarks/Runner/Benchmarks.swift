@@ -334,12 +334,10 @@ struct Benchmarks: AsyncParsableCommand {
         let engine = try trainingAlone(built)
         // The run's own initial weights, for the peers (taken before the first step).
         let initial = initialEntries(engine, pytorchLayouts: workload.pytorchLayouts)
-        // One BLAS thread per share when the config splits the batch (F2), as `neuron train` sets it:
-        // two shares each on two OpenBLAS threads spun against each other (F2 91.7 s, PyTorch 49.7 s).
-        let blasThreads = BLAS.threadCount
-        BLAS.threadCount = BLAS.threadCount(blasThreads: blasThreads, batchThreads: config.training.batchThreads ?? 1)
-        let result = try fashionRun(engine, target: target, batches: batches, label: workload.id)
-        BLAS.threadCount = blasThreads
+        // F2's config splits each batch: one BLAS thread per share, as `neuron train` sets it.
+        let result = try withThreads(splitting: config.training.batchThreads ?? 1) {
+            try fashionRun(engine, target: target, batches: batches, label: workload.id)
+        }
         print(
             String(
                 format: "%@ Fashion-MNIST to %.2f test accuracy (%@): Neuron %@ in %d epochs (training time only; accuracies %@)",

@@ -152,14 +152,10 @@ extension BatchSplitting {
         return w
     }
 
-    /// `body` with the process's BLAS threads as a run of this workload sets them, once, at its
-    /// start (one per product when each step is split: `BLAS.threadCount(blasThreads:batchThreads:)`);
-    /// restored after.
+    /// `body` with the process's BLAS threads as a run of this workload sets them
+    /// (``withThreads(splitting:_:)``).
     func withRunThreads<T>(_ body: () throws -> T) rethrows -> T {
-        let threads = BLAS.threadCount
-        BLAS.threadCount = BLAS.threadCount(blasThreads: threads, batchThreads: batchThreads)
-        defer { BLAS.threadCount = threads }
-        return try body()
+        try withThreads(splitting: batchThreads, body)
     }
 
     /// What a title says of the split: `, split over n threads`, or nothing for a whole batch.
@@ -216,4 +212,14 @@ struct PeakMemory: Codable {
 
     /// `412.3 MiB`.
     static func format(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+}
+
+/// `body` with the process's BLAS threads as a run that splits each batch over `batchThreads` sets
+/// them, once, at its start (one per product when split: `BLAS.threadCount(blasThreads:batchThreads:)`;
+/// two shares each on two OpenBLAS threads spin against each other on two cores); restored after.
+func withThreads<T>(splitting batchThreads: Int, _ body: () throws -> T) rethrows -> T {
+    let threads = BLAS.threadCount
+    BLAS.threadCount = BLAS.threadCount(blasThreads: threads, batchThreads: batchThreads)
+    defer { BLAS.threadCount = threads }
+    return try body()
 }

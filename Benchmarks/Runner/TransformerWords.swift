@@ -59,12 +59,7 @@ extension Benchmarks {
         }
 
         let target = Self.transformerWordsTarget
-        // One BLAS thread per share when the batch is split, as `neuron train` sets it: two shares
-        // each on two OpenBLAS threads spun against each other (F4 211.6 s against 62.9 s for PyTorch).
-        let blasThreads = BLAS.threadCount
-        BLAS.threadCount = BLAS.threadCount(blasThreads: blasThreads, batchThreads: w.batchThreads)
-        let result = try wordsRun(engine, test: test, target: target, orders: orders, id: "F4")
-        BLAS.threadCount = blasThreads
+        let result = try w.withRunThreads { try wordsRun(engine, test: test, target: target, orders: orders, id: "F4") }
         print(
             String(
                 format:
