@@ -69,11 +69,14 @@ def parse_step_args(prog, description, compile_flag=False):
     return args
 
 
-def parse_fashion_args(prog, description):
-    """An F1 peer's arguments, checked, with its threads pinned before its library is imported."""
+def parse_fashion_args(prog, description, autocast=False):
+    """An F1 peer's arguments, checked, with its threads pinned before its library is imported;
+    with `autocast`, also --autocast (PyTorch's)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     add_fashion_args(parser)
     parser.add_argument("--verbose", action="store_true", help="progress on stderr")
+    if autocast:
+        add_autocast_arg(parser)
     args = parser.parse_args()
     if args.max_epochs < 1:
         raise PeerError("--max-epochs must be >= 1")

@@ -14,7 +14,6 @@ gradients and the momentum float32; backward outside the context), the test accu
 too; the loss is taken from the logits in float32. Prints one JSON line:
 {"peer","version","threads","autocast","reached","epochs","trainSeconds","testAccuracies"}.
 """
-import argparse
 import contextlib
 import math
 import os
@@ -28,15 +27,7 @@ PROG = "torch_fashion"
 
 
 def main():
-    # pc.parse_fashion_args's arguments, with --autocast; threads pinned before the library is imported
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    pc.add_fashion_args(parser)
-    parser.add_argument("--verbose", action="store_true", help="progress on stderr")
-    pc.add_autocast_arg(parser)
-    args = parser.parse_args()
-    if args.max_epochs < 1:
-        raise pc.PeerError("--max-epochs must be >= 1")
-    pc.pin_threads(args.threads)
+    args = pc.parse_fashion_args(PROG, __doc__.splitlines()[0], autocast=True)
 
     import torch
     torch.set_num_threads(args.threads)
