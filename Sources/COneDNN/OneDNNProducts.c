@@ -22,27 +22,10 @@ static inline uint16_t round_to_bf16(uint32_t bits) {
     return (uint16_t)((bits & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 
-// Branch-free, so that the loop vectorizes; compiled for AVX-512 and AVX2 besides the baseline and
-// chosen when loaded (the conversion is memory-bound: wider lanes keep it off the product's time).
-#if defined(__x86_64__) && defined(__clang__)
-__attribute__((target_clones("avx512bw", "avx2", "default")))
-#endif
-void neuron_bf16_round(const float *x, uint16_t *y, long count) {
-    for (long i = 0; i < count; i++) {
-        uint32_t bits;
-        memcpy(&bits, &x[i], sizeof bits);
-        y[i] = round_to_bf16(bits);
-    }
-}
-
-void neuron_bf16_widen(const uint16_t *x, float *y, long count) {
-    for (long i = 0; i < count; i++) {
-        uint32_t bits = (uint32_t)x[i] << 16;
-        memcpy(&y[i], &bits, sizeof bits);
-    }
-}
-
-/// Rounds `scale` times each of `count` Floats (the product's alpha, folded into its left operand).
+/// Rounds `scale` times each of `count` Floats (a product's alpha, folded into its left operand; 1
+/// elsewhere, which changes no value). Branch-free, so that the loop vectorizes; compiled for
+/// AVX-512 and AVX2 besides the baseline and chosen when loaded (the conversion is memory-bound:
+/// wider lanes keep it off the product's time).
 #if defined(__x86_64__) && defined(__clang__)
 __attribute__((target_clones("avx512bw", "avx2", "default")))
 #endif
@@ -55,15 +38,19 @@ static void round_scaled(const float *x, float scale, uint16_t *y, long count) {
     }
 }
 
+void neuron_bf16_round(const float *x, uint16_t *y, long count) { round_scaled(x, 1, y, count); }
+
+void neuron_bf16_widen(const uint16_t *x, float *y, long count) {
+    for (long i = 0; i < count; i++) {
+        uint32_t bits = (uint32_t)x[i] << 16;
+        memcpy(&y[i], &bits, sizeof bits);
+    }
+}
+
 /// Rounds `scale` times the `rows` × `columns` matrix at `x` (row stride `ld`) into the dense `y`.
 static void round_matrix(const float *x, long ld, long rows, long columns, float scale, uint16_t *y) {
-    if (scale == 1) {
-        if (ld == columns) { neuron_bf16_round(x, y, rows * columns); return; }
-        for (long r = 0; r < rows; r++) neuron_bf16_round(x + r * ld, y + r * columns, columns);
-    } else {
-        if (ld == columns) { round_scaled(x, scale, y, rows * columns); return; }
-        for (long r = 0; r < rows; r++) round_scaled(x + r * ld, scale, y + r * columns, columns);
-    }
+    if (ld == columns) { round_scaled(x, scale, y, rows * columns); return; }
+    for (long r = 0; r < rows; r++) round_scaled(x + r * ld, scale, y + r * columns, columns);
 }
 
 static _Thread_local int active;
