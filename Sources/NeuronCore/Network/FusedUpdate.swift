@@ -49,8 +49,8 @@ extension Network {
             let dy = lossGradient
             // The fold of `backwardUnchecked`, written out again: a shared method reading the layers
             // and the loss's gradient copied the network for each layer (W2 0.79 → 1.02 µs a step).
-            let outside = BLAS.setProducts(products)
-            defer { BLAS.setProducts(outside) }
+            let outside = BLAS.enterProducts(products)
+            defer { BLAS.leaveProducts(outside) }
             gradients.withUnsafeMutableBufferPointer { g in
                 for i in layers.indices.reversed() {
                     let input = i == 0 ? x : layers[i - 1].output

@@ -326,8 +326,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
     /// The forward pass with `parameters` read in place (a replica reads its network's); in
     /// training mode each layer draws the noise of share `share` of the batch.
     mutating func forwardUnchecked(_ x: Tensor<Scalar>, mode: LayerMode, parameters p: UnsafeBufferPointer<Scalar>, share: Int) {
-        let outside = BLAS.setProducts(products)  // on this thread, for this pass
-        defer { BLAS.setProducts(outside) }
+        let outside = BLAS.enterProducts(products)  // on this thread, for this pass
+        defer { BLAS.leaveProducts(outside) }
         split.isOutputCurrent = false
         var state: [Scalar] = []
         swap(&state, &self.state)  // borrowed out of `self` (no copy) while layers are mutated
@@ -444,8 +444,8 @@ public struct Network<Scalar: TensorScalar>: Sendable, CustomStringConvertible {
 
     /// The backward pass with `parameters` read in place, into this network's ``gradients``.
     mutating func backwardUnchecked(_ x: Tensor<Scalar>, computeInputGradient: Bool, parameters p: UnsafeBufferPointer<Scalar>) {
-        let outside = BLAS.setProducts(products)
-        defer { BLAS.setProducts(outside) }
+        let outside = BLAS.enterProducts(products)
+        defer { BLAS.leaveProducts(outside) }
         // Borrow the gradient buffer out of `self` (a swap, no copy) so that layers can be
         // mutated while it is open for writing.
         var gradients: [Scalar] = []

@@ -4,9 +4,10 @@
 // CPU with `avx512_bf16`: about twice the products a second of Float's on such a CPU. What
 // is kept stays Float: the parameters (the master weights), the gradients, the optimizer's state,
 // and every reduction outside the products (the loss, softmax, LayerNorm, the bias sums). This is
-// PyTorch's CPU autocast to bfloat16, and, as there, the setting is per thread: a network sets it
-// around each of its passes on the thread that runs it (``BLAS/setProducts(_:)``), so that two
-// networks in one process, or two tests, never see each other's.
+// PyTorch's CPU autocast to bfloat16, and, as there, the setting is per thread: a bf16 network sets
+// it around each of its passes on the thread that runs it (``BLAS/setProducts(_:)``), so that two
+// networks in one process, or two tests, never see each other's; a full network leaves the thread's
+// setting alone (Float products, unless its caller set bf16 around it).
 import COneDNN
 
 /// The operands of a network's matrix products.
@@ -74,6 +75,19 @@ extension BLAS {
         neuron_bf16_set_active(precision == .bf16 ? 1 : 0)
         return previous
     }
+
+    /// For a network's pass: sets the calling thread's products to `precision` when it is bf16 and
+    /// returns the setting it replaced, for ``leaveProducts(_:)``; for full products sets nothing
+    /// (nil), so that a pass of the default network makes no call into the setting. (A static
+    /// function of the precision alone: a method reading the network would copy it.)
+    @inline(__always)
+    static func enterProducts(_ precision: ProductPrecision) -> ProductPrecision? {
+        precision == .full ? nil : setProducts(precision)
+    }
+
+    /// Puts back what ``enterProducts(_:)`` replaced, if it replaced anything.
+    @inline(__always)
+    static func leaveProducts(_ outside: ProductPrecision?) { if let outside { setProducts(outside) } }
 
     /// Checks bf16 products against the naive loops, once per process (the check of
     /// ``checkKernels()`` on oneDNN's products: small integers are exact in bfloat16 too).

@@ -57,7 +57,7 @@ extension Float {
         b: UnsafePointer<Float>, ldb: Int,
         beta: Float, c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
-        if neuron_bf16_active() != 0, m &* n &* k >= BLAS.bf16MinimumWork {
+        if m &* n &* k >= BLAS.bf16MinimumWork, neuron_bf16_active() != 0 {  // the size first: no call for a tiny product
             BLAS.bf16Gemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
             return
         }
