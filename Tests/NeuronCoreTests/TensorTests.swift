@@ -42,13 +42,13 @@ struct TensorTests {
         #expect(t.count == 16 && t.scalars.capacity == capacity)
     }
 
-    @Test("OpenBLAS's thread count is settable and reported")
+    @Test("The product threads' count is settable and reported")
     func blasThreads() {
         let before = BLAS.threadCount
         defer { BLAS.threadCount = before }
         BLAS.threadCount = 1
         #expect(BLAS.threadCount == 1)
-        BLAS.threadCount = 0  // clamps to 1 rather than asking OpenBLAS for nothing
+        BLAS.threadCount = 0  // clamps to 1 rather than asking for no thread
         #expect(BLAS.threadCount == 1)
         #expect(BLAS.configuration.contains("OpenBLAS"))
         #expect(BLAS.summary.contains("1 thread"))

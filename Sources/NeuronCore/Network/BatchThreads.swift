@@ -12,13 +12,12 @@
 // The same weighting as data parallelism over processes (`MiniBatchTraining.step(share:combine:)`):
 // for the sequence loss a share's weight is its counted positions over the batch's, not its rows.
 //
-// The BLAS thread count: each share's products should run on one BLAS thread. OpenBLAS 0.3.21
-// (Debian 12's) has one count for the whole process and no count per call or per thread
-// (`openblas_set_num_threads_local` came in 0.3.26, for OpenMP builds), and its threaded level-3
-// calls from several threads at once queue for its one pool. So the count is a setting of the
-// process, made once by whoever owns it (the CLI at a run's start, a benchmark per workload) by
-// `BLAS.threadCount(blasThreads:batchThreads:)`; a pass never sets it. Results do not depend on it:
-// OpenBLAS's threads split a product's rows and columns, never the sum over k.
+// The product threads: each share's products should run on one thread. The count is one for the
+// whole process (`BLAS.threadCount`, Neuron's own threads cutting large products into panels:
+// `Tensor/ProductThreads.swift`), so it is a setting of the process, made once by whoever owns it
+// (the CLI at a run's start, a benchmark per workload) by `BLAS.threadCount(blasThreads:batchThreads:)`;
+// a pass never sets it. Results do not depend on it: a product's threads split its rows or columns,
+// never the sum over k.
 /// The replicas and buffers of a pass split over threads, kept from step to step so that a pass
 /// allocates nothing once the first has sized them.
 struct BatchSplit<Scalar: TensorScalar>: Sendable {

@@ -1,5 +1,6 @@
-// The threads of a pass split over threads (`Network.batchThreads`): started once, then woken for
-// each pass. The caller computes share 0 itself and waits for the others. A pass allocates nothing:
+// The threads of a pass split over threads (`Network.batchThreads`), and of a product cut into
+// panels (`Tensor/ProductThreads.swift`): started once, then woken for each pass (or product). The
+// caller computes share 0 itself and waits for the others. A pass allocates nothing:
 // the work is a value of a concrete type, stored in place, where a closure handed over (through a
 // dispatch queue's concurrent loop: 3 allocations a step; `withoutActuallyEscaping`: 1) is boxed.
 //
@@ -99,6 +100,20 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
     func run(_ work: Work) {
         passLock.lock()
         defer { passLock.unlock() }
+        hand(work)
+    }
+
+    /// ``run(_:)``, unless another caller's work is running: then nothing is run and it returns
+    /// false at once (a product's caller computes the product whole instead of waiting).
+    func tryRun(_ work: Work) -> Bool {
+        guard passLock.try() else { return false }
+        defer { passLock.unlock() }
+        hand(work)
+        return true
+    }
+
+    /// Hands `work` to the threads, runs share 0 and waits for the rest; the caller holds `passLock`.
+    private func hand(_ work: Work) {
         handover.condition.lock()
         handover.work = work
         handover.running.store(count, ordering: .releasing)

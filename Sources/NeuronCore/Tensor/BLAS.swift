@@ -65,10 +65,24 @@ extension Float {
             BLAS.oneDNNSgemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
             return
         }
+        if BLAS.takesPanels(m: m, n: n, k: k) {
+            BLAS.panelGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, gemm: panel)
+            return
+        }
         fullGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc)
     }
 
-    /// OpenBLAS's sgemm.
+    /// One panel of a product cut over the product threads (`Tensor/ProductThreads.swift`).
+    static func panel(
+        _ transposeA: Bool, _ transposeB: Bool, _ m: Int, _ n: Int, _ k: Int, _ alpha: Double, _ a: UnsafeRawPointer, _ lda: Int,
+        _ b: UnsafeRawPointer, _ ldb: Int, _ beta: Double, _ c: UnsafeMutableRawPointer, _ ldc: Int
+    ) {
+        fullGemm(
+            transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: Float(alpha), a: a.assumingMemoryBound(to: Float.self), lda: lda,
+            b: b.assumingMemoryBound(to: Float.self), ldb: ldb, beta: Float(beta), c: c.assumingMemoryBound(to: Float.self), ldc: ldc)
+    }
+
+    /// OpenBLAS's sgemm (on the thread that calls it, threading by panels).
     static func fullGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
         alpha: Float, a: UnsafePointer<Float>, lda: Int,
@@ -116,7 +130,32 @@ extension Double {
     @inlinable @inline(__always)
     public static func libmErf(_ x: Double) -> Double { Glibc.erf(x) }
 
+    /// The product: cut over the product threads when it is large enough (`Tensor/ProductThreads.swift`), else OpenBLAS's dgemm.
     public static func blasGemm(
+        transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
+        alpha: Double, a: UnsafePointer<Double>, lda: Int,
+        b: UnsafePointer<Double>, ldb: Int,
+        beta: Double, c: UnsafeMutablePointer<Double>, ldc: Int
+    ) {
+        if BLAS.takesPanels(m: m, n: n, k: k) {
+            BLAS.panelGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, gemm: panel)
+            return
+        }
+        fullGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc)
+    }
+
+    /// One panel of a product cut over the product threads.
+    static func panel(
+        _ transposeA: Bool, _ transposeB: Bool, _ m: Int, _ n: Int, _ k: Int, _ alpha: Double, _ a: UnsafeRawPointer, _ lda: Int,
+        _ b: UnsafeRawPointer, _ ldb: Int, _ beta: Double, _ c: UnsafeMutableRawPointer, _ ldc: Int
+    ) {
+        fullGemm(
+            transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a.assumingMemoryBound(to: Double.self), lda: lda,
+            b: b.assumingMemoryBound(to: Double.self), ldb: ldb, beta: beta, c: c.assumingMemoryBound(to: Double.self), ldc: ldc)
+    }
+
+    /// OpenBLAS's dgemm (on the thread that calls it, threading by panels).
+    static func fullGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
         alpha: Double, a: UnsafePointer<Double>, lda: Int,
         b: UnsafePointer<Double>, ldb: Int,
@@ -153,20 +192,20 @@ extension Double {
     }
 }
 
-/// The BLAS library behind the tensor core: which build it is, and how many threads it uses.
+/// The BLAS library behind the tensor core: which build it is, and how many threads its products use.
 public enum BLAS {
-    /// The number of threads OpenBLAS uses for each call, in the whole process. Setting it clamps
-    /// to at least 1.
-    public static var threadCount: Int {
-        get { Int(openblas_get_num_threads()) }
-        set { openblas_set_num_threads(Int32(clamping: max(1, newValue))) }  // clamped: a C int, not a trap
+    /// OpenBLAS's own thread count, for the whole process: 1 when Neuron threads the products by
+    /// panels (``threadCount``, `Tensor/ProductThreads.swift`).
+    static var openBLASThreadCount: Int32 {
+        get { openblas_get_num_threads() }
+        set { openblas_set_num_threads(newValue) }
     }
 
     /// The threads a process sets for a network that splits each batch over `batchThreads`
     /// (`Network.batchThreads`): `blasThreads` for a batch computed whole, else 1, so that each
-    /// share's products run on one thread beside the others'. OpenBLAS's count is one for the whole
-    /// process (its build here has none per call or per thread), so it is set once, when the
-    /// process chooses its work, and never per step.
+    /// share's products run on one thread beside the others'. The count is one for the whole
+    /// process (``threadCount``), so it is set once, when the process chooses its work, and never
+    /// per step.
     public static func threadCount(blasThreads: Int, batchThreads: Int) -> Int { batchThreads > 1 ? 1 : blasThreads }
 
     /// The number of processors OpenBLAS sees.
