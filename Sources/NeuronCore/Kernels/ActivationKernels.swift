@@ -86,15 +86,20 @@ extension Kernels {
     @_specialize(where T == Float)
     @_specialize(where T == Double)
     public static func softmaxRows<T: TensorScalar>(_ p: UnsafeMutableBufferPointer<T>, columns: Int) {
+        // Every row shifted, then one exp over the whole buffer at the vector width (a row of a
+        // vocabulary is short: 27 for the character models), then every row scaled.
         var start = 0
         while start < p.count {
             var maximum = -T.infinity
             for j in start..<start + columns where p[j] > maximum { maximum = p[j] }
+            for j in start..<start + columns { p[j] -= maximum }
+            start += columns
+        }
+        T.exp(inPlace: p)
+        start = 0
+        while start < p.count {
             var sum: T = 0
-            for j in start..<start + columns {
-                p[j] = T.libmExp(p[j] - maximum)
-                sum += p[j]
-            }
+            for j in start..<start + columns { sum += p[j] }
             let inverse = 1 / sum
             for j in start..<start + columns { p[j] *= inverse }
             start += columns
