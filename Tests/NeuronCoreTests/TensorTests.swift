@@ -50,6 +50,9 @@ struct TensorTests {
         #expect(BLAS.threadCount == 1)
         BLAS.threadCount = 0  // clamps to 1 rather than asking for no thread
         #expect(BLAS.threadCount == 1)
+        BLAS.threadCount = 1024  // a config's largest: stops at 64 threads, as OpenBLAS's build does
+        #expect(BLAS.threadCount == BLAS.maximumThreadCount && BLAS.maximumThreadCount == 64)
+        BLAS.threadCount = 1
         #expect(BLAS.configuration.contains("OpenBLAS"))
         #expect(BLAS.summary.contains("1 thread"))
     }

@@ -224,10 +224,12 @@ public enum BLAS {
     }
 
     /// One line for logs and reports: build, kernel family (and why it was chosen, or the better
-    /// one to set: `runOnBestKernels()`) and thread count.
+    /// one to set: `runOnBestKernels()`) and the product threads (OpenBLAS's, when
+    /// `NEURON_PRODUCT_THREADS=openblas` gave them back).
     public static var summary: String {
         let note = choiceNote.map { " (\($0))" } ?? ""
-        return "\(configuration.trimmingTrailingSpaces) · \(coreName) kernels\(note) · \(threadCount) thread\(threadCount == 1 ? "" : "s")"
+        let threading = productThreading == .openBLAS ? " (OpenBLAS's)" : ""
+        return "\(configuration.trimmingTrailingSpaces) · \(coreName) kernels\(note) · \(threadCount) thread\(threadCount == 1 ? "" : "s")\(threading)"
             + (floatProductsNote.map { " · \($0)" } ?? "")
     }
 }

@@ -44,17 +44,20 @@ extension BLAS {
     /// The product threads and their count. The first use takes OpenBLAS's count at load
     /// (`OPENBLAS_NUM_THREADS`, else the processors) and, threading by panels, sets OpenBLAS's to 1.
     static let productThreads: Mutex<ProductThreads> = {
-        let count = Int(openBLASThreadCount)
+        let count = min(max(1, Int(openBLASThreadCount)), maximumThreadCount)
         if productThreading == .panels { openBLASThreadCount = 1 }
         return Mutex(ProductThreads(count: count))
     }()
 
-    /// The number of threads a product may use, in the whole process. Setting it clamps to at
-    /// least 1, and starts (or stops) the threads.
+    /// The most threads a product may use: OpenBLAS's build here stops at 64 too.
+    public static let maximumThreadCount = 64
+
+    /// The number of threads a product may use, in the whole process. Setting it clamps to
+    /// 1...``maximumThreadCount``, and starts (or stops) the threads.
     public static var threadCount: Int {
         get { productThreads.withLock { $0.count } }
         set {
-            let count = max(1, newValue)
+            let count = min(max(1, newValue), maximumThreadCount)
             productThreads.withLock { threads in
                 guard threads.count != count else { return }
                 threads = ProductThreads(count: count)

@@ -381,11 +381,12 @@ public struct TrainingConfig: Sendable, Equatable, Codable {
     /// CPU autocast). `bf16` needs `precision: float`, a build with the trait `OneDNN` and a CPU
     /// with `avx512_bf16`. Left out of a saved config when not given.
     public var products: ProductPrecision?
-    /// OpenBLAS threads, in ``blasThreadsRange``; default 2.
+    /// The threads a large product is cut over (`BLAS.threadCount`: Neuron's own, each panel
+    /// OpenBLAS on one thread), in ``blasThreadsRange``; default 2.
     public var blasThreads: Int = 2
-    /// The OpenBLAS threads a config may ask for, 1 to 1024: the count is passed as a C `int`, and
-    /// OpenBLAS caps it at the threads its build was made for (far fewer), so 1024, beyond any
-    /// machine's cores, only keeps a hostile count from reaching the C call.
+    /// The product threads a config may ask for, 1 to 1024: `BLAS.threadCount` stops at
+    /// `BLAS.maximumThreadCount` (64, as OpenBLAS's build here does), so 1024, beyond any
+    /// machine's cores, only keeps a hostile count out.
     public static let blasThreadsRange = 1...1024
     /// The threads a training step splits its batch over (`Network.batchThreads`): 1 (the default)
     /// computes each batch whole; `n > 1` computes `n` shares of rows side by side, each with its
