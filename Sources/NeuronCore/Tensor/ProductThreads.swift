@@ -5,7 +5,11 @@
 // multiply-adds and allocates its job table on every threaded call (its build has MAX_THREADS=64).
 // On a 2-core Zen 5, native kernels: the character GRU's step (W8: 32×64·64×192 products at each
 // position) took 1.14 ms and 21 allocations on OpenBLAS's two threads, against 649 µs and none on
-// one; W4 took 310–317 µs and 5 allocations, against 281 µs and none cut into panels.
+// one. With this file, interleaved (OpenBLAS's two threads → panels): W4 273–289 → 244–253 µs,
+// W5 878–887 → 799–833 µs, W8 1.07–1.09 ms → 592–599 µs, and no allocation in any step where
+// there were 5, 6 and 21. W6, whose products are 1024 wide, is the exception: 6.92–7.15 → 7.40–7.64 ms
+// (OpenBLAS's threads share the packing of an operand; each panel packs its own), kept for the
+// allocations (8 a step) it saves.
 //
 // So OpenBLAS runs on one thread, always, and the process's product threads (`BLAS.threadCount`)
 // are Neuron's: a product of ``BLAS/panelMinimumWork`` multiply-adds or more is cut along the
