@@ -186,8 +186,9 @@ struct RecurrentTests {
         #expect(run.output.count == batch * time * hidden && run.inputGradient.count == batch * time * inputs)
     }
 
-    /// Odd sizes (batch 3, time 5, inputs 4, hidden 6), a single step, a single unit.
-    static let sizes = [(3, 5, 4, 6), (3, 1, 4, 6), (1, 1, 1, 1), (2, 7, 3, 1), (1, 4, 1, 5)]
+    /// Odd sizes (batch 3, time 5, inputs 4, hidden 6), a single step, a single unit, and hidden
+    /// 13 (a GRU cell's backward runs 8 units as one vector, then 5 lane by lane).
+    static let sizes = [(3, 5, 4, 6), (3, 1, 4, 6), (1, 1, 1, 1), (2, 7, 3, 1), (1, 4, 1, 5), (2, 3, 4, 13)]
 
     @Test("RNN: fast and naive agree on every output and gradient, Float and Double", arguments: sizes)
     func rnnMatchesNaive(batch: Int, time: Int, inputs: Int, hidden: Int) throws {

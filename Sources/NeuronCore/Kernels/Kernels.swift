@@ -120,11 +120,21 @@ extension Kernels {
     @_specialize(where T == Double)
     public static func addColumnSums<T: TensorScalar>(_ x: UnsafeBufferPointer<T>, to b: UnsafeMutableBufferPointer<T>) {
         // x: (rows, columns)  b: (columns)
-        // Row after row keeps the reads sequential; each column's sum runs down the rows in order.
+        // Row after row keeps the reads sequential. Eight rows are added into b at a time: a row at
+        // a time, each row's store to b is what the next row's load of b waits for, and that
+        // chain, not the adds, set the pace (a GRU's 512×192 gate gradients: about 30 µs a sum).
         let columns = b.count
         guard columns > 0, let xs = x.baseAddress, let bs = b.baseAddress else { return }
-        for row in stride(from: 0, to: x.count, by: columns) {
-            let xr = xs + row
+        let rows = x.count / columns
+        var row = 0
+        while row + 8 <= rows {
+            let r0 = xs + row * columns, r1 = r0 + columns, r2 = r1 + columns, r3 = r2 + columns
+            let r4 = r3 + columns, r5 = r4 + columns, r6 = r5 + columns, r7 = r6 + columns
+            for j in 0..<columns { bs[j] += ((r0[j] + r1[j]) + (r2[j] + r3[j])) + ((r4[j] + r5[j]) + (r6[j] + r7[j])) }
+            row += 8
+        }
+        for row in row..<rows {
+            let xr = xs + row * columns
             for j in 0..<columns { bs[j] += xr[j] }
         }
     }

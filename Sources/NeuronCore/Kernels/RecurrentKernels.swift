@@ -318,20 +318,39 @@ extension Kernels {
         hiddenProjection p: UnsafePointer<T>, previous h: UnsafePointer<T>,
         gateGradient di: UnsafeMutablePointer<T>, hiddenGateGradient dp: UnsafeMutablePointer<T>, hidden: Int
     ) {
-        let h2 = 2 * hidden
-        for j in 0..<hidden {
-            let r = g[j], z = g[hidden + j], n = g[h2 + j]
-            let dh = dy[j] + carry[j]
+        // Eight units at a time as SIMD vectors, loaded and stored explicitly: written element by
+        // element the loop stayed scalar, since the compiler cannot tell that the seven rows it
+        // writes do not overlap the six it reads (W8's backward: a third of its step). The last
+        // `hidden % 8` units go through the same arithmetic in a vector filled lane by lane.
+        typealias V = SIMD8<T>
+        @inline(__always) func load(_ x: UnsafePointer<T>, _ j: Int, _ count: Int) -> V {
+            if count == 8 { return UnsafeRawPointer(x + j).loadUnaligned(as: V.self) }
+            var v = V()
+            for i in 0..<count { v[i] = x[j + i] }
+            return v
+        }
+        @inline(__always) func store(_ v: V, _ x: UnsafeMutablePointer<T>, _ j: Int, _ count: Int) {
+            if count == 8 { return UnsafeMutableRawPointer(x + j).storeBytes(of: v, as: V.self) }
+            for i in 0..<count { x[j + i] = v[i] }
+        }
+        let (gz, gn, pn) = (g + hidden, g + 2 * hidden, p + 2 * hidden)
+        let (diz, din, dpz, dpn) = (di + hidden, di + 2 * hidden, dp + hidden, dp + 2 * hidden)
+        var j = 0
+        while j < hidden {
+            let count = min(8, hidden - j)
+            let r = load(g, j, count), z = load(gz, j, count), n = load(gn, j, count)
+            let dh = load(dy, j, count) + load(carry, j, count)
             let dn = dh * (1 - z) * (1 - n * n)
-            let dz = dh * (h[j] - n) * (z * (1 - z))
-            let dr = dn * p[h2 + j] * (r * (1 - r))
-            di[j] = dr
-            di[hidden + j] = dz
-            di[h2 + j] = dn
-            dp[j] = dr
-            dp[hidden + j] = dz
-            dp[h2 + j] = dn * r
-            carry[j] = dh * z
+            let dz = dh * (load(h, j, count) - n) * (z * (1 - z))
+            let dr = dn * load(pn, j, count) * (r * (1 - r))
+            store(dr, di, j, count)
+            store(dz, diz, j, count)
+            store(dn, din, j, count)
+            store(dr, dp, j, count)
+            store(dz, dpz, j, count)
+            store(dn * r, dpn, j, count)
+            store(dh * z, carry, j, count)
+            j += count
         }
     }
 }

@@ -13,7 +13,7 @@
 ///
 /// Engine code reaches these through ``Kernels`` and the layers; the shape-checked operations on
 /// ``Tensor`` are the public face for everyone else.
-public protocol TensorScalar: BinaryFloatingPoint, LosslessStringConvertible, Codable, Sendable
+public protocol TensorScalar: BinaryFloatingPoint, LosslessStringConvertible, Codable, Sendable, SIMDScalar
 where RawSignificand: FixedWidthInteger {
     // MARK: BLAS (Tensor/BLAS.swift, the only file that imports the C library)
 
