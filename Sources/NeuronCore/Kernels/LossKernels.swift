@@ -43,9 +43,9 @@ extension Kernels {
         return maximum - T.libmLog(p[at])
     }
 
-    /// `-Σ t · log softmax(z) / batch` from the logits by a shifted log-sum-exp
-    /// (``logSumExp(_:_:row:columns:)``), and, when `gradient` is given, the fused gradient with respect to the logits, `(p - t) / batch`,
-    /// from the probabilities `p = softmax(z)`.
+    /// `-Σ t · log softmax(z) / batch` from the logits by a shifted log-sum-exp (`logSumExp`,
+    /// above), and, when `gradient` is given, the fused gradient with respect to the logits,
+    /// `(p - t) / batch`, from the probabilities `p = softmax(z)`.
     ///
     ///     // z, p, t, gradient: (batch, columns)
     @_specialize(where T == Float)
@@ -71,7 +71,7 @@ extension Kernels {
 
     /// `-Σ log softmax(z)[t] / counted` over the rows whose class index `t` is not negative (the
     /// counted rows; a negative index is padding), from the logits by a shifted log-sum-exp
-    /// (``logSumExp(_:_:row:columns:)``), and,
+    /// (`logSumExp`, above), and,
     /// when `gradient` is given, `(p - onehot(t)) / counted` at the counted rows and 0 at the
     /// padding rows, from the probabilities `p = softmax(z)`. With no counted row the loss is 0 and
     /// the gradient zero.
