@@ -82,7 +82,7 @@ struct ProductThreadsTests {
     @Test("A product past the threshold, on 2 and 3 threads, equals the naive loops", arguments: [false, true])
     func cutProductsMatchNaive(transposed: Bool) {
         let (m, n, k) = (257, 263, 127)  // 8.58M multiply-adds: past 2²³
-        #expect(m * n * k >= BLAS.panelMinimumWork && BLAS.takesPanels(m: m, n: n, k: k) == (BLAS.productThreading == .panels))
+        #expect(m * n * k >= BLAS.panelMinimumWork && BLAS.takesPanels(work: m * n * k) == (BLAS.productThreading == .panels))
         let before = BLAS.threadCount
         defer { BLAS.threadCount = before }
         func check<Scalar: TensorScalar>(_: Scalar.Type) {

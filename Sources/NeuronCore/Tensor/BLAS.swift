@@ -57,7 +57,8 @@ extension Float {
         b: UnsafePointer<Float>, ldb: Int,
         beta: Float, c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
-        if m &* n &* k >= BLAS.bf16MinimumWork, neuron_bf16_active() != 0 {  // the size first: no call for a tiny product
+        let work = m &* n &* k
+        if work >= BLAS.bf16MinimumWork, neuron_bf16_active() != 0 {  // the size first: no call for a tiny product
             BLAS.bf16Gemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
             return
         }
@@ -65,9 +66,12 @@ extension Float {
             BLAS.oneDNNSgemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
             return
         }
-        if BLAS.takesPanels(m: m, n: n, k: k) {
-            BLAS.panelGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, gemm: panel)
-            return
+        if work >= BLAS.openBLASThreadingWork {  // a product OpenBLAS could thread: cut into panels, or on its one thread
+            if BLAS.takesPanels(work: work) {
+                BLAS.panelGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, gemm: panel)
+                return
+            }
+            BLAS.settleThreads()
         }
         fullGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc)
     }
@@ -137,9 +141,13 @@ extension Double {
         b: UnsafePointer<Double>, ldb: Int,
         beta: Double, c: UnsafeMutablePointer<Double>, ldc: Int
     ) {
-        if BLAS.takesPanels(m: m, n: n, k: k) {
-            BLAS.panelGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, gemm: panel)
-            return
+        let work = m &* n &* k
+        if work >= BLAS.openBLASThreadingWork {  // a product OpenBLAS could thread: cut into panels, or on its one thread
+            if BLAS.takesPanels(work: work) {
+                BLAS.panelGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc, gemm: panel)
+                return
+            }
+            BLAS.settleThreads()
         }
         fullGemm(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta, c: c, ldc: ldc)
     }

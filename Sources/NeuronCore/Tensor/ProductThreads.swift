@@ -45,13 +45,16 @@ extension BLAS {
     public static let productThreading: ProductThreading =
         ProcessInfo.processInfo.environment[productThreadsVariable]?.lowercased() == "openblas" ? .openBLAS : .panels
 
-    /// The product threads and their count. The first use takes OpenBLAS's count at load
-    /// (`OPENBLAS_NUM_THREADS`, else the processors) and, threading by panels, sets OpenBLAS's to 1.
-    static let productThreads: Mutex<ProductThreads> = {
-        let count = min(max(1, Int(openBLASThreadCount)), maximumThreadCount)
+    /// OpenBLAS's thread count at load (`OPENBLAS_NUM_THREADS`, else the processors), taken once;
+    /// threading by panels, OpenBLAS's own count is then set to 1.
+    static let openBLASThreadsAtLoad: Int = {
+        let count = Int(openBLASThreadCount)
         if productThreading == .panels { openBLASThreadCount = 1 }
-        return Mutex(ProductThreads(count: count))
+        return count
     }()
+
+    /// The product threads and their count, at first OpenBLAS's count at load.
+    static let productThreads = Mutex(ProductThreads(count: min(max(1, openBLASThreadsAtLoad), maximumThreadCount)))
 
     /// The most threads a product may use: OpenBLAS's build here stops at 64 too.
     public static let maximumThreadCount = 64
@@ -70,11 +73,23 @@ extension BLAS {
         }
     }
 
-    /// Whether a product of this shape is cut into panels (when there are threads to share it):
-    /// from ``panelMinimumWork`` multiply-adds, threading by panels.
+    /// The work from which OpenBLAS 0.3.21 threads a gemm (its `SMP_THRESHOLD_MIN` ·
+    /// `GEMM_MULTITHREAD_THRESHOLD`, 65536 · 4): below it every call runs on one thread anyway.
+    static let openBLASThreadingWork = 1 << 18
+
+    /// Sets OpenBLAS to one thread (threading by panels: ``openBLASThreadsAtLoad``), for a
+    /// product of ``openBLASThreadingWork`` or more that it computes whole, so that a program that
+    /// never sets ``threadCount`` runs OpenBLAS on one thread too; after the first call, a load.
     @inline(__always)
-    static func takesPanels(m: Int, n: Int, k: Int) -> Bool {
-        m &* n &* k >= panelMinimumWork && productThreading == .panels
+    static func settleThreads() {
+        _ = openBLASThreadsAtLoad
+    }
+
+    /// Whether a product of `work` multiply-adds (m·n·k) is cut into panels (when there are
+    /// threads to share it): from ``panelMinimumWork``, threading by panels.
+    @inline(__always)
+    static func takesPanels(work: Int) -> Bool {
+        work >= panelMinimumWork && productThreading == .panels
     }
 
     /// Computes `c = alpha·op(a)·op(b) + beta·c` in one panel per product thread, side by side,
