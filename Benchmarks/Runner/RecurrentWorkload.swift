@@ -9,9 +9,11 @@ import NeuronTraining
 
 /// W8: embedding 27→64 → GRU 64→64 → dense 64→27 at every position → sequence cross-entropy,
 /// batch 32 of 16 positions, SGD at 0.1, in Float.
-struct RecurrentWorkload {
+struct RecurrentWorkload: BatchSplitting {
     let id = "W8"
-    let title = "character GRU: embedding 27→64, GRU 64, dense 64→27 per position; batch 32, time 16"
+    /// Split as F3's config (`Data/words-gru.yaml`) splits it, when asked.
+    var batchThreads = 1
+    var title: String { "character GRU: embedding 27→64, GRU 64, dense 64→27 per position; batch 32, time 16\(splitDescription)" }
     let batch = 32
     let time = 16
     let features = 64
@@ -38,6 +40,7 @@ struct RecurrentWorkload {
     func make() throws -> (network: Network<Float>, x: Tensor<Float>, t: Tensor<Float>) {
         var network = try Network<Float>(try layers(), loss: .sequenceCrossEntropy)
         network.initialize(seed: 1)
+        network.batchThreads = batchThreads
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../\(Self.text)").standardized.path
         let corpus = try TextCorpus.load(path, maximumBytes: 1 << 20)
         guard corpus.vocabulary.count == vocabulary else {
@@ -120,7 +123,7 @@ struct RecurrentWorkload {
     /// Per-step seconds and heap allocations per step after the first.
     func time(blocks: Int) throws -> (seconds: [Double], allocationsPerStep: Double) {
         let (network, x, t) = try make()
-        return try timeSGDSteps(network, x: x, targets: t, learningRate: learningRate, blocks: blocks)
+        return try withRunThreads { try timeSGDSteps(network, x: x, targets: t, learningRate: learningRate, blocks: blocks) }
     }
 
     /// Where a step goes beyond the layers' passes, median seconds of each: the loss head (the
@@ -164,6 +167,8 @@ extension Report {
         /// Our per-step seconds, block by block, round after round.
         var seconds: [Double]
         var timing: Timing
+        /// The step on the whole batch (one thread per product), when the timed step split it.
+        var wholeBatchTiming: Timing?
         var gflops: Double
         var ceilingPercent: Double?
         var allocationsPerStep: Double
@@ -181,7 +186,10 @@ extension Benchmarks {
     /// same weights and batch, each checked to agree on the losses of the first steps before it is
     /// timed, in interleaved rounds.
     func recurrent(ceiling: Double?) throws -> Report.Recurrent {
-        let w = RecurrentWorkload()
+        // Each step's batch split over the threads, as F3's config does: the GRU's recurrence is
+        // a chain of small products (32×64·64×192) and cells, too small to cut, that each share runs on
+        // its own rows. The whole batch (one thread per product) is timed too, for comparison.
+        let w = RecurrentWorkload().split(over: threads), whole = RecurrentWorkload()
         let checkSteps = 3
         let checkLosses = try w.engineLosses(steps: checkSteps), naive = try w.naiveLosses(steps: checkSteps)
         // 1e-5: the same sums in other orders, and our vectorized tanh against the C library's, in Float.
@@ -194,32 +202,41 @@ extension Benchmarks {
             writeFile: { try w.writeExchangeFile(to: $0, checkSteps: checkSteps) }, time: { try w.time(blocks: quick ? 5 : 30) })
         let timing = Timing(measured.seconds)
         let gflops = w.flops / timing.median / 1e9
-        var (network, x, t) = try w.make()
+        let wholeTiming = w.batchThreads > 1 ? Timing(try whole.time(blocks: quick ? 5 : 30).seconds) : nil
+        // The parts on the whole batch (a split step runs them on its shares, side by side).
+        var (network, x, t) = try whole.make()
         let layers = try layerTimes(&network, x: x, targets: t, repeats: quick ? 5 : 50)
-        let parts = try w.stepParts(blocks: quick ? 5 : 15)
+        let parts = try whole.stepParts(blocks: quick ? 5 : 15)
         let losses = checkLosses.map { String(format: "%.6f", $0) }.joined(separator: ", ")
         print("W8: \(w.title), float32 (checked: losses \(losses) = naive within 1e-5)")
         print(
             stepTable(
                 timing: timing, allocations: measured.allocationsPerStep, flops: w.flops, ceiling: ceiling, specs: specs,
                 peers: &measured.peers))
-        print("  by part (median forward / backward):")
+        if let wholeTiming {
+            print(
+                "  the batch whole on BLAS's \(threads) threads instead: \(format(wholeTiming.median)) "
+                    + String(format: "(%.2f× the split step's time)", wholeTiming.median / timing.median))
+        }
+        print("  by part (median forward / backward; the whole batch, unsplit):")
         let parted = layers.reduce(0) { $0 + $1.forward + $1.backward } + parts.lossHead + parts.update
+        let step = wholeTiming?.median ?? timing.median
         print(
             table(
                 layers.map { [$0.layer, format($0.forward), format($0.backward)] } + [
                     ["loss head (softmax, loss, gradient)", format(parts.lossHead), ""],
                     ["SGD update", format(parts.update), ""],
                     [
-                        timing.median >= parted
-                            ? "the step less these parts"
-                            : "the step less these parts (below 0: the parts timed alone take longer than in the step)",
-                        format(timing.median - parted), "",
+                        step >= parted
+                            ? "the whole step less these parts"
+                            : "the whole step less these parts (below 0: the parts timed alone take longer than in the step)",
+                        format(step - parted), "",
                     ],
                 ]))
         print()
         return Report.Recurrent(
-            title: w.title, flops: w.flops, checkLosses: checkLosses, naiveLosses: naive, seconds: measured.seconds, timing: timing, gflops: gflops,
+            title: w.title, flops: w.flops, checkLosses: checkLosses, naiveLosses: naive, seconds: measured.seconds, timing: timing,
+            wholeBatchTiming: wholeTiming, gflops: gflops,
             ceilingPercent: ceiling.map { gflops / $0 * 100 }, allocationsPerStep: measured.allocationsPerStep, layers: layers,
             lossHead: parts.lossHead, update: parts.update, peers: measured.peers)
     }

@@ -76,7 +76,10 @@ extension Benchmarks {
         let initial = initialEntries(engine, pytorchLayouts: true)
 
         let target = Self.wordsTarget
-        let result = try wordsRun(engine, test: test, target: target, orders: orders)
+        // The config splits each batch: one BLAS thread per share, as `neuron train` sets it.
+        let result = try withThreads(splitting: config.training.batchThreads ?? 1) {
+            try wordsRun(engine, test: test, target: target, orders: orders)
+        }
         print(
             String(
                 format: "F3 %@ to test loss %.2f (%@): Neuron %@ in %d epochs (training time only; test losses %@)",
