@@ -1,13 +1,15 @@
 // oneDNN's products, on the trait `OneDNN` only (which compiles this file with oneDNN's header; the
 // library itself is opened at run time, below): bfloat16 products, Float operands rounded to
 // bfloat16 here and multiplied by oneDNN's matmul primitive (bf16 × bf16, summed and written in
-// Float); and Float products by oneDNN's sgemm, for the shapes where it beats OpenBLAS.
+// Float); and Float products by the same primitive in Float, on request, for the shapes where it
+// beats OpenBLAS in a step.
 //
 // oneDNN makes a primitive per shape (milliseconds of JIT the first time), so each thread keeps the
 // primitives of the shapes it has run, with their memory objects, and the bfloat16 copies of the
-// operands in buffers that only grow: after a network's first step a product allocates nothing.
-// oneDNN's threads are OpenMP's; each call sets the calling thread's OpenMP count to the one asked
-// for (a network's batch shares run one thread each, side by side).
+// operands in buffers that only grow. oneDNN's own execution still allocates a few blocks a call
+// (the arguments' map, 5–7 a product as counted). oneDNN's threads are OpenMP's; each call sets the
+// calling thread's OpenMP count to the one asked for (a network's batch shares run one thread each,
+// side by side; a Float product's panels one each, on Neuron's product threads).
 #include "COneDNN.h"
 
 #include <stdio.h>
@@ -83,7 +85,7 @@ int neuron_bf16_built(void) { return 1; }
     X(dnnl_post_ops_append_sum) X(dnnl_post_ops_destroy) X(dnnl_primitive_desc_create)               \
     X(dnnl_primitive_desc_query) X(dnnl_primitive_desc_destroy) X(dnnl_primitive_create)             \
     X(dnnl_primitive_destroy) X(dnnl_primitive_execute) X(dnnl_memory_create)                        \
-    X(dnnl_memory_set_data_handle) X(dnnl_memory_destroy) X(dnnl_sgemm)
+    X(dnnl_memory_set_data_handle) X(dnnl_memory_destroy)
 
 static struct {
 #define DECLARE(name) __typeof__(name) *name;
@@ -142,7 +144,6 @@ const char *neuron_bf16_load_error(void) {
 #define dnnl_memory_create (*dnnl.dnnl_memory_create)
 #define dnnl_memory_set_data_handle (*dnnl.dnnl_memory_set_data_handle)
 #define dnnl_memory_destroy (*dnnl.dnnl_memory_destroy)
-#define dnnl_sgemm (*dnnl.dnnl_sgemm)
 
 const char *neuron_bf16_library(void) {
     static char name[64];
@@ -158,8 +159,8 @@ const char *neuron_bf16_library(void) {
 
 /// One shape's primitive: what it was made for, and its memory objects (handles set per call).
 typedef struct product {
-    int transA, transB, accumulate;
-    long m, n, k, ldc;
+    int transA, transB, accumulate, f32;
+    long m, n, k, lda, ldb, ldc;
     dnnl_primitive_t primitive;
     dnnl_memory_t a, b, c;
 } product;
@@ -239,13 +240,14 @@ void neuron_bf16_implementations(char *names, long capacity) {
 
 // MARK: - Primitives
 
-/// A dense row-major matrix `rows` × `columns` as oneDNN sees op(it): transposed by its strides.
-static dnnl_status_t describe(dnnl_memory_desc_t *md, long rows, long columns, int transpose, dnnl_data_type_t type) {
+/// A row-major matrix `rows` × `columns` as oneDNN sees op(it), its stored rows `ld` apart (0: dense):
+/// transposed by its strides.
+static dnnl_status_t describe(dnnl_memory_desc_t *md, long rows, long columns, int transpose, dnnl_data_type_t type, long ld) {
     dnnl_dims_t dims, strides;
     if (transpose) {  // stored (columns × rows): op = (rows × columns) read down the columns
-        dims[0] = rows; dims[1] = columns; strides[0] = 1; strides[1] = rows;
+        dims[0] = rows; dims[1] = columns; strides[0] = 1; strides[1] = ld ? ld : rows;
     } else {
-        dims[0] = rows; dims[1] = columns; strides[0] = columns; strides[1] = 1;
+        dims[0] = rows; dims[1] = columns; strides[0] = ld ? ld : columns; strides[1] = 1;
     }
     return dnnl_memory_desc_init_by_strides(md, 2, dims, type, strides);
 }
@@ -253,8 +255,9 @@ static dnnl_status_t describe(dnnl_memory_desc_t *md, long rows, long columns, i
 static dnnl_status_t make(thread_state *s, product *p) {
     dnnl_memory_desc_t a_md, b_md, c_md;
     dnnl_status_t status;
-    if ((status = describe(&a_md, p->m, p->k, p->transA, dnnl_bf16)) != dnnl_success) return status;
-    if ((status = describe(&b_md, p->k, p->n, p->transB, dnnl_bf16)) != dnnl_success) return status;
+    dnnl_data_type_t type = p->f32 ? dnnl_f32 : dnnl_bf16;
+    if ((status = describe(&a_md, p->m, p->k, p->transA, type, p->lda)) != dnnl_success) return status;
+    if ((status = describe(&b_md, p->k, p->n, p->transB, type, p->ldb)) != dnnl_success) return status;
     dnnl_dims_t c_dims = {p->m, p->n}, c_strides = {p->ldc, 1};
     if ((status = dnnl_memory_desc_init_by_strides(&c_md, 2, c_dims, dnnl_f32, c_strides)) != dnnl_success) return status;
     dnnl_matmul_desc_t desc;
@@ -288,19 +291,19 @@ static dnnl_status_t make(thread_state *s, product *p) {
 }
 
 /// The thread's primitive for this shape, made (or remade over the oldest) when it has none.
-static product *find(thread_state *s, int transA, int transB, long m, long n, long k, long ldc,
-                     int accumulate, dnnl_status_t *status) {
+static product *find(thread_state *s, int transA, int transB, long m, long n, long k, long lda, long ldb, long ldc,
+                     int accumulate, int f32, dnnl_status_t *status) {
     for (int i = 0; i < s->count; i++) {
         product *p = &s->products[i];
         if (p->m == m && p->n == n && p->k == k && p->ldc == ldc && p->transA == transA && p->transB == transB &&
-            p->accumulate == accumulate)
+            p->accumulate == accumulate && p->f32 == f32 && p->lda == lda && p->ldb == ldb)
             return p;
     }
     int slot = s->count < cached_products ? s->count++ : (s->next++ % cached_products);
     product *p = &s->products[slot];
     release(p);
-    *p = (product){.transA = transA, .transB = transB, .accumulate = accumulate,
-                   .m = m, .n = n, .k = k, .ldc = ldc};
+    *p = (product){.transA = transA, .transB = transB, .accumulate = accumulate, .f32 = f32,
+                   .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc};
     *status = make(s, p);
     if (*status != dnnl_success) {
         release(p);
@@ -318,16 +321,6 @@ static void use_threads(int threads) {
         dnnl.omp_set_num_threads(threads);
 }
 
-// MARK: - Float products
-
-int neuron_onednn_sgemm(int transA, int transB, long m, long n, long k,
-                        float alpha, const float *a, long lda, const float *b, long ldb,
-                        float beta, float *c, long ldc, int threads) {
-    if (neuron_bf16_load_error()) return -1;
-    use_threads(threads);
-    return dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
 // MARK: - The product
 
 int neuron_bf16_gemm(int transA, int transB, long m, long n, long k,
@@ -341,7 +334,7 @@ int neuron_bf16_gemm(int transA, int transB, long m, long n, long k,
         for (long r = 0; r < m; r++) for (long j = 0; j < n; j++) c[r * ldc + j] *= beta;
     }
     dnnl_status_t status = dnnl_success;
-    product *p = find(s, transA, transB, m, n, k, ldc, beta != 0, &status);
+    product *p = find(s, transA, transB, m, n, k, 0, 0, ldc, beta != 0, 0, &status);
     if (!p) return status;
 
     // The operands are rounded as stored, densely: a is (m × k), or (k × m) when transposed, with
@@ -364,6 +357,33 @@ int neuron_bf16_gemm(int transA, int transB, long m, long n, long k,
     return status;
 }
 
+// MARK: - Float products
+
+/// Float products oneDNN computed (a test sees a product go there by it).
+static _Atomic long float_products;
+
+long neuron_onednn_products(void) { return float_products; }
+
+int neuron_onednn_matmul(int transA, int transB, long m, long n, long k,
+                         const float *a, long lda, const float *b, long ldb,
+                         int accumulate, float *c, long ldc) {
+    if (neuron_bf16_load_error()) return -1;
+    thread_state *s = thread_state_now();
+    if (!s) return dnnl_out_of_memory;
+    use_threads(1);
+    dnnl_status_t status = dnnl_success;
+    product *p = find(s, transA, transB, m, n, k, lda, ldb, ldc, accumulate, 1, &status);
+    if (!p) return status;
+    dnnl_memory_set_data_handle(p->a, (void *)a);
+    dnnl_memory_set_data_handle(p->b, (void *)b);
+    dnnl_memory_set_data_handle(p->c, c);
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, p->a}, {DNNL_ARG_WEIGHTS, p->b}, {DNNL_ARG_DST, p->c}};
+    status = dnnl_primitive_execute(p->primitive, s->stream, 3, args);
+    if (status == dnnl_success) status = dnnl_stream_wait(s->stream);
+    if (status == dnnl_success) float_products++;
+    return status;
+}
+
 #else  // built without the trait `OneDNN`
 
 int neuron_bf16_built(void) { return 0; }
@@ -378,10 +398,11 @@ int neuron_bf16_gemm(int transA, int transB, long m, long n, long k, float alpha
 void neuron_bf16_implementations(char *names, long capacity) {
     if (capacity > 0) names[0] = 0;
 }
-int neuron_onednn_sgemm(int transA, int transB, long m, long n, long k, float alpha, const float *a, long lda,
-                        const float *b, long ldb, float beta, float *c, long ldc, int threads) {
-    (void)transA; (void)transB; (void)m; (void)n; (void)k; (void)alpha; (void)a; (void)lda;
-    (void)b; (void)ldb; (void)beta; (void)c; (void)ldc; (void)threads;
+long neuron_onednn_products(void) { return 0; }
+int neuron_onednn_matmul(int transA, int transB, long m, long n, long k, const float *a, long lda, const float *b,
+                         long ldb, int accumulate, float *c, long ldc) {
+    (void)transA; (void)transB; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)b; (void)ldb;
+    (void)accumulate; (void)c; (void)ldc;
     return -1;
 }
 

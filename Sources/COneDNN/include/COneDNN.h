@@ -1,6 +1,6 @@
 // oneDNN's products for Float tensors, when the package is built with the trait `OneDNN`: bfloat16
 // products (the rounding to nearest even in plain C, every build; the product through oneDNN's
-// matmul primitive, bf16 operands, Float sums and output) and Float products through oneDNN's sgemm.
+// matmul primitive, bf16 operands, Float sums and output) and Float products through the same primitive.
 // Imported by `Tensor/BLAS.swift` and `Tensor/BFloat16.swift` alone.
 #ifndef NEURON_CONEDNN_H
 #define NEURON_CONEDNN_H
@@ -32,11 +32,14 @@ int neuron_bf16_gemm(int transA, int transB, long m, long n, long k,
                      float alpha, const float *a, long lda, const float *b, long ldb,
                      float beta, float *c, long ldc, int threads);
 
-/// `c = alpha * op(a) * op(b) + beta * c` in Float by oneDNN's `dnnl_sgemm` (row-major) on `threads`
-/// OpenMP threads. Returns 0, oneDNN's status, or -1 when oneDNN is not loaded.
-int neuron_onednn_sgemm(int transA, int transB, long m, long n, long k,
-                        float alpha, const float *a, long lda, const float *b, long ldb,
-                        float beta, float *c, long ldc, int threads);
+/// `c = op(a) * op(b)` (`accumulate` 0) or `c += op(a) * op(b)` (1) in Float by oneDNN's matmul primitive
+/// on the calling thread alone (its OpenMP count set to 1), the operands read in place with their
+/// strides. Returns 0, oneDNN's status, or -1 when oneDNN is not loaded.
+int neuron_onednn_matmul(int transA, int transB, long m, long n, long k, const float *a, long lda,
+                         const float *b, long ldb, int accumulate, float *c, long ldc);
+
+/// How many Float products `neuron_onednn_matmul` computed in this process.
+long neuron_onednn_products(void);
 
 /// Whether the calling thread's Float products run on bfloat16 operands (1) or in Float (0): a
 /// network sets it around its passes, on each thread that runs them (as PyTorch's autocast is per thread).

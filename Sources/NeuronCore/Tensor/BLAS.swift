@@ -3,8 +3,9 @@
 // The one seam between Swift and C: every BLAS call in Neuron goes through this file, and no
 // other file imports CBLAS. A Float product goes to oneDNN instead when its thread asks for
 // bfloat16 operands (`Tensor/BFloat16.swift`), or, on request (`NEURON_FLOAT_PRODUCTS=onednn`), for
-// the shapes oneDNN's sgemm measured faster alone (`Tensor/OneDNNProducts.swift`). Each scalar type maps the same requirement of ``TensorScalar`` onto
-// its own single- (s) or double- (d) precision routine.
+// the shapes oneDNN's matmul measured faster in a step (`Tensor/OneDNNProducts.swift`). Each scalar
+// type maps the same requirement of ``TensorScalar`` onto its own single- (s) or double- (d)
+// precision routine.
 import COneDNN
 import CBLAS
 #if canImport(Glibc)
@@ -50,7 +51,7 @@ extension Float {
 
     /// The product: on bfloat16 operands when the calling thread asks for them (`BLAS.setProducts(_:)`)
     /// and it is worth it (`BLAS.bf16MinimumWork`),
-    /// else, on request, by oneDNN's sgemm for the shapes it won alone (`Tensor/OneDNNProducts.swift`), else by OpenBLAS.
+    /// else, on request, by oneDNN's matmul for the shapes it wins (`Tensor/OneDNNProducts.swift`), else by OpenBLAS.
     public static func blasGemm(
         transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int,
         alpha: Float, a: UnsafePointer<Float>, lda: Int,
@@ -62,8 +63,12 @@ extension Float {
             BLAS.bf16Gemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
             return
         }
-        if BLAS.takesOneDNN(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k), BLAS.usesOneDNN {
-            BLAS.oneDNNSgemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        if BLAS.takesOneDNN(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k), alpha == 1, beta == 0 || beta == 1,
+            BLAS.usesOneDNN
+        {
+            BLAS.panelGemm(
+                transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta,
+                c: c, ldc: ldc, gemm: BLAS.oneDNNPanel)
             return
         }
         if work >= BLAS.openBLASThreadingWork {  // a product OpenBLAS could thread: cut into panels, or on its one thread
