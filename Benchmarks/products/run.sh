@@ -36,7 +36,7 @@ fi
 export OPENBLAS_NUM_THREADS=$threads BLIS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
 csv=$out/products.csv log=$out/products.log
 : > "$csv"
-echo "$(date -u '+%F %T UTC'); $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$log" >&2
+echo "$(date -u '+%F %T UTC'); $(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$log" >&2
 header=--header
 for round in $(seq 1 "$rounds"); do
     for library in $libraries; do
