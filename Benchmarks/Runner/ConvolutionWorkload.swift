@@ -219,11 +219,7 @@ extension Benchmarks {
         print(
             stepTable(
                 timing: timing, allocations: allocations, flops: w.flops, ceiling: ceiling, specs: specs, peers: &measured.peers))
-        if let whole {
-            print(
-                "  the batch whole on BLAS's \(threads) threads instead: \(format(whole.median)) "
-                    + String(format: "(%.2f× the split step's time)", whole.median / timing.median))
-        }
+        if let whole { print(wholeBatchLine(whole, split: timing, threads: threads)) }
         print("  by layer (median forward / backward; the whole batch on BLAS's threads, unsplit):")
         print(table(layers.map { [$0.layer, format($0.forward), format($0.backward)] }))
         let layouts = try w.layoutTimes(blocks: quick ? 3 : 15)

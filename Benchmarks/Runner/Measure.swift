@@ -137,6 +137,13 @@ func timeSteps<O: Optimizer<Float>>(
     return (seconds, Double(allocations) / Double(steps))
 }
 
+/// The line under a split step's table giving the step on the whole batch (W7, W8):
+/// `  the batch whole on BLAS's 2 threads instead: 545.01 µs (1.61× the split step's time)`.
+func wholeBatchLine(_ whole: Timing, split: Timing, threads: Int) -> String {
+    "  the batch whole on BLAS's \(threads) threads instead: \(format(whole.median)) "
+        + String(format: "(%.2f× the split step's time)", whole.median / split.median)
+}
+
 /// A workload whose steps can split their batch over threads (`Network.batchThreads`), as a
 /// shipped config does (W7 as F2's, W9–W12 as `Data/words-transformer.yaml`).
 protocol BatchSplitting {

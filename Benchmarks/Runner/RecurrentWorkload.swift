@@ -213,11 +213,7 @@ extension Benchmarks {
             stepTable(
                 timing: timing, allocations: measured.allocationsPerStep, flops: w.flops, ceiling: ceiling, specs: specs,
                 peers: &measured.peers))
-        if let wholeTiming {
-            print(
-                "  the batch whole on BLAS's \(threads) threads instead: \(format(wholeTiming.median)) "
-                    + String(format: "(%.2f× the split step's time)", wholeTiming.median / timing.median))
-        }
+        if let wholeTiming { print(wholeBatchLine(wholeTiming, split: timing, threads: threads)) }
         print("  by part (median forward / backward; the whole batch, unsplit):")
         let parted = layers.reduce(0) { $0 + $1.forward + $1.backward } + parts.lossHead + parts.update
         let step = wholeTiming?.median ?? timing.median

@@ -63,9 +63,7 @@ extension Float {
             BLAS.bf16Gemm(transposeA, transposeB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
             return
         }
-        if BLAS.takesOneDNN(transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k), alpha == 1, beta == 0 || beta == 1,
-            BLAS.usesOneDNN
-        {
+        if BLAS.takesOneDNN(transposeA: transposeA, work: work), alpha == 1, beta == 0 || beta == 1, BLAS.usesOneDNN {
             BLAS.panelGemm(
                 transposeA: transposeA, transposeB: transposeB, m: m, n: n, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, beta: beta,
                 c: c, ldc: ldc, gemm: BLAS.oneDNNPanel)

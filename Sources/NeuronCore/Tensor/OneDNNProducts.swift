@@ -15,7 +15,7 @@
 // measured), a Float product of ``BLAS/oneDNNMinimumWork`` multiply-adds or more whose left operand
 // is not transposed, with alpha 1 and beta 0 or 1, goes to oneDNN's matmul primitive, cut into the
 // same panels as OpenBLAS's products, each panel on one OpenMP thread (the product thread's own):
-// interleaved, W6's step took 6.49–6.55 ms against 7.03–7.71 on OpenBLAS. It is not the default
+// interleaved, W6's step took 6.25–6.57 ms against 7.15–7.49 on OpenBLAS. It is not the default
 // because oneDNN allocates on every call (5–7 blocks: W4, W5 and W6 then allocate 16, 34 and 68
 // times a step, where OpenBLAS's panels allocate nothing). It is taken once it has passed the exact
 // check OpenBLAS's kernels pass (`BLAS.checkKernels`'s products of small integers).
@@ -42,7 +42,13 @@ extension BLAS {
     /// ``oneDNNMinimumWork`` multiply-adds, its left operand not transposed.
     @inline(__always)
     public static func takesOneDNN(transposeA: Bool, transposeB: Bool, m: Int, n: Int, k: Int) -> Bool {
-        !transposeA && m &* n &* k >= oneDNNMinimumWork
+        takesOneDNN(transposeA: transposeA, work: m &* n &* k)
+    }
+
+    /// The same rule for a product of `work` multiply-adds (m·n·k, which `blasGemm` has already).
+    @inline(__always)
+    static func takesOneDNN(transposeA: Bool, work: Int) -> Bool {
+        !transposeA && work >= oneDNNMinimumWork
     }
 
     /// The choice for this process, made once, at the first Float product that could go to oneDNN.
