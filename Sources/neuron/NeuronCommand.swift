@@ -21,7 +21,8 @@ struct NeuronCommand: AsyncParsableCommand {
     static func main() async {
         // First: OpenBLAS's kernel family, chosen and checked (may run this program again with it).
         BLAS.runOnBestKernels()
-        if BLAS.choiceNote != nil { FileHandle.standardError.write(Data("BLAS: \(BLAS.summary)\n".utf8)) }
+        // A family that failed its check is said at once; a choice that worked is in summary.json.
+        if BLAS.choiceWarning != nil { FileHandle.standardError.write(Data("BLAS: \(BLAS.summary)\n".utf8)) }
         StopSignals.install()
         do {
             var command = try parseAsRoot()

@@ -105,7 +105,7 @@ extension BLAS {
                 ? (try? checkKernels(Float.self, gemm: plantedWrongGemm)) != nil : (try? checkKernels()) != nil
             guard !passed else { return }
             let next = remaining.split(separator: ",").map(String.init)
-            let reason = (environment[ChoiceVariable.reason] ?? "") + "; \(coreName) failed the self-check"
+            let reason = (environment[ChoiceVariable.reason] ?? "") + "; \(coreName) \(failedCheck)"
             // The next family down; with none left, OpenBLAS's own, whose check the run makes (and
             // refuses to train on wrong products).
             restart(
@@ -131,6 +131,18 @@ extension BLAS {
             return nil
         }
         return "OpenBLAS picked \(coreName) below this CPU's \(best.rawValue): set OPENBLAS_CORETYPE=\(best.rawValue)"
+    }
+
+    /// What a reason says of a family whose products were wrong.
+    private static let failedCheck = "failed the self-check"
+
+    /// The part of the choice a user must hear about at once: a family that failed its self-check,
+    /// so the process runs narrower kernels than the CPU could (or OpenBLAS's own pick). nil when
+    /// the widest family passed or nothing was chosen: a choice that simply worked is said by
+    /// `summary` (summary.json, the benchmarks' header, the dashboard) and not on every command's stderr.
+    public static var choiceWarning: String? {
+        guard let reason = ProcessInfo.processInfo.environment[ChoiceVariable.reason], reason.contains(failedCheck) else { return nil }
+        return "chosen by Neuron: \(reason)"
     }
 
     /// sgemm with one element of every product off by one: the wrong kernel the tests plant.
