@@ -31,7 +31,7 @@ struct Sample: ParsableCommand {
     @Option(help: "The characters every line starts with.")
     var prefix = ""
 
-    @Flag(help: "Print each token's probability after the prefix (CSV: token,probability) instead of drawing lines.")
+    @Flag(help: "Print each token's probability after the prefix, or after --prompt (CSV: token,probability), instead of drawing.")
     var probabilities = false
 
     @Option(help: "Continue this text instead of drawing lines (a document model's default: a newline).")
@@ -52,8 +52,13 @@ struct Sample: ParsableCommand {
             throw ValidationError("--length \(length): expected a whole number from 1 to 1000000")
         }
         if prompt != nil {
-            for (given, option) in [(!prefix.isEmpty, "--prefix"), (probabilities, "--probabilities"), (count != 10, "--count")] where given {
+            for (given, option) in [(!prefix.isEmpty, "--prefix"), (count != 10, "--count")] where given {
                 throw ValidationError("--prompt continues one text; \(option) applies to drawing lines")
+            }
+            if probabilities, length != nil || noCache {
+                throw ValidationError(
+                    "--probabilities prints the next character's probabilities after --prompt; \(length != nil ? "--length" : "--no-cache") applies to continuing it"
+                )
             }
         } else if length != nil || noCache, !prefix.isEmpty || probabilities {
             throw ValidationError("\(length != nil ? "--length" : "--no-cache") applies to continuing a --prompt")
@@ -68,14 +73,24 @@ struct Sample: ParsableCommand {
             )
         }
         BLAS.threadCount = saved.state.config.training.blasThreads
-        let rule = try SamplingRule(temperature: temperature, topK: topK)
         let isDocument = saved.state.config.data.unit == .document
+        // A document model never read the boundary token, so it never draws it.
+        let rule = try SamplingRule(temperature: temperature, topK: topK, excludesBoundary: isDocument)
         if !isDocument, prompt == nil, length != nil || noCache {
             throw ValidationError(
                 "\(length != nil ? "--length" : "--no-cache") applies to continuing a --prompt (a line model draws lines otherwise)")
         }
-        if prompt != nil || isDocument, !probabilities, prefix.isEmpty {
-            let text = prompt ?? "\n"
+        if isDocument {
+            // A document is one text, with no lines to draw or start.
+            for (given, option) in [(!prefix.isEmpty, "--prefix"), (count != 10, "--count")] where given {
+                throw ValidationError(
+                    "\(option) applies to a line model's lines; \(saved.state.network) is a document model, which continues one text: give --prompt and --length"
+                )
+            }
+        }
+        if prompt != nil || isDocument {
+            // A document's default start is a newline, or its first character when it holds none (as the run's passages start).
+            let text = prompt ?? (vocabulary.index(of: "\n") != nil ? "\n" : String(vocabulary.characters[0]))
             guard let tokens = vocabulary.encode(text) else {
                 let (place, unknown) = text.unicodeScalars.enumerated().first { vocabulary.index(of: $0.element) == nil }!
                 throw ValidationError(
@@ -85,6 +100,13 @@ struct Sample: ParsableCommand {
             // A line model reads the boundary first; a document model never saw it.
             let context = isDocument ? tokens : [Vocabulary.boundary] + tokens
             guard !context.isEmpty else { throw ValidationError("--prompt '': a document model needs at least one character to continue") }
+            if probabilities {
+                switch saved.state.precision {
+                case .float: try printProbabilities(Float.self, saved, vocabulary: vocabulary, rule: rule, context: context)
+                case .double: try printProbabilities(Double.self, saved, vocabulary: vocabulary, rule: rule, context: context)
+                }
+                return
+            }
             switch saved.state.precision {
             case .float: try continueText(Float.self, saved, vocabulary: vocabulary, rule: rule, prompt: text, context: context)
             case .double: try continueText(Double.self, saved, vocabulary: vocabulary, rule: rule, prompt: text, context: context)
@@ -112,7 +134,7 @@ struct Sample: ParsableCommand {
         let clock = ContinuousClock(), start = clock.now
         let drawn = try network.continueText(context, length: length, rule: rule, seed: seed, cache: !noCache)
         let seconds = (clock.now - start) / .seconds(1)
-        // A line model's boundary token ends nothing here: it is shown as a newline.
+        // A line model's boundary token ends nothing here: it is shown as a newline (a document model never draws it).
         let text = String(String.UnicodeScalarView(drawn.map { $0 == Vocabulary.boundary ? "\n" : vocabulary.characters[$0 - 1] }))
         print(prompt + text)
         let how = noCache ? "a whole pass over the window per character" : "the key/value cache"
@@ -120,16 +142,24 @@ struct Sample: ParsableCommand {
         FileHandle.standardError.write(Data("\(length) characters drawn with seed \(seed) in \(speed) (\(how))\n".utf8))
     }
 
+    /// Prints the probability of each token after `context` (CSV: token,probability).
+    private func printProbabilities<Scalar: TensorScalar>(
+        _: Scalar.Type, _ saved: LoadedCheckpoint, vocabulary: Vocabulary, rule: SamplingRule, context: [Int]
+    ) throws {
+        var network = try Prediction<Scalar>.network(saved)
+        let p = try network.nextTokenProbabilities(after: context, rule: rule)
+        print("token,probability")
+        for (token, probability) in p.enumerated() { print("\(Prediction<Scalar>.field(vocabulary.name(of: token))),\(probability)") }
+    }
+
     private func draw<Scalar: TensorScalar>(
         _: Scalar.Type, _ saved: LoadedCheckpoint, vocabulary: Vocabulary, rule: SamplingRule, prefix: [Int]
     ) throws {
-        var network = try Prediction<Scalar>.network(saved)
         if probabilities {
-            let p = try network.nextTokenProbabilities(after: [Vocabulary.boundary] + prefix, rule: rule)
-            print("token,probability")
-            for (token, probability) in p.enumerated() { print("\(Prediction<Scalar>.field(vocabulary.name(of: token))),\(probability)") }
+            try printProbabilities(Scalar.self, saved, vocabulary: vocabulary, rule: rule, context: [Vocabulary.boundary] + prefix)
             return
         }
+        var network = try Prediction<Scalar>.network(saved)
         let seed = self.seed ?? saved.state.progress.seed ?? 0
         var drawn: [[Int]] = []
         while drawn.count < count {

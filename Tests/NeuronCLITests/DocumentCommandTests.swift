@@ -66,10 +66,63 @@ struct DocumentCommandTests {
             (["--prompt", "BEN:", "--length", "0"], "--length 0: expected a whole number from 1 to 1000000"),
             (["--prompt", "BEN:", "--count", "3"], "--count applies to drawing lines"),
             (["--length", "5", "--prefix", "a"], "--length applies to continuing a --prompt"),
+            // A document has no lines: line options are refused rather than ignored.
+            (["--count", "3"], "--count applies to a line model's lines"),
+            (["--prefix", "ab"], "--prefix applies to a line model's lines"),
+            (["--prefix", "ab", "--probabilities"], "--prefix applies to a line model's lines"),
+            (["--prompt", "BEN:", "--probabilities", "--length", "5"], "--length applies to continuing it"),
         ] {
             let result = try runNeuron(["sample", run] + arguments)
             #expect(result.status == 2 || result.status == 1, "\(arguments): \(result.status)")
             #expect(result.stderr.contains(reason), "\(arguments): \(result.stderr)")
         }
+    }
+
+    @Test("A document model never draws the boundary token: not in a long random continuation, nor in --probabilities after a --prompt")
+    func neverTheBoundary() throws {
+        let run = try trainedRun.get()
+        // At a high temperature every token is likely somewhere in 3,000 draws; the boundary would print as a
+        // newline, so the check is on the probabilities, which name it.
+        let probabilities = try runNeuron(["sample", run, "--prompt", "BEN:", "--probabilities", "--temperature", "5"])
+        #expect(probabilities.status == 0, "\(probabilities.stderr)")
+        let rows = probabilities.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: ",") }
+        let boundary = try #require(rows.first, "\(probabilities.stdout)")
+        #expect(rows.count > 3 && boundary.first == "⏎", "\(probabilities.stdout)")  // the boundary, then every character
+        #expect(Double(boundary.last ?? "") == 0, "\(boundary)")
+        let total = rows.compactMap { Double($0.last ?? "") }.reduce(0, +)
+        #expect(abs(total - 1) < 1e-9 && rows.dropFirst().allSatisfy { Double($0.last ?? "") ?? 0 > 0 }, "\(probabilities.stdout)")
+        let hot = try runNeuron(["sample", run, "--prompt", "BEN:", "--length", "3000", "--temperature", "5", "--seed", "2"])
+        #expect(hot.status == 0 && hot.stdout.unicodeScalars.count == 4 + 3000 + 1, "\(hot.stderr)")
+    }
+
+    @Test("A document without a newline starts its continuation at its first character, as the run's passages do")
+    func noNewline() throws {
+        let directory = try scratchDirectory("document-one-line")
+        try String(repeating: "abcab cabbc ", count: 40).write(toFile: directory + "/line.txt", atomically: true, encoding: .utf8)
+        try """
+        model: {transformer: {blocks: 1, heads: 1, features: 8}}
+        data: {kind: text, unit: document, path: line.txt, blockSize: 8}
+        training: {steps: 4, evaluateEvery: 2, batchSize: 4, seed: 1}
+        """.write(toFile: directory + "/line.yaml", atomically: true, encoding: .utf8)
+        let train = try runNeuron(["train", directory + "/line.yaml", "--output", directory + "/run", "--quiet"])
+        try #require(train.status == 0, "\(train.stderr)")
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/run/summary.json"))) as? [String: Any])
+        let passage = try #require((summary["sampledLines"] as? [[String: Any]])?.first?["text"] as? String)
+        #expect(passage.unicodeScalars.count == 300, "\(passage.unicodeScalars.count) characters: \(passage)")
+        let sampled = try runNeuron(["sample", directory + "/run", "--length", "10", "--seed", "3"])
+        #expect(
+            sampled.status == 0 && sampled.stdout.hasPrefix(" ") && sampled.stdout.unicodeScalars.count == 1 + 10 + 1,
+            "\(sampled.stdout) \(sampled.stderr)")
+    }
+
+    @Test("An export over the run's own data file is refused with exit 2, and the text and the run stay whole")
+    func exportOverTheData() throws {
+        let run = try trainedRun.get()
+        let text = (run as NSString).deletingLastPathComponent + "/play.txt"
+        let before = try Data(contentsOf: URL(fileURLWithPath: text))
+        let refused = try runNeuron(["export", run, text])
+        #expect(refused.status == 2 && refused.stderr.contains("it is a data file of the run it is made from"), "\(refused.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: text)) == before)
     }
 }

@@ -135,6 +135,12 @@ struct AttentionMapsTests {
         let cropped = try network.attentionMaps(line: long)
         #expect(cropped.tokens == Array(long.suffix(time)) && cropped.cropped == 3)
         #expect(cropped.blocks.allSatisfy { $0.heads.allSatisfy { $0.count == time } })
+        #expect(cropped.picture().contains("the boundary ⏎ and the line's first 2 characters are left out."))
+        // A document model reads no boundary: of c1 … c8, the first 8 − time characters are left out, and said so.
+        let document = try network.attentionMaps(line: long, boundary: false)
+        #expect(document.tokens == Array(long.suffix(time)) && document.cropped == long.count - time)
+        #expect(document.picture().contains("the text's first \(long.count - time) characters are left out."), "\(document.picture())")
+        #expect(!document.picture().contains("boundary"))
         var x = Tensor<Double>(zeros: [1, time])
         for (t, token) in long.suffix(time).enumerated() { x[0, t] = Double(token) }
         try network.forward(x)

@@ -44,6 +44,13 @@ struct TextDocumentTests {
         } catch {
             #expect(error.description == "/dev/zero: cannot be read: it is a device, not a regular file")
         }
+        // A regular file whose size `stat` gives as 0 and that reads without end: stopped at the cap.
+        do throws(DataError) {
+            _ = try TextDocument.load("/proc/self/pagemap", maximumBytes: 1 << 20)
+            Issue.record("/proc/self/pagemap was read whole")
+        } catch {
+            #expect(error == .fileTooLarge(path: "/proc/self/pagemap", bytes: nil, limit: 1 << 20), "\(error)")
+        }
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-document-\(UUID().uuidString).txt")
         try Data(repeating: UInt8(ascii: "a"), count: 100).write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }

@@ -67,6 +67,20 @@ struct TextSamplingTests {
         #expect(try network.sampleLines(count: 5, rule: rule, seed: 8) != five)
     }
 
+    @Test("A rule that excludes the boundary gives it 0 and renormalizes the rest, before top-k: scores (5, 0, ln 3) give (0, ¼, ¾)")
+    func excludesBoundary() throws {
+        let scores: [Double] = [5, 0, log(3)]
+        let p = try SamplingRule(excludesBoundary: true).probabilities(scores)
+        #expect(p[0] == 0 && abs(p[1] - 0.25) < 1e-15 && abs(p[2] - 0.75) < 1e-15, "\(p)")
+        // Top-1 among the characters is token 2, though the boundary scores highest.
+        #expect(try SamplingRule(topK: 1, excludesBoundary: true).probabilities(scores) == [0, 0, 1])
+        #expect(try SamplingRule(topK: 1).probabilities(scores) == [1, 0, 0])
+        // ⏎ a b c chained: a greedy continuation of c would draw ⏎; excluding it, the next likeliest.
+        var network = try Self.chain()
+        let drawn = try network.continueText([3], length: 4, rule: try SamplingRule(excludesBoundary: true), seed: 1)
+        #expect(!drawn.contains(Vocabulary.boundary) && drawn.count == 4, "\(drawn)")
+    }
+
     @Test("A temperature so small that scores/temperature overflow (1e-309, 5e-324) is the greedy choice, not NaN")
     func subnormalTemperature() throws {
         let scores: [Double] = [1.5, 3.0, -2.0, 3.0]

@@ -113,6 +113,11 @@ struct DocumentRunTests {
             ("{steps: 20, evaluateEvery: 6}", "", "training.evaluateEvery", "steps 18 or steps 24"),
             ("{steps: 20, evaluationBatches: 5}", "", "training.evaluationBatches", "estimate"),
             ("{steps: 20}", ", validationSplit: 0.995", "data.validationSplit", "at least 17"),
+            // Sizes past the machine's memory are refused before anything is allocated: a batch of
+            // windows drawn with replacement, and an interval's window starts.
+            ("{steps: 20, batchSize: 1000000000}", "", "training.batchSize", "but this machine has"),
+            ("{steps: 10000000000, batchSize: 12}", "", "training.batchSize", "window starts"),
+            ("{steps: 20, evaluateEvery: 10, batchSize: 1099511627776}", "", "training.evaluateEvery", "window starts"),
         ])
     func configErrors(training: String, data: String, key: String, expected: String) throws {
         let directory = try CheckpointTestDirectory()

@@ -25,17 +25,24 @@ enum DataFile {
         try checkFile(at: path)
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size]) as? Int
         if let size, size > maximumBytes { throw .fileTooLarge(path: path, bytes: size, limit: maximumBytes) }
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw .unreadableFile(path: path, reason: "it cannot be opened") }
-        defer { try? handle.close() }
+        // POSIX reads of at most 1 MiB each, counted here: a file whose size `stat` does not tell
+        // (`/proc/self/pagemap` says 0 and reads without end) still stops one byte past the limit.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .unreadableFile(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(descriptor) }
         let cap = maximumBytes == .max ? maximumBytes : maximumBytes + 1
         var bytes = [UInt8]()
         bytes.reserveCapacity(min(size ?? 0, cap))
-        do {
-            while bytes.count < cap, let chunk = try handle.read(upToCount: min(1 << 20, cap - bytes.count)), !chunk.isEmpty {
-                bytes.append(contentsOf: chunk)
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while bytes.count < cap {
+            // Whole chunks (some kernel files refuse reads of odd sizes), kept up to the cap.
+            let got = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw .unreadableFile(path: path, reason: String(cString: strerror(errno)))
             }
-        } catch {
-            throw .unreadableFile(path: path, reason: error.localizedDescription)
+            if got == 0 { break }
+            bytes.append(contentsOf: chunk[0..<min(got, cap - bytes.count)])
         }
         guard bytes.count <= maximumBytes else { throw .fileTooLarge(path: path, bytes: nil, limit: maximumBytes) }
         return bytes

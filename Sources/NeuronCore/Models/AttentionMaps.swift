@@ -30,9 +30,11 @@ public struct AttentionMaps: Sendable, Equatable, Codable {
     /// How each position is shown: its character, ``Vocabulary/boundarySymbol`` for the boundary
     /// (the token index when no vocabulary was given).
     public var labels: [String]
-    /// The tokens of `⏎ c1 … cn` left out at the start (the boundary first) to fit the network's
-    /// positions; 0 when the line fits.
+    /// The tokens of `⏎ c1 … cn` (of `c1 … cn` for a document model) left out at the start (the
+    /// boundary first) to fit the network's positions; 0 when the line fits.
     public var cropped: Int
+    /// Whether the pass read the boundary token first (a line model), or the text alone (a document model).
+    public var readsBoundary = true
     /// Each attention layer's maps, in network order.
     public var blocks: [Block]
 
@@ -56,10 +58,14 @@ public struct AttentionMaps: Sendable, Equatable, Codable {
             "Attention weights: rows are the positions attending, columns the positions attended to.",
             "Shades: blank a later position (masked), \(thresholds)\(Self.shades.last!.shade)",
         ]
-        if cropped > 0 {
+        if cropped > 0 && readsBoundary {
             let characters = cropped - 1
             lines.append(
                 "Cropped to the network's \(positions) positions, as sampling crops: the boundary ⏎ and the line's first \(characters) character\(characters == 1 ? "" : "s") are left out."
+            )
+        } else if cropped > 0 {
+            lines.append(
+                "Cropped to the network's \(positions) positions, as sampling crops: the text's first \(cropped) character\(cropped == 1 ? "" : "s") are left out."
             )
         }
         for (b, block) in blocks.enumerated() {
@@ -159,7 +165,9 @@ extension Network {
                 "\(block.name)'s attention weights on this line are not finite numbers: the model's weights give non-finite scores")
         }
         let labels = tokens.map { vocabulary?.name(of: $0) ?? "\($0)" }
-        return AttentionMaps(tokens: tokens, labels: labels, cropped: whole.count - m, blocks: blocks)
+        var maps = AttentionMaps(tokens: tokens, labels: labels, cropped: whole.count - m, blocks: blocks)
+        maps.readsBoundary = boundary
+        return maps
     }
 
     /// Every attention layer's weights on `text`, its characters read as `vocabulary`'s tokens:

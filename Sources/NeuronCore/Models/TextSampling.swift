@@ -11,20 +11,25 @@ public struct SamplingRule: Sendable, Equatable {
     public var temperature: Double
     /// Draw only among the `topK` most likely tokens (nil: all of them).
     public var topK: Int?
+    /// Leave the boundary token (``Vocabulary/boundary``) out before the draw, its probability 0
+    /// and the others renormalized: a document model never reads the boundary, so drawing it
+    /// would put a token in the text that the text never holds.
+    public var excludesBoundary = false
 
     /// A rule.
     /// - Throws: ``NeuronError/invalidHyperparameter(name:value:allowed:)`` for a temperature that
     ///   is not a finite number above 0, or a top-k below 1.
-    public init(temperature: Double = 1, topK: Int? = nil) throws(NeuronError) {
+    public init(temperature: Double = 1, topK: Int? = nil, excludesBoundary: Bool = false) throws(NeuronError) {
         guard temperature.isFinite, temperature > 0 else {
             throw .invalidHyperparameter(name: "temperature", value: "\(temperature)", allowed: "a finite number greater than 0")
         }
         if let topK, topK < 1 { throw .invalidHyperparameter(name: "top-k", value: "\(topK)", allowed: "at least 1") }
-        (self.temperature, self.topK) = (temperature, topK)
+        (self.temperature, self.topK, self.excludesBoundary) = (temperature, topK, excludesBoundary)
     }
 
     /// The probabilities of each token from the `scores` (logits) at one position: the softmax of
-    /// `scores / temperature` over the `topK` highest (the others 0), in Double. The largest score
+    /// `scores / temperature` over the `topK` highest (the others 0; the boundary token left out
+    /// first when ``excludesBoundary``), in Double. The largest score
     /// is subtracted before dividing, so every exponent is at most 0 for any temperature: a
     /// temperature so small that `score / temperature` overflows (1e-309) gives the greedy choice,
     /// not `inf − inf`.
@@ -36,10 +41,11 @@ public struct SamplingRule: Sendable, Equatable {
             throw .invalidValue("the model's score for token \(bad) is \(s[bad]), not a finite number: its weights give non-finite outputs")
         }
         var kept = Array(s.indices)
-        if let topK, topK < s.count {
+        if excludesBoundary, s.count > 1 { kept.removeAll { $0 == Vocabulary.boundary } }
+        if let topK, topK < kept.count {
             // Ties at the cut keep the lower token indices, so that a draw does not depend on a sort's order.
             kept.sort { s[$0] > s[$1] || (s[$0] == s[$1] && $0 < $1) }
-            kept.removeLast(s.count - topK)
+            kept.removeLast(kept.count - topK)
         }
         let maximum = kept.map { s[$0] }.max() ?? 0
         var p = [Double](repeating: 0, count: s.count)

@@ -222,8 +222,9 @@ public struct LoadedCheckpoint: Sendable {
         (self.path, self.file, self.state, self.tensors) = (path, file, state, tensors)
     }
 
-    /// Throws when the entry at `target` is this checkpoint's file or another file of its run
-    /// directory, so that an output made from the run (an export) never replaces the run itself.
+    /// Throws when the entry at `target` is this checkpoint's file, another file of its run
+    /// directory or one of the run's data files, so that an output made from the run (an export)
+    /// never replaces the run itself or what it resumes from.
     /// Entries are compared by identity (device and inode of the entry itself, which a rename
     /// replaces), so another spelling of the same path (`run/./checkpoint.safetensors`, a link to
     /// the directory) is caught too.
@@ -235,10 +236,16 @@ public struct LoadedCheckpoint: Sendable {
         let names =
             FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
             ? (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] : []
-        for own in [file] + names.map({ (path as NSString).appendingPathComponent($0) }) {
+        // The run's data files too (the saved config holds them absolute): a resume reads them again.
+        let data = state.config.data
+        let dataFiles = [data.path, data.testPath, data.trainImages, data.trainLabels, data.testImages, data.testLabels].compactMap { $0 }
+        for own in [file] + names.map({ (path as NSString).appendingPathComponent($0) }) + dataFiles {
             var ownEntry = stat()
             if lstat(own, &ownEntry) == 0, ownEntry.st_dev == entry.st_dev, ownEntry.st_ino == entry.st_ino {
-                let what = own == file ? "the checkpoint it is made from" : "a file of the run it is made from"
+                let what =
+                    own == file
+                    ? "the checkpoint it is made from"
+                    : dataFiles.contains(own) ? "a data file of the run it is made from" : "a file of the run it is made from"
                 throw .writeFailed(path: target, reason: "it is \(what) (\(own)); writing over it would destroy the run")
             }
         }

@@ -161,6 +161,18 @@ public enum RunBuilder {
                 "model.layers[\(last)]: the last layer gives \(given) outputs per \(vocabulary == nil ? "sample" : "position") but the data has \(outputs) \(what)\(data.source)"
             )
         }
+        if data.document != nil {
+            // An interval draws its steps × batch window starts at once (`MiniBatches(windows:count:batchSize:)`).
+            let every = config.training.evaluateEvery ?? TrainingConfig.defaultEvaluateEvery(steps: config.training.steps!)
+            var starts = MemoryBudget()
+            starts.data = every.times(config.training.batchSize).times(MemoryLayout<Int>.size)
+            let key = config.training.evaluateEvery != nil ? "training.evaluateEvery" : "training.batchSize"
+            try checkFits(
+                starts, origin: origin, key: key,
+                change:
+                    "each evaluation interval draws training.evaluateEvery (\(every)) × training.batchSize (\(config.training.batchSize)) window starts; use a smaller training.batchSize or training.evaluateEvery"
+            )
+        }
         var budget = MemoryBudget()
         budget.data = MemoryBudget.data(
             count: data.training.count + (data.validation?.count ?? 0) + (data.test?.count ?? 0), features: features,
@@ -171,7 +183,9 @@ public enum RunBuilder {
         let evaluationBatch = min(evaluationRows, max(data.validation?.count ?? 0, data.test?.count ?? 0))
         budget.addNetwork(
             layers, features: features,
-            batchSize: max(min(config.training.batchSize, data.training.count), evaluationBatch), optimizer: config.optimizer,
+            // A document's batch is windows drawn with replacement: as many as asked, whatever the text's length.
+            batchSize: max(data.document != nil ? config.training.batchSize : min(config.training.batchSize, data.training.count), evaluationBatch),
+            optimizer: config.optimizer,
             scalarBytes: scalarBytes)
         if budget.data > budget.parameters.adding(budget.activations).adding(budget.caches) {
             try checkFits(budget, origin: origin, key: "data.limit", change: "use fewer rows (data.limit)")

@@ -154,6 +154,12 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     /// The most bytes a text file may have: a tenth of the machine's memory (each character
     /// becomes a feature and a target of `Scalar`'s size at every position of its block).
     static var textByteLimit: Int { max(1 << 20, MemoryBudget.physicalMemory / 10) }
+
+    /// The most bytes a document may have: a 24th of the machine's memory. Reading and training on
+    /// a document holds about 17 bytes per byte of text at its peak (the decoded characters, their
+    /// tokens, and the parts as windows of `Scalar` features and targets), so a document at the
+    /// limit fits in memory; a larger one is refused by its size, before a byte is read.
+    static var documentByteLimit: Int { max(1 << 20, MemoryBudget.physicalMemory / 24) }
 }
 
 extension TextCorpus {
@@ -202,7 +208,7 @@ extension TextDocument {
     public static func read(_ config: DataConfig, origin: ConfigOrigin = ConfigOrigin()) throws -> (
         TextDocument, (training: Range<Int>, validation: Range<Int>, test: Range<Int>)
     ) {
-        let document = try TextDocument.load(config.path!, maximumBytes: RunData<Double>.textByteLimit)
+        let document = try TextDocument.load(config.path!, maximumBytes: RunData<Double>.documentByteLimit)
         let block = config.blockSize ?? 2
         do {
             return (

@@ -24,7 +24,8 @@ public struct LineSampler: Sendable {
     /// The run's seed: epoch `e`'s lines are drawn from `seed + 3 + e`.
     public var seed: UInt64
     /// Over a document: instead of lines, one passage of this many characters continuing a
-    /// newline (the first character when the text has none); nil for line data.
+    /// newline (the first character when the text has none), never drawing the boundary token
+    /// (``SamplingRule/excludesBoundary``); nil for line data.
     public var passageLength: Int?
 
     public init(vocabulary: Vocabulary, trainingLines: Set<String>, count: Int, seed: UInt64) {
@@ -40,7 +41,7 @@ public struct LineSampler: Sendable {
             // A document model's shapes are a sequence model's; a model whose scores are not finite draws nothing.
             guard
                 let drawn = try? network.continueText(
-                    [start], length: passageLength, rule: try! SamplingRule(), seed: seed &+ 3 &+ UInt64(epoch))
+                    [start], length: passageLength, rule: try! SamplingRule(excludesBoundary: true), seed: seed &+ 3 &+ UInt64(epoch))
             else { return [] }
             return [SampledLine(text: vocabulary.decode(drawn), inTraining: false)]
         }
