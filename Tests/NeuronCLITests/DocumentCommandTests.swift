@@ -125,4 +125,27 @@ struct DocumentCommandTests {
         #expect(refused.status == 2 && refused.stderr.contains("it is a data file of the run it is made from"), "\(refused.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: text)) == before)
     }
+
+    @Test(
+        "With the estimate at each interval, summary.json's validationLoss is the final exact loss, the one its evaluationLoss and the terminal give")
+    func oneValidationLoss() throws {
+        let directory = try scratchDirectory("document-estimate")
+        try play.write(toFile: directory + "/play.txt", atomically: true, encoding: .utf8)
+        try """
+        model: {transformer: {blocks: 1, heads: 1, features: 8}}
+        data: {kind: text, unit: document, path: play.txt, blockSize: 8}
+        training: {steps: 4, evaluateEvery: 2, batchSize: 4, seed: 1, evaluation: estimate, evaluationBatches: 2}
+        """.write(toFile: directory + "/play.yaml", atomically: true, encoding: .utf8)
+        let train = try runNeuron(["train", directory + "/play.yaml", "--output", directory + "/run"])
+        try #require(train.status == 0, "\(train.stderr)")
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/run/summary.json"))) as? [String: Any])
+        let exact = try #require(summary["evaluationLoss"] as? Double)
+        #expect(summary["evaluatedOn"] as? String == "validation")
+        #expect(summary["validationLoss"] as? Double == exact, "\(summary)")
+        // The last interval's estimate is another number (metrics.csv keeps it).
+        let metrics = try String(contentsOfFile: directory + "/run/metrics.csv", encoding: .utf8)
+        let estimated = try #require(Double(metrics.split(separator: "\n").last!.split(separator: ",", omittingEmptySubsequences: false)[4]))
+        #expect(estimated != exact)
+    }
 }

@@ -83,6 +83,49 @@ struct DocumentRunTests {
         #expect(rest.records.map(\.validationLoss) == whole.records.map(\.validationLoss))
     }
 
+    @Test("A resumed run keeps its interval: a changed evaluateEvery is refused naming both, a changed steps counts in the saved interval")
+    func resumeWithOtherSteps() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try play.write(toFile: directory.file("play.txt"), atomically: true, encoding: .utf8)
+        let path = directory.file("play.txt")
+        let config = try documentConfig(path, training: "{steps: 20, evaluateEvery: 10, batchSize: 3, seed: 8, precision: double}")
+        var first = try engine(try RunBuilder.build(config))
+        while !first.isFinished { _ = first.step() }
+        try Checkpoint(first, config: config, preprocessing: .none).write(to: directory.path)
+        let saved = try Checkpoint.read(directory.path)
+        do {
+            _ = try RunBuilder.build(
+                try documentConfig(path, training: "{steps: 40, evaluateEvery: 5, batchSize: 3, seed: 8, precision: double}"), resume: saved)
+            Issue.record("a resume with evaluateEvery 5 over intervals of 10 was accepted")
+        } catch {
+            #expect("\(error)".contains("training.evaluateEvery: 5, but the run being resumed evaluates every 10 steps"), "\(error)")
+        }
+        // Without evaluateEvery, 40 steps are 4 intervals of the saved 10 (the default for 40 would be 4).
+        var longer = try engine(
+            try RunBuilder.build(try documentConfig(path, training: "{steps: 40, batchSize: 3, seed: 8, precision: double}"), resume: saved))
+        #expect(longer.totalSteps == 40)
+        while !longer.isFinished { _ = longer.step() }
+        #expect(longer.stepsTaken == 40 && longer.records.map(\.step) == [10, 20, 30, 40])
+    }
+
+    @Test("--epochs on a document run counts its intervals: 2 epochs of evaluateEvery 10 are 20 steps")
+    func epochsOverride() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try play.write(toFile: directory.file("play.txt"), atomically: true, encoding: .utf8)
+        let written = try documentConfig(
+            directory.file("play.txt"), training: "{steps: 40, evaluateEvery: 10, batchSize: 3, seed: 8, precision: double}")
+        let config = RunOverrides(epochs: 2).applied(to: written)
+        #expect(config.training.steps == 20 && config.training.evaluateEvery == 10)
+        let run = try engine(try RunBuilder.build(config))
+        #expect(run.totalSteps == 20 && run.totalEpochs == 2)
+        // Without evaluateEvery, the interval is the default for the config's steps (4 of 40): 3 epochs are 12 steps.
+        let implicit = RunOverrides(epochs: 3).applied(
+            to: try documentConfig(directory.file("play.txt"), training: "{steps: 40, batchSize: 3, seed: 8, precision: double}"))
+        #expect(implicit.training.steps == 12 && implicit.training.evaluateEvery == 4)
+    }
+
     @Test("The estimate averages over batches of random validation windows, drawn apart from training's")
     func estimate() throws {
         let directory = try CheckpointTestDirectory()
@@ -116,6 +159,8 @@ struct DocumentRunTests {
             // Sizes past the machine's memory are refused before anything is allocated: a batch of
             // windows drawn with replacement, and an interval's window starts.
             ("{steps: 20, batchSize: 1000000000}", "", "training.batchSize", "but this machine has"),
+            // An estimate needs a validation part longer than the block (0.01 of 1,140 characters holds out 12: 1,140 less the training part, ⌊1,140 · 0.99⌋).
+            ("{steps: 20, evaluation: estimate}", ", validationSplit: 0.01", "training.evaluation", "holds 12 characters"),
             ("{steps: 10000000000, batchSize: 12}", "", "training.batchSize", "window starts"),
             ("{steps: 20, evaluateEvery: 10, batchSize: 1099511627776}", "", "training.evaluateEvery", "window starts"),
         ])

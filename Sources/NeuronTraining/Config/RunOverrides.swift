@@ -4,6 +4,8 @@
 // again with `--resume` replace the saved ones and are saved in turn; the config file's own keys
 // apply as the file says.
 
+import NeuronCore
+
 /// Settings given over a config's, as a run saves them.
 public struct RunOverrides: Sendable, Equatable, Codable {
     /// Epochs to train (the single neuron's iterations, an epoch a step on its one sample).
@@ -26,10 +28,18 @@ public struct RunOverrides: Sendable, Equatable, Codable {
             seed: newer.seed ?? seed)
     }
 
-    /// `config` with these settings in place of its own (epochs in place of `training.iterations`, the neuron's name for them).
+    /// `config` with these settings in place of its own (epochs in place of `training.iterations`, the
+    /// neuron's name for them; for a document run, `epochs` evaluation intervals: `training.steps`
+    /// becomes `epochs × evaluateEvery`).
     public func applied(to config: RunConfig) -> RunConfig {
         var config = config
-        if let epochs { (config.training.epochs, config.training.iterations) = (epochs, nil) }
+        if let epochs, let steps = config.training.steps {
+            // A document run's epochs are its evaluation intervals: `epochs` of them, each as long as the config says.
+            let every = config.training.evaluateEvery ?? TrainingConfig.defaultEvaluateEvery(steps: steps)
+            (config.training.steps, config.training.evaluateEvery) = (epochs.times(every), every)
+        } else if let epochs {
+            (config.training.epochs, config.training.iterations) = (epochs, nil)
+        }
         if let batchSize { config.training.batchSize = batchSize }
         if let learningRate { config.optimizer.learningRate = learningRate }
         if let seed { config.training.seed = seed }

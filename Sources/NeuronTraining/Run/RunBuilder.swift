@@ -229,6 +229,31 @@ public enum RunBuilder {
             try network.loadParameters(from: resume)
         }
 
+        if let document = data.document, config.training.evaluation == .estimate, let block = config.data.blockSize,
+            document.validation.count <= block
+        {
+            throw origin.error(
+                at: "training.evaluation",
+                "training.evaluation: estimate draws windows of data.blockSize \(block) from the validation part, but it holds \(document.validation.count) characters\(data.source); use evaluation: exact (every validation character once) or a larger data.validationSplit"
+            )
+        }
+        if data.document != nil, let position = resume?.state.position {
+            // A resumed document run keeps its interval: its position holds the interval's window starts.
+            let interval = position.batches.count / max(1, position.batches.batchSize), steps = config.training.steps!
+            if let every = written.training.evaluateEvery, every != interval {
+                throw origin.error(
+                    at: "training.evaluateEvery",
+                    "training.evaluateEvery: \(every), but the run being resumed evaluates every \(interval) steps (\(resume!.path)); a resumed run keeps its interval: give training.evaluateEvery: \(interval), or train a new run"
+                )
+            }
+            guard steps % interval == 0 else {
+                throw origin.error(
+                    at: "training.steps",
+                    "training.steps: \(steps) is not a whole number of the resumed run's intervals of \(interval) steps (\(resume!.path)); give a multiple of \(interval)"
+                )
+            }
+            (config.training.evaluateEvery, config.training.epochs) = (interval, steps / interval)
+        }
         // A document's epoch is its evaluation interval, of windows drawn at random (the loader
         // requires steps, which `desugared` made epochs).
         let batchSize = data.document != nil ? config.training.batchSize : min(config.training.batchSize, data.training.count)

@@ -153,6 +153,11 @@ public final class TrainingSession {
             } else if final.phase == .finished, let validation = try ended.validationEvaluation() {
                 (summary.validationLoss, summary.validationAccuracy) = (validation.loss, validation.accuracy)
             }
+            // One number per name: when the final evaluation is the validation part's (exact, where
+            // a document run estimated it at each interval), it is the validation loss too.
+            if summary.evaluatedOn == "validation" {
+                (summary.validationLoss, summary.validationAccuracy) = (summary.evaluationLoss, summary.evaluationAccuracy)
+            }
             try outputs.writeSummary(summary, state: shown)
             // Finite weights can still give non-finite scores (a table of -inf, weights near
             // Float's limit): the files are kept, but the run is not a success.
