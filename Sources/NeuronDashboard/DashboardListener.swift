@@ -98,6 +98,9 @@ final class DashboardListener: Sendable {
     let simulatedAcceptFailures = Atomic<Int>(0)
     /// Accept failures so far.
     let acceptFailures = Atomic<Int>(0)
+    /// Milliseconds the accept loop has paused so far after failed accepts (10 ms doubling to 1 s
+    /// each): what a test checks the back-off by, rather than by how long an answer took.
+    let acceptPauseMilliseconds = Atomic<Int>(0)
 
     /// Connections open now.
     var openConnections: Int { registry.withLock { $0.connections.count } }
@@ -183,7 +186,9 @@ final class DashboardListener: Sendable {
                 acceptFailures.add(1, ordering: .relaxed)
                 if failures == 1 { log("neuron: dashboard: cannot accept a connection (\(error.localizedDescription)); retrying\n") }
                 // 10 ms, doubling to 1 s: a process out of descriptors gets time to close some.
-                try? await Task.sleep(for: .milliseconds(min(1000, 10 << min(failures - 1, 7))))
+                let pause = min(1000, 10 << min(failures - 1, 7))
+                acceptPauseMilliseconds.add(pause, ordering: .relaxed)
+                try? await Task.sleep(for: .milliseconds(pause))
             }
         }
     }

@@ -113,6 +113,9 @@ public struct RequestReader: Sendable {
     private var bytes: [UInt8] = []
     /// Bytes already searched for the head's end.
     private var searched = 0
+    /// Bytes handed to the search for the head's end so far, counting again the up to three looked
+    /// behind on each read: linear in the bytes that arrive (tests check the work, not its time).
+    private(set) var examinedBytes = 0
     /// Where the request line's line feed is, once seen.
     private var requestLineEnd: Int?
     /// The head, once read, and where its body starts in `bytes`.
@@ -157,6 +160,7 @@ public struct RequestReader: Sendable {
         // Line feeds found by memchr, each looked behind once: the empty line is LF LF, LF CR LF
         // or CR LF CR LF (a bare LF ends a line as CR LF does).
         let from = max(0, searched - 3)
+        examinedBytes += bytes.count - from
         let (end, firstFeed): ((head: Int, body: Int)?, Int?) = bytes.withUnsafeBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return (nil, nil) }
             var firstFeed: Int?

@@ -110,9 +110,17 @@ public final class DashboardServer: Sendable {
     /// - Returns: how many pages had not been sent the last frame when the wait ended (0: all had).
     @MainActor @discardableResult
     public func stop(showing state: TrainingViewState, summary: RunSummary?, patience: Duration = .seconds(3)) async -> Int {
+        await stop(showing: state, summary: summary, patience: patience, clock: ContinuousClock())
+    }
+
+    /// ``stop(showing:summary:patience:)`` with `patience` measured on `clock`, which it sleeps on
+    /// 10 ms at a time while a page has not been sent the end: a test passes a clock whose sleeps
+    /// pass at once, to check how long the wait is without timing it.
+    @MainActor @discardableResult
+    func stop<C: Clock<Duration>>(showing state: TrainingViewState, summary: RunSummary?, patience: Duration, clock: C) async -> Int {
         binding.finish(state: state, summary: summary)
-        let clock = ContinuousClock(), deadline = clock.now + patience
-        while binding.broadcaster.subscriberCount > 0, clock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        let deadline = clock.now.advanced(by: patience)
+        while binding.broadcaster.subscriberCount > 0, clock.now < deadline { try? await clock.sleep(for: .milliseconds(10)) }
         let unsent = binding.broadcaster.subscriberCount
         await stop()
         return unsent
@@ -136,6 +144,9 @@ public final class DashboardServer: Sendable {
 
     /// Accepts that failed so far.
     var acceptFailures: Int { listener.acceptFailures.load(ordering: .relaxed) }
+
+    /// How long the accept loop has paused so far after failed accepts.
+    var acceptPauses: Duration { .milliseconds(listener.acceptPauseMilliseconds.load(ordering: .relaxed)) }
 
     /// Connections closed so far to make room for newer ones, and because their deadline passed.
     var closedEarly: (evicted: Int, timedOut: Int) { listener.closedEarly }

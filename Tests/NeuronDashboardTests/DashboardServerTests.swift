@@ -1,6 +1,7 @@
 import Foundation
 import NeuronCore
 import NeuronTraining
+import Synchronization
 import Testing
 
 @testable import NeuronDashboard
@@ -39,6 +40,26 @@ private func fetch(
 }
 
 private let json = ["Content-Type": "application/json"]
+
+/// A clock whose sleeps end at once, moving its time on by what was slept: a wait measured on it
+/// says how long it would have been, on any machine.
+private final class SkippingClock: Clock, Sendable {
+    struct Instant: InstantProtocol {
+        var sinceStart: Duration
+        func advanced(by duration: Duration) -> Self { Self(sinceStart: sinceStart + duration) }
+        func duration(to other: Self) -> Duration { other.sinceStart - sinceStart }
+        static func < (a: Self, b: Self) -> Bool { a.sinceStart < b.sinceStart }
+    }
+
+    private let slept = Mutex(Duration.zero)
+    var now: Instant { Instant(sinceStart: slept.withLock { $0 }) }
+    var minimumResolution: Duration { .nanoseconds(1) }
+
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        slept.withLock { $0 = max($0, deadline.sinceStart) }
+        await Task.yield()
+    }
+}
 
 @MainActor
 private func previewState(phase: TrainingViewState.Phase = .running, step: Int = 7) -> TrainingViewState {
@@ -162,9 +183,10 @@ struct DashboardServerTests {
         final.samplesPerSecond = 1234
         var summary = RunSummary(precision: "double", blas: "test", trainingSeconds: 2.5)
         (summary.evaluatedOn, summary.evaluationLoss, summary.evaluationAccuracy) = ("test", 0.125, 0.875)
-        let clock = ContinuousClock(), start = clock.now
-        let unsent = await server.stop(showing: final, summary: summary)
-        #expect(unsent == 0 && clock.now - start < .seconds(2), "the page was sent the end at once, not after the patience ran out")
+        // The server counts the pages not yet sent the end when its patience ran out: with a minute
+        // of patience, none on any machine that is merely slow.
+        let unsent = await server.stop(showing: final, summary: summary, patience: .seconds(60))
+        #expect(unsent == 0, "the page was sent the end before the patience ran out")
 
         let (text, closed) = try await page
         #expect(closed, "the server closed the stream after the last frame")
@@ -178,23 +200,24 @@ struct DashboardServerTests {
         #expect(!frames.dropLast().contains { $0.contains(#""ending""#) }, "only the last frame is the end")
     }
 
-    @Test("The end waits for no one when no page is connected, and at most its patience for a page that stopped reading")
+    @Test("The end waits for no one when no page is connected, and its patience exactly for a page that stopped reading")
     func endIsBounded() async throws {
+        // The wait is measured on a clock whose sleeps pass at once: what it shows is how long the
+        // server waited, whatever the machine's speed.
         let model = PreviewViewModel<TrainingEvent, TrainingViewState>(previewState())
-        let clock = ContinuousClock()
         let alone = try await DashboardServer.start(binding: DashboardBinding(model: model, engine: { nil }))
+        let clock = SkippingClock()
         var start = clock.now
-        #expect(await alone.stop(showing: previewState(phase: .finished), summary: nil, patience: .seconds(5)) == 0)
-        #expect(clock.now - start < .seconds(1), "\(clock.now - start) with no page to wait for")
+        #expect(await alone.stop(showing: previewState(phase: .finished), summary: nil, patience: .seconds(5), clock: clock) == 0)
+        #expect(start.duration(to: clock.now) == .zero, "waited \(start.duration(to: clock.now)) with no page to wait for")
 
         // A page whose stream never takes a frame (its connection stuck): the end goes on without it.
         let binding = DashboardBinding(model: model, engine: { nil })
         let stuck = try await DashboardServer.start(binding: binding)
         let subscription = binding.broadcaster.subscribe()
         start = clock.now
-        #expect(await stuck.stop(showing: previewState(phase: .finished), summary: nil, patience: .milliseconds(300)) == 1)
-        let waited = clock.now - start
-        #expect(waited >= .milliseconds(300) && waited < .seconds(3), "\(waited)")
+        #expect(await stuck.stop(showing: previewState(phase: .finished), summary: nil, patience: .milliseconds(300), clock: clock) == 1)
+        #expect(start.duration(to: clock.now) == .milliseconds(300), "waited \(start.duration(to: clock.now)) with a patience of 300 ms")
         withExtendedLifetime(subscription) {}
     }
 
