@@ -83,6 +83,25 @@ struct DocumentRunTests {
         #expect(rest.records.map(\.validationLoss) == whole.records.map(\.validationLoss))
     }
 
+    @Test("A checkpoint's header stays small however many window starts an interval draws: the generator that drew them is saved, not the starts")
+    func smallHeader() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try play.write(toFile: directory.file("play.txt"), atomically: true, encoding: .utf8)
+        // 20,000 steps an interval of 64 windows: 1,280,000 starts, 10 MB as JSON numbers.
+        let config = try documentConfig(
+            directory.file("play.txt"), training: "{steps: 200000, evaluateEvery: 20000, batchSize: 64, seed: 8, precision: double}")
+        var run = try engine(try RunBuilder.build(config))
+        _ = run.step()
+        try Checkpoint(run, config: config, preprocessing: .none).write(to: directory.path)
+        let file = try FileHandle(forReadingFrom: URL(fileURLWithPath: directory.file("checkpoint.safetensors")))
+        let length = try file.read(upToCount: 8)!.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+        #expect(length < 100_000, "a header of \(length) bytes")
+        // Read back, the starts are drawn again: the same as those the run drew.
+        let saved = try Checkpoint.read(directory.path)
+        #expect(saved.state.position?.batches == run.resumePoint().position?.batches)
+    }
+
     @Test("A resumed run keeps its interval: a changed evaluateEvery is refused naming both, a changed steps counts in the saved interval")
     func resumeWithOtherSteps() throws {
         let directory = try CheckpointTestDirectory()

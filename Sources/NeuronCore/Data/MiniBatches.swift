@@ -19,6 +19,12 @@ public struct MiniBatches: Sendable, Equatable, Codable {
     /// Over a document, the number of windows a start is drawn from (its characters less the
     /// block); nil for the rows of a dataset.
     public let windows: Int?
+    /// Over a document, the generator as it was before it drew the current starts (nil before the
+    /// first draw): what a checkpoint saves in their place, since the same generator draws them
+    /// again, so that its size does not grow with the starts of an interval.
+    public private(set) var drawnWith: SeededGenerator?
+
+    private enum CodingKeys: String, CodingKey { case order, count, batchSize, windows, drawnWith }
 
     /// Batches over `count` samples in their natural order; a batch size larger than `count`
     /// gives one batch of all samples.
@@ -48,17 +54,34 @@ public struct MiniBatches: Sendable, Equatable, Codable {
     }
 
     /// A saved epoch order, checked: decoding rejects an order that is not a permutation of `0..<count`.
+    /// A document's starts are saved as the generator that drew them (``drawnWith``) and drawn again;
+    /// a saved list of starts is read as it stands.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let count = try container.decode(Int.self, forKey: .count)
         let batchSize = try container.decode(Int.self, forKey: .batchSize)
+        let windows = try container.decodeIfPresent(Int.self, forKey: .windows)
+        let drawnWith = try container.decodeIfPresent(SeededGenerator.self, forKey: .drawnWith)
+        if windows != nil, !container.contains(.order) {
+            // Checked before `count` starts are allocated: a hostile count is refused, not allocated.
+            guard count >= 1, count <= PhysicalMemory.bytes / (4 * MemoryLayout<Int>.size) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .count, in: container, debugDescription: "\(count) window starts are more than this machine's memory holds")
+            }
+            do {
+                try self.init(windows: windows!, count: count, batchSize: batchSize)
+            } catch {
+                throw DecodingError.dataCorruptedError(forKey: .count, in: container, debugDescription: error.description)
+            }
+            if var generator = drawnWith { draw(using: &generator) }
+            return
+        }
         let order = try container.decode([Int].self, forKey: .order)
         // Checked before `init(count:batchSize:)` allocates `count` indices: a hostile count is refused, not allocated.
         guard order.count == count else {
             throw DecodingError.dataCorruptedError(
                 forKey: .order, in: container, debugDescription: "the order holds \(order.count) indices but count is \(count)")
         }
-        let windows = try container.decodeIfPresent(Int.self, forKey: .windows)
         do {
             if let windows {
                 try self.init(windows: windows, count: count, batchSize: batchSize)
@@ -82,6 +105,15 @@ public struct MiniBatches: Sendable, Equatable, Codable {
         self.order = order
     }
 
+    /// Saves the order; over a document, the generator that drew the starts instead of the starts.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(count, forKey: .count)
+        try container.encode(batchSize, forKey: .batchSize)
+        try container.encodeIfPresent(windows, forKey: .windows)
+        if windows == nil { try container.encode(order, forKey: .order) } else { try container.encodeIfPresent(drawnWith, forKey: .drawnWith) }
+    }
+
     /// The number of batches in an epoch: ⌈count / batchSize⌉.
     public var batchesPerEpoch: Int { count / batchSize + (count % batchSize == 0 ? 0 : 1) }
 
@@ -91,10 +123,13 @@ public struct MiniBatches: Sendable, Equatable, Codable {
     }
 
     /// Draws the epoch's window starts with `generator`, each `generator.index(below: windows)`
-    /// in order (no allocation).
+    /// in order, keeping the generator as it was in ``drawnWith`` (no allocation after the first draw).
     /// - Precondition: the batches are over a document (``windows`` is not nil).
     public mutating func draw(using generator: inout SeededGenerator) {
         guard let windows else { preconditionFailure("draw(using:) is for the windows of a document; rows are shuffled") }
+        // Kept in its own storage from the second draw on: an assignment would share the generator's,
+        // and its next draw would then copy it.
+        if drawnWith == nil { drawnWith = generator } else { drawnWith!.copyState(from: generator) }
         for i in order.indices { order[i] = generator.index(below: windows) }
     }
 

@@ -24,6 +24,12 @@ public struct SeededGenerator: RandomNumberGenerator, Equatable, Sendable, Codab
         self.init(seed: mix64(mix64(seed) &+ UInt64(truncatingIfNeeded: stream) &* 0x9E37_79B9_7F4A_7C15))
     }
 
+    /// Takes `other`'s state word by word into this generator's own storage: a copy that, unlike
+    /// an assignment, allocates nothing when this generator's storage is its own.
+    public mutating func copyState(from other: SeededGenerator) {
+        for i in state.indices { state[i] = other.state[i] }
+    }
+
     /// A generator resumed from a saved ``state``.
     /// - Throws: ``DataError/invalidGeneratorState(_:)`` unless there are four words, not all zero.
     public init(state: [UInt64]) throws(DataError) {
