@@ -1,5 +1,6 @@
 // SIGINT (Ctrl-C), SIGTERM (batch schedulers, `kill`) and SIGHUP (a closed terminal) all mean
-// "stop": during training, finish the step, write a checkpoint and exit 128 + the signal's number;
+// "stop": during training, finish the step, write a checkpoint and exit 128 + the signal's number
+// (within a grace period: a step that outlasts it ends the process, the last checkpoint whole);
 // at any other moment, say so and exit with that status at once. The handlers are installed first
 // thing in `main`, so that no signal arrives while the default action (a silent death) still holds.
 import Dispatch
@@ -60,6 +61,12 @@ enum StopSignals {
         state.withLock { $0.exitMessage = message }
     }
 
+    /// Seconds a run has after a stop signal to finish its step and write its checkpoint before
+    /// the process ends regardless: 30, or `NEURON_STOP_GRACE_SECONDS` (the tests' shorter bound).
+    static var gracePeriod: Double {
+        ProcessInfo.processInfo.environment["NEURON_STOP_GRACE_SECONDS"].flatMap(Double.init).flatMap { $0 > 0 && $0.isFinite ? $0 : nil } ?? 30
+    }
+
     /// The exit status a stopped run ends with: 128 + the number of the signal that stopped it
     /// (130 for Ctrl-C, also when the stop came from elsewhere).
     static var stoppedStatus: Int32 { 128 + (state.withLock { $0.received } ?? SIGINT) }
@@ -71,6 +78,18 @@ enum StopSignals {
         }
         if let stop {
             stop(number)
+            // A step can run for minutes (a block of a million positions): the stop is bounded by
+            // a grace period, after which the process ends without a new checkpoint. Checkpoints
+            // are written by rename, so the last one on disk is whole and `--resume` takes it.
+            let name = handled.first { $0.number == number }?.name ?? "signal \(number)"
+            let grace = gracePeriod
+            DispatchQueue.global().asyncAfter(deadline: .now() + grace) {
+                FileHandle.standardError.write(
+                    Data(
+                        "neuron: the step in progress did not end within \(Int(grace)) s of \(name): stopping now without a new checkpoint; the run directory keeps the last one written, if any (--resume goes on from it)\n"
+                            .utf8))
+                _exit(128 + number)
+            }
             return
         }
         let name = handled.first { $0.number == number }?.name ?? "signal \(number)"

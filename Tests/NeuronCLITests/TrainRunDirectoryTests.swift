@@ -75,6 +75,44 @@ struct TrainRunDirectoryTests {
         #expect(stderr.contains("stopped by SIGTERM") || (try? summary(base + "/run").phase) == "stopped", "\(stderr)")
     }
 
+    @Test("A stop signal inside a step that outlasts the grace period ends the process, saying so, with the signal's status")
+    func longStep() throws {
+        let base = try scratchDirectory("long-step")
+        // A block of 100,000 positions: one step is minutes of attention in a debug build.
+        try String(repeating: "to be, or not to be: that is the question.\n", count: 3_000).write(
+            toFile: base + "/doc.txt", atomically: true, encoding: .utf8)
+        try """
+        model: {transformer: {blocks: 1, heads: 2, features: 16}}
+        data: {kind: text, unit: document, path: doc.txt, blockSize: 100000}
+        training: {steps: 2, evaluateEvery: 1, batchSize: 1, seed: 1}
+        """.write(toFile: base + "/long.yaml", atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: neuronPath)
+        process.arguments = ["train", base + "/long.yaml", "--output", base + "/run", "--quiet"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["NEURON_STOP_GRACE_SECONDS": "2"]) { $1 }
+        let errURL = URL(fileURLWithPath: base + "/stderr")
+        let err = try emptyFileForWriting(errURL)
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        try err.close()
+        // Training has begun once the run directory holds its lock; then the first step is under way.
+        let started = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: base + "/run/.lock") && Date() < started && process.isRunning { usleep(10_000) }
+        usleep(500_000)
+        kill(process.processIdentifier, SIGTERM)
+        // A bound on a hang, not a timing: without the grace period the step runs on for minutes.
+        let hang = Date().addingTimeInterval(120)
+        while process.isRunning && Date() < hang { usleep(50_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        let stderr = try String(contentsOf: errURL, encoding: .utf8)
+        #expect(
+            process.terminationReason == .exit && process.terminationStatus == 143,
+            "\(process.terminationReason) \(process.terminationStatus) \(stderr)")
+        #expect(stderr.contains("the step in progress did not end within 2 s of SIGTERM"), "\(stderr)")
+    }
+
     @Test("Two trainings started together into one --output: one trains, the other exits 2 saying why")
     func concurrentRuns() throws {
         let base = try scratchDirectory("lock")
