@@ -166,7 +166,7 @@ struct ConfigLoaderTests {
             + #""optimizer":{"beta1":0.9,"beta2":0.999,"decay":"matrices","decoupled":true,"epsilon":1e-08,"kind":"adam","learningRate":0.01,"#
             + #""momentum":0.5,"nesterov":true,"schedule":{"every":2,"factor":0.5,"kind":"step","minimumFactor":0.1,"warmupSteps":3},"weightDecay":0},"#
             + #""output":{"checkpointEvery":1,"checkpointSeconds":30,"directory":"runs/x","samples":4},"#
-            + #""training":{"batchSize":32,"batchThreads":2,"blasThreads":2,"clipGradientNorm":1.5,"epochs":10,"evaluateEvery":5,"evaluation":"estimate","#
+            + #""training":{"batchSize":32,"batchThreads":2,"blasThreads":2,"clipGradientNorm":1.5,"epochs":3,"evaluateEvery":5,"evaluation":"estimate","#
             + #""evaluationBatches":4,"fit":"counts","iterations":7,"precision":"float","products":"bf16","seed":42,"smoothing":0.5,"steps":20}}"#
         let decoded = try JSONDecoder().decode(RunConfig.self, from: Data(saved.utf8))
         #expect(decoded == Self.everyKeySet())
@@ -224,6 +224,7 @@ struct ConfigLoaderTests {
         (optimizer.decay, optimizer.schedule.warmupSteps) = (.matrices, 3)
         var training = TrainingConfig()
         (training.iterations, training.fit, training.smoothing, training.clipGradientNorm) = (7, .counts, 0.5, 1.5)
+        training.epochs = 3  // not the default: with steps, a default epochs is not encoded
         training.batchThreads = 2
         training.products = .bf16
         (training.steps, training.evaluateEvery, training.evaluation, training.evaluationBatches) = (20, 5, .estimate, 4)

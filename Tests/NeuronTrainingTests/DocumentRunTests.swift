@@ -128,6 +128,21 @@ struct DocumentRunTests {
         #expect(longer.stepsTaken == 40 && longer.records.map(\.step) == [10, 20, 30, 40])
     }
 
+    @Test("A document run's config as saved has no training.epochs (a key a document refuses), and decodes to the config written")
+    func savedConfigLoads() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try play.write(toFile: directory.file("play.txt"), atomically: true, encoding: .utf8)
+        let written = try documentConfig(directory.file("play.txt"))
+        let json = try #require(String(data: try JSONEncoder().encode(written), encoding: .utf8))
+        #expect(!json.contains("\"epochs\""), "\(json)")
+        #expect(try JSONDecoder().decode(RunConfig.self, from: Data(json.utf8)) == written)
+        // Line data keeps its epochs.
+        var lines = written
+        lines.training.steps = nil
+        #expect(String(data: try JSONEncoder().encode(lines.training), encoding: .utf8)!.contains("\"epochs\":10"))
+    }
+
     @Test("--epochs on a document run counts its intervals: 2 epochs of evaluateEvery 10 are 20 steps")
     func epochsOverride() throws {
         let directory = try CheckpointTestDirectory()

@@ -675,6 +675,28 @@ extension TrainingConfig: DefaultedConfigSection {
             batchThreads, fit, smoothing, clipGradientNorm
     }
 
+    /// Every key, but `epochs` at its default beside `steps` (a document run's, whose epochs follow
+    /// from its steps and which the loader refuses to be given): a saved config loads as it was
+    /// written, and decodes to the same value (a missing `epochs` is the default).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        if steps == nil || epochs != TrainingConfig().epochs { try c.encode(epochs, forKey: .epochs) }
+        try c.encodeIfPresent(steps, forKey: .steps)
+        try c.encodeIfPresent(evaluateEvery, forKey: .evaluateEvery)
+        try c.encodeIfPresent(evaluation, forKey: .evaluation)
+        try c.encodeIfPresent(evaluationBatches, forKey: .evaluationBatches)
+        try c.encodeIfPresent(iterations, forKey: .iterations)
+        try c.encode(batchSize, forKey: .batchSize)
+        try c.encode(seed, forKey: .seed)
+        try c.encode(precision, forKey: .precision)
+        try c.encodeIfPresent(products, forKey: .products)
+        try c.encode(blasThreads, forKey: .blasThreads)
+        try c.encodeIfPresent(batchThreads, forKey: .batchThreads)
+        try c.encodeIfPresent(fit, forKey: .fit)
+        try c.encodeIfPresent(smoothing, forKey: .smoothing)
+        try c.encodeIfPresent(clipGradientNorm, forKey: .clipGradientNorm)
+    }
+
     static func field(_ key: CodingKeys) -> ConfigField<Self> {
         switch key {
         case .epochs: ConfigField(\.epochs)
