@@ -25,7 +25,7 @@ public struct LineSampler: Sendable {
     public var seed: UInt64
     /// Over a document: instead of lines, one passage of this many characters continuing a
     /// newline (the first character when the text has none), never drawing the boundary token
-    /// (``SamplingRule/excludesBoundary``); nil for line data.
+    /// (`SamplingRule.excludesBoundary`); nil for line data.
     public var passageLength: Int?
 
     public init(vocabulary: Vocabulary, trainingLines: Set<String>, count: Int, seed: UInt64) {
