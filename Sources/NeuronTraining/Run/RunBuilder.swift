@@ -161,12 +161,34 @@ public enum RunBuilder {
                 "model.layers[\(last)]: the last layer gives \(given) outputs per \(vocabulary == nil ? "sample" : "position") but the data has \(outputs) \(what)\(data.source)"
             )
         }
-        if data.document != nil {
+        if data.document != nil, let position = resume?.state.position {
+            // A resumed document run keeps its interval: its position holds the interval's window starts.
+            let saved = position.batches.count / max(1, position.batches.batchSize), steps = config.training.steps!
+            if let every = written.training.evaluateEvery, every != saved {
+                throw origin.error(
+                    at: "training.evaluateEvery",
+                    "training.evaluateEvery: \(every), but the run being resumed evaluates every \(saved) steps (\(resume!.path)); a resumed run keeps its interval: give training.evaluateEvery: \(saved), or train a new run"
+                )
+            }
+            guard steps % saved == 0 else {
+                throw origin.error(
+                    at: "training.steps",
+                    "training.steps: \(steps) is not a whole number of the resumed run's intervals of \(saved) steps (\(resume!.path)); give a multiple of \(saved)"
+                )
+            }
+            (config.training.evaluateEvery, config.training.epochs) = (saved, steps / saved)
+        }
+        // A document's epoch is its evaluation interval (the loader requires steps, which `desugared`
+        // made epochs), of batches of windows drawn with replacement: as many as asked, whatever the
+        // text's length.
+        let batchSize = data.document != nil ? config.training.batchSize : min(config.training.batchSize, data.training.count)
+        let interval =
+            data.document == nil ? nil : config.training.evaluateEvery ?? TrainingConfig.defaultEvaluateEvery(steps: config.training.steps!)
+        if let every = interval {
             // An interval draws its steps × batch window starts at once (`MiniBatches(windows:count:batchSize:)`).
-            let every = config.training.evaluateEvery ?? TrainingConfig.defaultEvaluateEvery(steps: config.training.steps!)
             var starts = MemoryBudget()
             starts.data = every.times(config.training.batchSize).times(MemoryLayout<Int>.size)
-            let key = config.training.evaluateEvery != nil ? "training.evaluateEvery" : "training.batchSize"
+            let key = written.training.evaluateEvery != nil ? "training.evaluateEvery" : "training.batchSize"
             try checkFits(
                 starts, origin: origin, key: key,
                 change:
@@ -183,9 +205,7 @@ public enum RunBuilder {
         let evaluationBatch = min(evaluationRows, max(data.validation?.count ?? 0, data.test?.count ?? 0))
         budget.addNetwork(
             layers, features: features,
-            // A document's batch is windows drawn with replacement: as many as asked, whatever the text's length.
-            batchSize: max(data.document != nil ? config.training.batchSize : min(config.training.batchSize, data.training.count), evaluationBatch),
-            optimizer: config.optimizer,
+            batchSize: max(batchSize, evaluationBatch), optimizer: config.optimizer,
             scalarBytes: scalarBytes)
         if budget.data > budget.parameters.adding(budget.activations).adding(budget.caches) {
             try checkFits(budget, origin: origin, key: "data.limit", change: "use fewer rows (data.limit)")
@@ -237,30 +257,7 @@ public enum RunBuilder {
                 "training.evaluation: estimate draws windows of data.blockSize \(block) from the validation part, but it holds \(document.validation.count) characters\(data.source); use evaluation: exact (every validation character once) or a larger data.validationSplit"
             )
         }
-        if data.document != nil, let position = resume?.state.position {
-            // A resumed document run keeps its interval: its position holds the interval's window starts.
-            let interval = position.batches.count / max(1, position.batches.batchSize), steps = config.training.steps!
-            if let every = written.training.evaluateEvery, every != interval {
-                throw origin.error(
-                    at: "training.evaluateEvery",
-                    "training.evaluateEvery: \(every), but the run being resumed evaluates every \(interval) steps (\(resume!.path)); a resumed run keeps its interval: give training.evaluateEvery: \(interval), or train a new run"
-                )
-            }
-            guard steps % interval == 0 else {
-                throw origin.error(
-                    at: "training.steps",
-                    "training.steps: \(steps) is not a whole number of the resumed run's intervals of \(interval) steps (\(resume!.path)); give a multiple of \(interval)"
-                )
-            }
-            (config.training.evaluateEvery, config.training.epochs) = (interval, steps / interval)
-        }
-        // A document's epoch is its evaluation interval, of windows drawn at random (the loader
-        // requires steps, which `desugared` made epochs).
-        let batchSize = data.document != nil ? config.training.batchSize : min(config.training.batchSize, data.training.count)
-        let stepsPerEpoch =
-            data.document != nil
-            ? config.training.evaluateEvery ?? TrainingConfig.defaultEvaluateEvery(steps: config.training.steps!)
-            : (data.training.count + batchSize - 1) / batchSize
+        let stepsPerEpoch = interval ?? (data.training.count + batchSize - 1) / batchSize
         // A counted table takes no step: the run evaluates it.
         let epochs = config.training.fit == .counts ? 0 : config.training.epochs
         // Steps are counted to `maximumStepCount`: the run's, and a step schedule's interval.
