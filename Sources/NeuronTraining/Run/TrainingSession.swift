@@ -148,15 +148,14 @@ public final class TrainingSession {
             if final.phase == .finished, let (name, evaluation) = try ended.finalEvaluation() {
                 (summary.evaluatedOn, summary.evaluationLoss, summary.evaluationAccuracy) = (name, evaluation.loss, evaluation.accuracy)
             }
-            if let last = ended.records.last, last.step == ended.stepsTaken, last.validationLoss != nil {
-                (summary.validationLoss, summary.validationAccuracy) = (last.validationLoss, last.validationAccuracy)
-            } else if final.phase == .finished, let validation = try ended.validationEvaluation() {
-                (summary.validationLoss, summary.validationAccuracy) = (validation.loss, validation.accuracy)
-            }
             // One number per name: when the final evaluation is the validation part's (exact, where
             // a document run estimated it at each interval), it is the validation loss too.
             if summary.evaluatedOn == "validation" {
                 (summary.validationLoss, summary.validationAccuracy) = (summary.evaluationLoss, summary.evaluationAccuracy)
+            } else if let last = ended.records.last, last.step == ended.stepsTaken, last.validationLoss != nil {
+                (summary.validationLoss, summary.validationAccuracy) = (last.validationLoss, last.validationAccuracy)
+            } else if final.phase == .finished, let validation = try ended.validationEvaluation() {
+                (summary.validationLoss, summary.validationAccuracy) = (validation.loss, validation.accuracy)
             }
             try outputs.writeSummary(summary, state: shown)
             // Finite weights can still give non-finite scores (a table of -inf, weights near
