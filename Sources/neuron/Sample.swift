@@ -89,8 +89,8 @@ struct Sample: ParsableCommand {
             }
         }
         if prompt != nil || isDocument {
-            // A document's default start is a newline, or its first character when it holds none (as the run's passages start).
-            let text = prompt ?? (vocabulary.index(of: "\n") != nil ? "\n" : String(vocabulary.characters[0]))
+            // A document's default start is where the run's passages start.
+            let text = prompt ?? String(vocabulary.characters[vocabulary.documentStart - 1])
             guard let tokens = vocabulary.encode(text) else {
                 let (place, unknown) = text.unicodeScalars.enumerated().first { vocabulary.index(of: $0.element) == nil }!
                 throw ValidationError(

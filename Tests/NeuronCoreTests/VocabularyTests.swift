@@ -19,6 +19,15 @@ struct VocabularyTests {
         #expect(Vocabulary(characters: []).count == 1)
     }
 
+    @Test("A document starts at its newline's token, else at token 1, the first character in code-point order")
+    func documentStart() {
+        // ⏎, then \t (U+0009) before \n (U+000A): the newline is token 2.
+        #expect(Vocabulary(characters: "a\tb\n".unicodeScalars).documentStart == 2)
+        // No newline: token 1, here the space (U+0020 before "a").
+        let line = Vocabulary(characters: "ab a".unicodeScalars)
+        #expect(line.documentStart == 1 && line.characters[0] == " ")
+    }
+
     @Test("Encode a line, decode tokens: boundaries and padding end the text")
     func encodeDecode() {
         let v = Vocabulary(characters: "abc".unicodeScalars)

@@ -67,6 +67,11 @@ public struct Vocabulary: Sendable, Equatable, Codable, CustomStringConvertible 
         return String(text)
     }
 
+    /// Where a document model's text starts when no prompt is given: the newline's token, else
+    /// token 1 (the first character in code-point order). The run's passages and `neuron sample`
+    /// both start there.
+    public var documentStart: Int { index(of: "\n") ?? 1 }
+
     /// How `token` is shown: ``boundarySymbol`` for the boundary, the character itself otherwise,
     /// with control characters escaped (`\t`); `?` for an index outside `0..<count`.
     public func name(of token: Int) -> String {

@@ -37,7 +37,7 @@ public struct LineSampler: Sendable {
         guard count > 0 else { return [] }
         var network = network
         if let passageLength {
-            let start = vocabulary.index(of: "\n") ?? 1
+            let start = vocabulary.documentStart
             // A document model's shapes are a sequence model's; a model whose scores are not finite draws nothing.
             guard
                 let drawn = try? network.continueText(
