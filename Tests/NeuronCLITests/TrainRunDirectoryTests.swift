@@ -34,6 +34,22 @@ private func handles(_ pid: Int32, _ signal: Int32) -> Bool {
     return false
 }
 
+/// `neuron ARGUMENTS` started in the background, its standard error to `base/stderr` (read back
+/// with the URL returned), its output discarded.
+private func startNeuron(_ arguments: [String], base: String, environment: [String: String] = [:]) throws -> (Process, stderr: URL) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: neuronPath)
+    process.arguments = arguments
+    if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+    let errURL = URL(fileURLWithPath: base + "/stderr")
+    let err = try emptyFileForWriting(errURL)
+    process.standardError = err
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    try err.close()
+    return (process, errURL)
+}
+
 @Suite("neuron train: signals, the run directory's lock, resuming with other settings, unusable outputs")
 struct TrainRunDirectoryTests {
     @Test(
@@ -55,15 +71,7 @@ struct TrainRunDirectoryTests {
     @Test("A signal before training begins ends the process at once with a message and the same status")
     func earlySignal() throws {
         let base = try scratchDirectory("early")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: neuronPath)
-        process.arguments = ["train", try longXOR(base), "--output", base + "/run", "--quiet"]
-        let errURL = URL(fileURLWithPath: base + "/stderr")
-        let err = try emptyFileForWriting(errURL)
-        process.standardError = err
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        try err.close()
+        let (process, errURL) = try startNeuron(["train", try longXOR(base), "--output", base + "/run", "--quiet"], base: base)
         // As soon as the handler is in place (the first thing main does), before the config is read.
         let deadline = Date().addingTimeInterval(20)
         while !handles(process.processIdentifier, SIGTERM) && Date() < deadline && process.isRunning { usleep(100) }
@@ -86,16 +94,8 @@ struct TrainRunDirectoryTests {
         data: {kind: text, unit: document, path: doc.txt, blockSize: 100000}
         training: {steps: 2, evaluateEvery: 1, batchSize: 1, seed: 1}
         """.write(toFile: base + "/long.yaml", atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: neuronPath)
-        process.arguments = ["train", base + "/long.yaml", "--output", base + "/run", "--quiet"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["NEURON_STOP_GRACE_SECONDS": "2"]) { $1 }
-        let errURL = URL(fileURLWithPath: base + "/stderr")
-        let err = try emptyFileForWriting(errURL)
-        process.standardError = err
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        try err.close()
+        let (process, errURL) = try startNeuron(
+            ["train", base + "/long.yaml", "--output", base + "/run", "--quiet"], base: base, environment: ["NEURON_STOP_GRACE_SECONDS": "2"])
         // Training has begun once the run directory holds its lock; then the first step is under way.
         let started = Date().addingTimeInterval(60)
         while !FileManager.default.fileExists(atPath: base + "/run/.lock") && Date() < started && process.isRunning { usleep(10_000) }
