@@ -112,7 +112,7 @@ extension Benchmarks {
         else { throw ValidationError("F5: \(path) did not build a Float Adam run on a document with a validation part") }
         // The text as the run read it: what the peer checks its own reading against.
         guard let document = try RunData<Float>(config.data, seed: config.training.seed).document,
-            document.text.tokens(document.training, as: Float.self) == tokens
+            document.text.tokens.part(document.training) == tokens
         else { throw ValidationError("F5: \(path)'s text read again is not the run's") }
 
         let adam = built.training.optimizer

@@ -234,10 +234,10 @@ extension Explain {
         guard data.preprocessing == saved.state.preprocessing else {
             throw RunError.invalid("\(saved.path): the data's statistics differ from the checkpoint's (did the data files change?)")
         }
-        guard (0..<data.training.count).contains(sample) else {
-            throw RunError.invalid("--sample \(sample): the run has training samples 0 to \(data.training.count - 1)")
+        guard (0..<data.trainingSampleCount).contains(sample) else {
+            throw RunError.invalid("--sample \(sample): the run has training samples 0 to \(data.trainingSampleCount - 1)")
         }
-        let row = data.training.subset([sample])
+        let row = data.trainingSample(sample)
         let (features, targets) = (row.features.scalars, row.targets.scalars)
         let explanation: ExplainedUnit =
             gru != nil

@@ -92,6 +92,7 @@ struct Train: AsyncParsableCommand {
             try group.join(&run)
             if group.rank != 0 { trainReplica(run, in: group) }
         }
+        for warning in run.warnings where (group?.rank ?? 0) == 0 { FileHandle.standardError.write(Data("neuron: warning: \(warning)\n".utf8)) }
         if let nothingLeft = try launcher.nothingLeft(in: run) {
             FileHandle.standardError.write(Data("neuron: \(nothingLeft)\n".utf8))
             group?.end(status: 0, together: true)  // the other ranks found their replicas finished too

@@ -20,12 +20,46 @@ struct TextDocumentTests {
         let document = try TextDocument.parse(bytes: Array("ba\r\nab a\n".utf8), source: "play.txt")
         // Python: sorted(set("ba\r\nab a\n")) == ['\n', '\r', ' ', 'a', 'b'], after token 0 (the boundary)
         #expect(document.vocabulary.characters == ["\n", "\r", " ", "a", "b"])
-        #expect(document.tokens == [5, 4, 2, 1, 4, 5, 3, 4, 1])
-        #expect(document.count == 9)
+        #expect(Array(document.tokens) == [5, 4, 2, 1, 4, 5, 3, 4, 1])
+        #expect(document.count == 9 && document.tokens.bytesPerToken == 1)
         // A byte-order mark is no character; multi-byte characters are one token each.
         let accented = try TextDocument.parse(bytes: [0xEF, 0xBB, 0xBF] + Array("é\u{1F600}é".utf8), source: "play.txt")
         #expect(accented.vocabulary.characters == ["é", "\u{1F600}"])
-        #expect(accented.tokens == [1, 2, 1])
+        #expect(Array(accented.tokens) == [1, 2, 1])
+    }
+
+    /// Python's tokens of `text`: `[sorted(set(text)).index(c) + 1 for c in text]`, by hand.
+    private static func pythonTokens(_ text: String) -> [Int] {
+        let characters = Array(Set(text.unicodeScalars)).sorted()
+        var index = [Unicode.Scalar: Int]()
+        for (i, character) in characters.enumerated() { index[character] = i + 1 }
+        return text.unicodeScalars.map { index[$0]! }
+    }
+
+    @Test(
+        "Tokens take one byte each up to 256 tokens, two up to 65,536, four above, and are the same tokens",
+        arguments: [(200, 1), (256, 1), (257, 2), (65_536, 2), (65_537, 4), (70_000, 4)])
+    func compactTokens(distinct: Int, bytes: Int) throws {
+        // Letters from four scripts (no control character among them), each once, then in a shuffled
+        // order again, so that every token both opens and follows others.
+        let letters = Array(
+            [0x100..<0x250, 0x4E00..<0xA000, 0xAC00..<0xD7A4, 0x20000..<0x2A6E0].joined().prefix(distinct - 1).map { Unicode.Scalar(UInt32($0))! })
+        #expect(letters.count == distinct - 1)  // with the boundary, `distinct` tokens
+        var generator = SeededGenerator(seed: 5), shuffled = letters
+        generator.shuffle(&shuffled)
+        var text = String.UnicodeScalarView()
+        text.append(contentsOf: letters + shuffled.prefix(1000))
+        let document = try TextDocument.parse(bytes: Array(String(text).utf8), source: "letters.txt")
+        #expect(document.vocabulary.count == distinct)
+        #expect(document.tokens.bytesPerToken == bytes)
+        #expect(Array(document.tokens) == Self.pythonTokens(String(text)))
+        // A part shares the tokens; widening copies them exactly, even above 2²⁴ in Float (none here).
+        let part = document.tokens.part(3..<distinct - 3)
+        #expect(Array(part) == Array(document.tokens[3..<distinct - 3]))
+        var widened = [Double](repeating: -1, count: 5)
+        widened.withUnsafeMutableBufferPointer { part.copy(10..<15, into: $0.baseAddress!) }
+        #expect(widened == (13..<18).map { Double(document.tokens[$0]) })
+        #expect(part.largest == part.max())
     }
 
     @Test("Bad bytes are refused with the file, the line and the place")
@@ -97,7 +131,7 @@ struct TextDocumentTests {
     @Test("Windows drawn for training: starts drawn in order from the generator, each window its block and the next characters")
     func drawnWindows() throws {
         let document = try TextDocument.parse(bytes: Array("abcdefghij".utf8), source: "play.txt")
-        let tokens = document.tokens(0..<10, as: Double.self)
+        let tokens = document.tokens
         var batches = try MiniBatches(windows: 10 - 4, count: 6, batchSize: 4)
         var generator = SeededGenerator(seed: 9), oracle = SeededGenerator(seed: 9)
         batches.draw(using: &generator)
@@ -110,6 +144,23 @@ struct TextDocumentTests {
             // start s reads s+1 … s+4 (tokens are 1-based letters) and predicts s+2 … s+5
             #expect(Array(x.scalars[row * 4..<row * 4 + 4]) == (1...4).map { Double(start + $0) })
             #expect(Array(t.scalars[row * 4..<row * 4 + 4]) == (2...5).map { Double(start + $0) })
+        }
+    }
+
+    @Test("A document whose tokens a network cannot read is refused at the first such token")
+    func tokensCheckedWhole() throws {
+        let text = try TextDocument.parse(bytes: Array("abcabcabcabcabcz".utf8), source: "t.txt")
+        // A network over the tokens of "abc" and the boundary: 4 of them; "z" is token 4.
+        let network = try Network<Double>(
+            [Embedding<Double>(vocabulary: 4, features: 3, time: 4), Dense<Double>(3, 4, activation: .identity, time: 4)], loss: .sequenceCrossEntropy
+        )
+        let windows = text.windows(0..<5, blockSize: 4, as: Double.self)
+        #expect {
+            _ = try MiniBatchTraining(
+                network: network, optimizer: try SGD<Double>(learningRate: 0.1), document: text.tokens, windows: windows, batchSize: 2,
+                stepsPerEpoch: 1, seed: 1)
+        } throws: { error in
+            "\(error)".contains("the document's token 15 is 4") && "\(error)".contains("0..<4")
         }
     }
 

@@ -63,6 +63,32 @@ struct DocumentRunTests {
         #expect(validation < log(19.0))  // below guessing among the 19 tokens
     }
 
+    @Test("A document keeps its tokens in a byte each and its first training windows as rows; any training window is read from the tokens")
+    func compactTraining() throws {
+        let directory = try CheckpointTestDirectory()
+        defer { directory.remove() }
+        try play.write(toFile: directory.file("play.txt"), atomically: true, encoding: .utf8)
+        let config = try documentConfig(directory.file("play.txt"))
+        let data = try RunData<Double>(config.data, seed: 3)
+        let document = try #require(data.document)
+        #expect(document.text.tokens.bytesPerToken == 1 && document.training == 0..<1026)
+        // 1,025 characters predicted at block 16: 65 windows, of which the first 64 are rows.
+        #expect(data.trainingSampleCount == 65 && data.training.count == RunData<Double>.documentSampleWindows && data.training.count == 64)
+        // Window w reads characters 16w ..< 16w + 16 and predicts the ones a place later; the last,
+        // window 64, reads the one character 1024 and predicts 1025, the rest padding. By hand:
+        let characters = Array(play.unicodeScalars), vocabulary = Array(Set(characters)).sorted()
+        let token = { (i: Int) in Double(vocabulary.firstIndex(of: characters[i])! + 1) }
+        for w in [0, 63, 64] {
+            let row = data.trainingSample(w), read = min(16, 1025 - 16 * w)
+            #expect(row.features.scalars == (0..<16).map { $0 < read ? token(16 * w + $0) : 0 })
+            #expect(row.targets.scalars == (0..<16).map { $0 < read ? token(16 * w + $0 + 1) : -1 })
+            if w < 64 { #expect(row.features == data.training.subset([w]).features) }
+        }
+        // The steps draw from every start of the training part, not only the kept rows.
+        let trained = try engine(try RunBuilder.build(config))
+        #expect(trained.training.batches.windows == 1026 - 16)
+    }
+
     @Test("A document run resumed from its checkpoint goes on to the weights of a run never interrupted")
     func resume() throws {
         let directory = try CheckpointTestDirectory()

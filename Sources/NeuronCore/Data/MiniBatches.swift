@@ -178,32 +178,29 @@ public struct MiniBatches: Sendable, Equatable, Codable {
     }
 
     /// Copies the windows at `positions` of the current order from `document` into the buffers:
-    /// the window at start `s` reads characters `s ..< s + blockSize` and predicts `s + 1 ...
-    /// s + blockSize`. As ``fill(positions:from:features:targets:labels:)``, allocation-free once
-    /// the buffers have held a full batch.
+    /// the window at start `s` reads tokens `s ..< s + blockSize` and predicts `s + 1 ...
+    /// s + blockSize`, each widened to `Scalar` as it is copied. As
+    /// ``fill(positions:from:features:targets:labels:)``, allocation-free once the buffers have
+    /// held a full batch.
     ///
-    ///     // document: (characters) tokens  features, targets: (positions.count, blockSize)
+    ///     // document: (tokens)  features, targets: (positions.count, blockSize)
     ///
-    /// - Precondition: the batches are over this document: ``windows`` is `characters − blockSize`.
+    /// - Precondition: the batches are over this document: ``windows`` is `tokens − blockSize`.
     public func fill<Scalar: TensorScalar>(
-        windows positions: Range<Int>, from document: Tensor<Scalar>, blockSize: Int, features: inout Tensor<Scalar>, targets: inout Tensor<Scalar>
+        windows positions: Range<Int>, from document: TokenSequence, blockSize: Int, features: inout Tensor<Scalar>, targets: inout Tensor<Scalar>
     ) {
         precondition(
             windows == document.count - blockSize,
-            "windows of \(windows.map(String.init) ?? "no") starts filled from \(document.count) characters at block \(blockSize)")
+            "windows of \(windows.map(String.init) ?? "no") starts filled from \(document.count) tokens at block \(blockSize)")
         precondition(positions.lowerBound >= 0 && positions.upperBound <= count, "positions \(positions) outside 0..<\(count)")
         features.resize(rows: positions.count, columns: blockSize)
         targets.resize(rows: positions.count, columns: blockSize)
-        document.withUnsafeBufferPointer { tokens in
-            features.withUnsafeMutableBufferPointer { x in
-                targets.withUnsafeMutableBufferPointer { t in
-                    for (row, position) in positions.enumerated() {
-                        let start = order[position]
-                        for j in 0..<blockSize {
-                            x[row * blockSize + j] = tokens[start + j]
-                            t[row * blockSize + j] = tokens[start + j + 1]
-                        }
-                    }
+        features.withUnsafeMutableBufferPointer { x in
+            targets.withUnsafeMutableBufferPointer { t in
+                for (row, position) in positions.enumerated() {
+                    let start = order[position]
+                    document.copy(start..<start + blockSize, into: x.baseAddress! + row * blockSize)
+                    document.copy(start + 1..<start + blockSize + 1, into: t.baseAddress! + row * blockSize)
                 }
             }
         }

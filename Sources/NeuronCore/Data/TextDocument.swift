@@ -14,8 +14,9 @@
 public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
     /// The file the text was read from, as given.
     public let path: String
-    /// Every character's token, in file order.
-    public let tokens: [Int32]
+    /// Every character's token, in file order, in a byte or two each
+    /// (``TokenSequence/bytesPerToken(vocabulary:)``).
+    public let tokens: TokenSequence
     /// The boundary token and every character of the file.
     public let vocabulary: Vocabulary
 
@@ -38,12 +39,16 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The reader behind ``load(_:maximumBytes:)``, over a file's bytes; `source` names them in errors.
+    ///
+    /// Two passes over the bytes, so that nothing but the tokens is held beside them: the first
+    /// checks every character and marks the ones the text holds, the second writes the tokens in
+    /// the width the vocabulary allows.
     static func parse(bytes: [UInt8], source: String) throws(DataError) -> TextDocument {
-        var i = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0  // a byte-order mark, as some editors write
-        guard i < bytes.count else { throw .emptyFile(path: source, expected: "a text of at least two distinct characters, in UTF-8") }
-        var characters = [Unicode.Scalar]()
-        characters.reserveCapacity(bytes.count - i)
-        var line = 1, column = 0
+        let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0  // a byte-order mark, as some editors write
+        guard start < bytes.count else { throw .emptyFile(path: source, expected: "a text of at least two distinct characters, in UTF-8") }
+        // One bit per code point the text holds.
+        var seen = [UInt64](repeating: 0, count: 0x110000 / 64)
+        var i = start, count = 0, line = 1, column = 0
         while i < bytes.count {
             // The line reader's decoder: the same UTF-8 rules and the same error, with the line and byte offset.
             let character = try TextCorpus.character(in: bytes, at: &i, end: bytes.count, source: source, line: line)
@@ -53,18 +58,36 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
             } else if Self.isBinary(character) {
                 throw .binaryCharacter(path: source, line: line, column: column, character: character)
             }
-            characters.append(character)
+            seen[Int(character.value) / 64] |= 1 << (character.value % 64)
+            count += 1
+        }
+        var characters = [Unicode.Scalar]()  // ascending
+        for word in seen.indices where seen[word] != 0 {
+            for bit in 0..<64 where seen[word] & (1 << bit) != 0 { characters.append(Unicode.Scalar(UInt32(word * 64 + bit))!) }
         }
         let vocabulary = Vocabulary(characters: characters)
         guard vocabulary.count >= 3 else {
             throw .unusableDocument(
                 path: source,
                 reason:
-                    "its \(characters.count) characters are all \(vocabulary.name(of: 1).debugDescription): one distinct character leaves nothing to predict; expected at least two distinct characters"
+                    "its \(count) characters are all \(vocabulary.name(of: 1).debugDescription): one distinct character leaves nothing to predict; expected at least two distinct characters"
             )
         }
-        // Every character is in the vocabulary built from them.
-        let tokens = characters.map { Int32(vocabulary.index(of: $0)!) }
+        // token[code point], for the code points up to the largest the text holds
+        var token = [UInt32](repeating: 0, count: Int(characters.last!.value) + 1)
+        for (index, character) in characters.enumerated() { token[Int(character.value)] = UInt32(index + 1) }
+        let tokens = try TokenSequence(count: count, vocabulary: vocabulary.count) { (writer: inout TokenWriter) throws(DataError) in
+            var i = start
+            while i < bytes.count {
+                if bytes[i] < 0x80 {
+                    writer.append(Int(token[Int(bytes[i])]))
+                    i += 1
+                } else {
+                    // Checked by the first pass: no error is left to throw.
+                    writer.append(Int(token[Int(try TextCorpus.character(in: bytes, at: &i, end: bytes.count, source: source, line: 0).value)]))
+                }
+            }
+        }
         return TextDocument(path: source, tokens: tokens, vocabulary: vocabulary)
     }
 
@@ -75,7 +98,7 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
         return character.properties.generalCategory == .control
     }
 
-    private init(path: String, tokens: [Int32], vocabulary: Vocabulary) {
+    private init(path: String, tokens: TokenSequence, vocabulary: Vocabulary) {
         (self.path, self.tokens, self.vocabulary) = (path, tokens, vocabulary)
     }
 
@@ -111,12 +134,6 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
         return (0..<training, training..<training + validation, training + validation..<count)
     }
 
-    /// The characters at `range` as token indices in `Scalar`, a vector: what training draws its
-    /// windows from (``MiniBatches/fill(windows:from:blockSize:features:targets:)``).
-    public func tokens<Scalar: TensorScalar>(_ range: Range<Int>, as: Scalar.Type = Scalar.self) -> Tensor<Scalar> {
-        Tensor(vector: tokens[range].map { Scalar($0) })
-    }
-
     /// The characters at `range` as consecutive, non-overlapping windows of `blockSize` positions,
     /// so that every character of the range but its first is predicted exactly once: window `w`
     /// reads characters `w·blockSize ..< (w + 1)·blockSize` and predicts the ones a place later.
@@ -134,10 +151,8 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
         let predicted = range.count - 1, rows = (predicted + blockSize - 1) / blockSize
         var features = [Scalar](repeating: 0, count: rows * blockSize)
         var targets = [Scalar](repeating: -1, count: rows * blockSize)
-        for k in 0..<predicted {
-            features[k] = Scalar(tokens[range.lowerBound + k])
-            targets[k] = Scalar(tokens[range.lowerBound + k + 1])
-        }
+        features.withUnsafeMutableBufferPointer { tokens.copy(range.dropLast(), into: $0.baseAddress!) }
+        targets.withUnsafeMutableBufferPointer { tokens.copy(range.dropFirst(), into: $0.baseAddress!) }
         return Dataset(
             unchecked: Tensor(matrix: features, rows: rows, columns: blockSize),
             targets: Tensor(matrix: targets, rows: rows, columns: blockSize),

@@ -8,12 +8,12 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     public var network: Network<Scalar>
     /// The optimizer, with its state.
     public var optimizer: O
-    /// The training rows; over a document, its training part as consecutive windows
-    /// (``TextDocument/windows(_:blockSize:as:)``), which the checks read.
+    /// The training rows; over a document, its training part's first consecutive windows
+    /// (``TextDocument/windows(_:blockSize:as:)``), which a gradient check reads.
     public let dataset: Dataset<Scalar>
     /// Over a document: its training part's tokens, which each step's windows are drawn from
     /// (``MiniBatches/init(windows:count:batchSize:)``); nil for training on `dataset`'s rows.
-    public private(set) var document: Tensor<Scalar>?
+    public private(set) var document: TokenSequence?
     /// When given (> 0), each step's gradients, once final (after `combine` in a shared step), are
     /// clipped to this global norm before the update (`Network.clipGradientNorm(maximum:)`).
     public var maximumGradientNorm: Double?
@@ -73,16 +73,17 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     /// - Parameters:
     ///   - network: the network to train, whose positions are the block.
     ///   - optimizer: the optimizer, with its state.
-    ///   - document: the training part's tokens, at least `blockSize + 1` of them.
-    ///   - windows: the same characters as consecutive windows, which the checks read (every token
-    ///     checked against the network once, here) and a gradient check draws its rows from.
+    ///   - document: the training part's tokens, at least `blockSize + 1` of them, every one
+    ///     checked against the network here.
+    ///   - windows: the part's first consecutive windows (any number of them): their shape is
+    ///     checked against the network, and a gradient check draws its rows from them.
     ///   - batchSize: windows per step.
     ///   - stepsPerEpoch: steps per epoch (a document run's evaluation interval).
     ///   - seed: seeds the generator that draws the windows.
     /// - Throws: what ``init(network:optimizer:dataset:batchSize:seed:)`` throws, and
     ///   ``DataError/invalidArgument(name:value:expected:)`` for a document no longer than the block.
     public init(
-        network: Network<Scalar>, optimizer: O, document: Tensor<Scalar>, windows: Dataset<Scalar>, batchSize: Int, stepsPerEpoch: Int,
+        network: Network<Scalar>, optimizer: O, document: TokenSequence, windows: Dataset<Scalar>, batchSize: Int, stepsPerEpoch: Int,
         seed: UInt64
     ) throws {
         try self.init(network: network, optimizer: optimizer, dataset: windows, batchSize: batchSize, seed: seed)
@@ -91,6 +92,13 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
             throw DataError.invalidArgument(
                 name: "training characters", value: "\(document.count)",
                 expected: "more than the block's \(block) (a window reads \(block) and predicts one more)")
+        }
+        // Every token is read as an input and predicted as a target (but the first).
+        let tokens = min(network.tokenVocabulary ?? .max, network.loss == .sequenceCrossEntropy ? network.softmaxColumns : .max)
+        if let largest = document.largest, largest >= tokens {
+            let at = document.firstIndex { $0 >= tokens }!
+            throw NetworkError.invalidValue(
+                "the document's token \(at) is \(document[at]), but \(network) takes token indices: whole numbers in 0..<\(tokens)")
         }
         let (draws, overflow) = stepsPerEpoch.multipliedReportingOverflow(by: batchSize)
         guard stepsPerEpoch >= 1, !overflow else {
@@ -119,7 +127,7 @@ public struct MiniBatchTraining<Scalar: TensorScalar, O: Optimizer>: Sendable wh
     /// - Throws: what ``init(network:optimizer:document:windows:batchSize:stepsPerEpoch:seed:)``
     ///   throws, and ``DataError/invalidArgument(name:value:expected:)`` when the position is not
     ///   over this document's windows or does not fit itself.
-    public init(network: Network<Scalar>, optimizer: O, document: Tensor<Scalar>, windows: Dataset<Scalar>, position: Position) throws {
+    public init(network: Network<Scalar>, optimizer: O, document: TokenSequence, windows: Dataset<Scalar>, position: Position) throws {
         let draws = position.batches.count, batchSize = position.batches.batchSize
         try self.init(
             network: network, optimizer: optimizer, document: document, windows: windows, batchSize: batchSize,

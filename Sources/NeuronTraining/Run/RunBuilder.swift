@@ -39,6 +39,9 @@ public struct Run: Sendable {
 
     /// The data files the run reads, for its checkpoints; nil for synthetic data.
     public var data: DataFingerprint?
+    /// What a person starting the run should know before it trains (``StepCost/warning(rates:)``:
+    /// a step that would take more than ten minutes); the CLI prints each on standard error.
+    public var warnings: [String] = []
     /// Seconds of training before this run started: a resumed run's earlier segments, as its run
     /// directory's summary recorded them (``RunOutputs/trainedSeconds(upTo:)``); 0 for a new run.
     public var earlierSeconds = 0.0
@@ -199,6 +202,10 @@ public enum RunBuilder {
         budget.data = MemoryBudget.data(
             count: data.training.count + (data.validation?.count ?? 0) + (data.test?.count ?? 0), features: features,
             targets: data.training.outputCount, scalarBytes: scalarBytes)
+        if let document = data.document {
+            // A document's steps read its tokens themselves: a byte or two a character.
+            budget.data = budget.data.adding(document.text.count.times(document.text.tokens.bytesPerToken))
+        }
         // Evaluation forwards the validation and test rows 256 at a time, or a sequence model's 4,096
         // positions at a time (`Network.evaluationBatchSize`).
         let evaluationRows = vocabulary != nil ? max(1, min(256, 4096 / max(1, features))) : 256
@@ -290,9 +297,9 @@ public enum RunBuilder {
             var optimizer = fresh
             var engine: NetworkTrainingEngine<Scalar, O>
             // Nothing is drawn for given parameters on one sample (the neuron): no seed to claim.
-            let seed = config.model.startingParameters != nil && data.training.count == 1 ? nil : config.training.seed
+            let seed = config.model.startingParameters != nil && data.trainingSampleCount == 1 ? nil : config.training.seed
             if let document = data.document {
-                let tokens = document.text.tokens(document.training, as: Scalar.self)
+                let tokens = document.text.tokens.part(document.training)
                 if let resume, let position = resume.state.position {
                     try optimizer.restore(state: try resume.optimizerState(Scalar.self), step: resume.state.optimizerStep)
                     engine = try NetworkTrainingEngine(
@@ -305,7 +312,7 @@ public enum RunBuilder {
                 }
                 if config.training.evaluation == .estimate, let block = config.data.blockSize, document.validation.count > block {
                     engine.validationEstimate = WindowEstimate(
-                        document: document.text.tokens(document.validation, as: Scalar.self), blockSize: block,
+                        document: document.text.tokens.part(document.validation), blockSize: block,
                         batches: config.training.evaluationBatches ?? 20, batchSize: batchSize, seed: config.training.seed)
                 }
             } else if let resume {
@@ -331,7 +338,10 @@ public enum RunBuilder {
                     vocabulary: text.corpus.vocabulary, trainingLines: Set(text.training.map { text.corpus.lines[$0] }),
                     count: config.output.samples ?? 5, seed: config.training.seed)
             }
-            return Run(engine: engine, config: saved, preprocessing: data.preprocessing, data: fingerprint)
+            var run = Run(engine: engine, config: saved, preprocessing: data.preprocessing, data: fingerprint)
+            let cost = StepCost(layers: layers, batch: batchSize)
+            if let warning = cost.warning(rates: cost.rates) { run.warnings.append(warning) }
+            return run
         }
         return try run(
             config.optimizer.optimizer(Scalar.self, stepsPerEpoch: stepsPerEpoch, epochs: max(1, epochs), decayedRanges: network.decayedRanges))

@@ -18,7 +18,9 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     /// Text: the lines read, and which of them each part holds (indices into `text.lines`).
     public var text: (corpus: TextCorpus, training: [Int], validation: [Int], test: [Int])?
     /// A text document: the text read, and its contiguous parts (ranges of its characters).
-    /// ``training``, ``validation`` and ``test`` hold the parts as consecutive windows.
+    /// ``validation`` and ``test`` hold the held-out parts as consecutive windows, ``training`` the
+    /// training part's first ``documentSampleWindows`` windows (a gradient check's rows): the steps
+    /// draw their windows from the tokens themselves, which take a byte or two a character.
     public var document: (text: TextDocument, training: Range<Int>, validation: Range<Int>, test: Range<Int>)?
 
     /// A text run's tokens: its lines' or its document's; nil for other data.
@@ -94,7 +96,7 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
             self.document = (document, parts.training, parts.validation, parts.test)
             // The loader requires the block of a document.
             let block = config.blockSize!
-            training = document.windows(parts.training, blockSize: block)
+            training = document.windows(Self.firstWindows(of: parts.training, blockSize: block), blockSize: block)
             validation = parts.validation.isEmpty ? nil : document.windows(parts.validation, blockSize: block)
             self.test = parts.test.isEmpty ? nil : document.windows(parts.test, blockSize: block)
             preprocessing = .none
@@ -151,14 +153,41 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
         if self.test != nil { try preprocessing.apply(to: &self.test!.features) }
     }
 
+    /// The training windows a document run keeps as rows: enough for a gradient check's batch.
+    public static var documentSampleWindows: Int { 64 }
+
+    /// The characters of the first ``documentSampleWindows`` consecutive windows of `part`.
+    private static func firstWindows(of part: Range<Int>, blockSize: Int) -> Range<Int> {
+        part.lowerBound..<min(part.upperBound, part.lowerBound + documentSampleWindows * blockSize + 1)
+    }
+
+    /// The number of training samples: the rows, or a document's training part as consecutive
+    /// windows (``trainingSample(_:)``), of which only the first are kept in ``training``.
+    public var trainingSampleCount: Int {
+        guard let document else { return training.count }
+        let block = training.featureCount
+        return (document.training.count - 1 + block - 1) / block
+    }
+
+    /// Training sample `index` (below ``trainingSampleCount``) as a dataset of one row: a row of
+    /// ``training``, or a document's window `index` read from its tokens.
+    public func trainingSample(_ index: Int) -> Dataset<Scalar> {
+        precondition((0..<trainingSampleCount).contains(index), "sample \(index) of \(trainingSampleCount)")
+        guard let document else { return training.subset([index]) }
+        let block = training.featureCount, start = document.training.lowerBound + index * block
+        return document.text.windows(start..<min(document.training.upperBound, start + block + 1), blockSize: block)
+    }
+
     /// The most bytes a text file may have: a tenth of the machine's memory (each character
     /// becomes a feature and a target of `Scalar`'s size at every position of its block).
     static var textByteLimit: Int { max(1 << 20, MemoryBudget.physicalMemory / 10) }
 
-    /// The most bytes a document may have: a 24th of the machine's memory. Reading and training on
-    /// a document holds about 17 bytes per byte of text at its peak (the decoded characters, their
-    /// tokens, and the parts as windows of `Scalar` features and targets), so a document at the
-    /// limit fits in memory; a larger one is refused by its size, before a byte is read.
+    /// The most bytes a document may have: a 24th of the machine's memory, refused by its size
+    /// before a byte is read. Reading a document holds its bytes and its tokens (a byte or two a
+    /// character); training, the tokens and the held-out parts as windows of `Scalar` features and
+    /// targets (2 · 4 bytes a character in `float`, 2 · 8 in `double`: at the default tenth held
+    /// out, under 2 bytes a character of the whole). So a document at the limit takes a few
+    /// percent of memory, and the rest is left to the model.
     static var documentByteLimit: Int { max(1 << 20, MemoryBudget.physicalMemory / 24) }
 }
 

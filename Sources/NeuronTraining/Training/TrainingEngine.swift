@@ -200,12 +200,12 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     /// `MiniBatchTraining.init(network:optimizer:document:windows:batchSize:stepsPerEpoch:seed:)`):
     /// an epoch is `stepsPerEpoch` steps, each on `batchSize` windows drawn at random from
     /// `document`, the training part's tokens, and ends with the validation loss, so a run of
-    /// `epochs` epochs evaluates every `stepsPerEpoch` steps. `windows` is the training part as
-    /// consecutive windows (the checks' rows); `validation` and `test` the held-out parts so
+    /// `epochs` epochs evaluates every `stepsPerEpoch` steps. `windows` is the training part's first
+    /// consecutive windows (a gradient check's rows); `validation` and `test` the held-out parts as windows
     /// (`TextDocument.windows(_:blockSize:as:)`); `seed` draws the windows.
     /// - Throws: `NetworkError` or `DataError` when the data does not fit or a size is out of range.
     public init(
-        network: Network<Scalar>, optimizer: O, document: Tensor<Scalar>, windows: Dataset<Scalar>, validation: Dataset<Scalar>?,
+        network: Network<Scalar>, optimizer: O, document: TokenSequence, windows: Dataset<Scalar>, validation: Dataset<Scalar>?,
         test: Dataset<Scalar>?, batchSize: Int, stepsPerEpoch: Int, epochs: Int, seed: UInt64
     ) throws {
         guard epochs >= 0 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 0") }
@@ -219,7 +219,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     /// Training on windows of a document resumed where a checkpoint left it.
     /// - Throws: `DataError` or `NetworkError` when the saved state does not fit the data.
     public init(
-        network: Network<Scalar>, optimizer: O, document: Tensor<Scalar>, windows: Dataset<Scalar>, validation: Dataset<Scalar>?,
+        network: Network<Scalar>, optimizer: O, document: TokenSequence, windows: Dataset<Scalar>, validation: Dataset<Scalar>?,
         test: Dataset<Scalar>?, epochs: Int, seed: UInt64, position: TrainingPosition, records: [EpochRecord]
     ) throws {
         guard epochs >= 0 else { throw DataError.invalidArgument(name: "epochs", value: "\(epochs)", expected: "at least 0") }

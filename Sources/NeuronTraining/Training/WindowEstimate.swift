@@ -7,7 +7,7 @@ import NeuronCore
 /// The windows a document run estimates its validation loss on.
 public struct WindowEstimate<Scalar: TensorScalar>: Sendable {
     /// The validation part's tokens.
-    public var document: Tensor<Scalar>
+    public var document: TokenSequence
     /// The characters a window reads.
     public var blockSize: Int
     /// Batches averaged over.
@@ -17,7 +17,7 @@ public struct WindowEstimate<Scalar: TensorScalar>: Sendable {
     /// The run's seed: the windows after epoch `e` are drawn from `seed + 4 + e`.
     public var seed: UInt64
 
-    public init(document: Tensor<Scalar>, blockSize: Int, batches: Int, batchSize: Int, seed: UInt64) {
+    public init(document: TokenSequence, blockSize: Int, batches: Int, batchSize: Int, seed: UInt64) {
         (self.document, self.blockSize, self.batches, self.batchSize, self.seed) = (document, blockSize, batches, batchSize, seed)
     }
 
