@@ -186,8 +186,8 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     /// before a byte is read. Reading a document holds its bytes and its tokens (a byte or two a
     /// character); training, the tokens and the held-out parts as windows of `Scalar` features and
     /// targets (2 · 4 bytes a character in `float`, 2 · 8 in `double`: at the default tenth held
-    /// out, under 2 bytes a character of the whole). So a document at the limit takes a few
-    /// percent of memory, and the rest is left to the model.
+    /// out, under 2 bytes a character of the whole). So a document at the limit takes at most
+    /// about 4 bytes a byte, a sixth of memory, and the rest is left to the model.
     static var documentByteLimit: Int { max(1 << 20, MemoryBudget.physicalMemory / 24) }
 }
 
