@@ -44,6 +44,12 @@ struct Benchmarks: AsyncParsableCommand {
 
     @Option(
         help:
+            "Busy competitor processes (shell loops) started beside the run for its whole duration, Neuron and every peer timed under the same load in the same rounds (not with --mpi)."
+    )
+    var load: Int = 0
+
+    @Option(
+        help:
             "OpenBLAS's kernels, for Neuron and the peers alike: native (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset), pinned (the environment's OPENBLAS_CORETYPE), or both, each in a process of its own, then side by side (default: both where OPENBLAS_CORETYPE is set, except with --quick, --mpi or scaling; else the environment's)."
     )
     var kernels: KernelSet?
@@ -59,6 +65,8 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1, got \(threads)") }
         if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1, got \(rounds)") }
+        guard load >= 0 else { throw ValidationError("--load must be at least 0, got \(load)") }
+        if mpi, load > 0 { throw ValidationError("--load is for the workloads on one machine; under --mpi the ranks are the load") }
         try validateKernelSets()
         let known = Set(
             Workload.all.map(\.id) + [
@@ -96,15 +104,19 @@ struct Benchmarks: AsyncParsableCommand {
         }
         if mpi { return try dataParallel() }
         BLAS.threadCount = threads
+        // Started after the kernel choice (which may run this program again) and kept for every timing.
+        let competitors = try CompetingLoad(count: load)
+        defer { competitors.stop() }
         // --quick leaves out the runs to a target and W12, whose step alone takes seconds.
         func selected(_ id: String) -> Bool {
             workloads.isEmpty ? !(quick && (id.hasPrefix("F") || id == "W12")) && id != "scaling" : workloads.contains(id)
         }
         var report = Report(
             date: ISO8601DateFormatter().string(from: Date()), blas: BLAS.summary, kernelEnvironment: KernelSet.environmentDescription,
-            threads: threads, machine: Self.machine())
+            threads: threads, machine: Self.machine(), load: load)
         print("BLAS: \(report.blas) (\(report.kernelEnvironment))")
         print("Machine: \(report.machine)")
+        print("Load: \(competitors.description ?? "none (the machine as it is)")")
         if products == .bf16 {
             print("Products: bf16 in F1, F4 and F5 (\(BLAS.bf16Library)); PyTorch under torch.autocast(\"cpu\", bfloat16); JAX left out")
         }
@@ -605,6 +617,8 @@ struct Report: Encodable {
     var kernelEnvironment: String
     var threads: Int
     var machine: String
+    /// Busy competitor processes beside the run (`--load`); 0 on the machine as it is.
+    var load: Int
     var ceiling: Ceiling?
     var workloads: [Report.WorkloadResult] = []
     var fashion: Fashion?
