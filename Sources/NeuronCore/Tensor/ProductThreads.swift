@@ -19,8 +19,12 @@
 // thread the whole of the smaller operand to pack, as OpenBLAS's own threads do. A square output
 // is cut into rows, so that each thread writes one contiguous block: W6's weight update
 // (1024×128·128×1024 into the weights) took 610–619 µs in rows against 870 in columns, alone,
-// and W5's step (two 256×256 outputs) 790–802 µs against 813–832, interleaved. No panel changes
-// a sum: each output element is one thread's sum over the whole of k, as on one thread.
+// and W5's step (two 256×256 outputs) 790–802 µs against 813–832, interleaved. Each output element
+// is one thread's sum over the whole of k, but not always in the order of the whole product:
+// OpenBLAS blocks a panel by its own width, so a cut other than in halves can round a product's
+// last bits differently (64×512·512×512 on the Haswell kernels: two panels equal the whole, three
+// or four do not). The cut is fixed by the thread count, so a run at a given count gives the same
+// bits every time.
 //
 // The threshold, 2²³ multiply-adds, is where a cut paid on this machine in both of its moods. In
 // some processes a panel's data crosses between the two cores slowly (a virtual machine whose two
