@@ -148,7 +148,7 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
     /// - Precondition: `range` holds at least 2 characters, `blockSize` ≥ 1.
     public func windows<Scalar: TensorScalar>(_ range: Range<Int>, blockSize: Int, as: Scalar.Type = Scalar.self) -> Dataset<Scalar> {
         precondition(range.count >= 2 && blockSize >= 1, "windows need 2 characters and a block of 1")
-        let predicted = range.count - 1, rows = (predicted + blockSize - 1) / blockSize
+        let rows = Self.windowCount(characters: range.count, blockSize: blockSize)
         var features = [Scalar](repeating: 0, count: rows * blockSize)
         var targets = [Scalar](repeating: -1, count: rows * blockSize)
         features.withUnsafeMutableBufferPointer { tokens.copy(range.dropLast(), into: $0.baseAddress!) }
@@ -158,6 +158,10 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
             targets: Tensor(matrix: targets, rows: rows, columns: blockSize),
             labels: nil, classNames: nil, featureNames: (0..<blockSize).map { "t\($0)" })
     }
+
+    /// The consecutive windows ``windows(_:blockSize:as:)`` cuts `characters` characters into:
+    /// ⌈(characters − 1) / blockSize⌉, every character but the first predicted once.
+    public static func windowCount(characters: Int, blockSize: Int) -> Int { (characters - 1 + blockSize - 1) / blockSize }
 
     /// `TextDocument(input.txt: 1115394 characters, 66 tokens)`.
     public var description: String { "TextDocument(\(path): \(count) characters, \(vocabulary.count) tokens)" }

@@ -36,15 +36,6 @@ public struct TokenSequence: RandomAccessCollection, Sendable, Equatable, Custom
         (offset, endIndex) = (0, writer.count)
     }
 
-    /// The tokens of `tokens`, each below `vocabulary`.
-    public init(_ tokens: some Sequence<Int>, vocabulary: Int) {
-        let array = Array(tokens)
-        precondition(array.allSatisfy { (0..<vocabulary).contains($0) }, "a token outside 0..<\(vocabulary)")
-        self = try! TokenSequence(count: array.count, vocabulary: vocabulary) { writer in
-            for token in array { writer.append(token) }
-        }
-    }
-
     private init(storage: Storage, offset: Int, count: Int) {
         (self.storage, self.offset, self.endIndex) = (storage, offset, count)
     }

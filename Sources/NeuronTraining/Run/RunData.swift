@@ -165,8 +165,7 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     /// windows (``trainingSample(_:)``), of which only the first are kept in ``training``.
     public var trainingSampleCount: Int {
         guard let document else { return training.count }
-        let block = training.featureCount
-        return (document.training.count - 1 + block - 1) / block
+        return TextDocument.windowCount(characters: document.training.count, blockSize: training.featureCount)
     }
 
     /// Training sample `index` (below ``trainingSampleCount``) as a dataset of one row: a row of
