@@ -34,6 +34,18 @@ private func handles(_ pid: Int32, _ signal: Int32) -> Bool {
     return false
 }
 
+/// The processor seconds process `pid` has used (user and system, all threads), read from
+/// /proc; nil once it has ended.
+private func processorSeconds(_ pid: Int32) -> Double? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+    else { return nil }
+    // After the command's name in parentheses: state is field 3, utime and stime fields 14 and 15.
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 /// `neuron ARGUMENTS` started in the background, its standard error to `base/stderr` (read back
 /// with the URL returned), its output discarded.
 private func startNeuron(_ arguments: [String], base: String, environment: [String: String] = [:]) throws -> (Process, stderr: URL) {
@@ -99,7 +111,11 @@ struct TrainRunDirectoryTests {
         // Training has begun once the run directory holds its lock; then the first step is under way.
         let started = Date().addingTimeInterval(60)
         while !FileManager.default.fileExists(atPath: base + "/run/.lock") && Date() < started && process.isRunning { usleep(10_000) }
-        usleep(500_000)
+        // What follows the lock before the step begins takes milliseconds of processor time; two
+        // seconds of it more are inside the step, however busy the machine (a wait by the wall
+        // clock let the signal land before the step on a loaded machine, a stop between steps).
+        let lockedAt = processorSeconds(process.processIdentifier) ?? 0
+        while (processorSeconds(process.processIdentifier) ?? .infinity) < lockedAt + 2 && Date() < started { usleep(20_000) }
         kill(process.processIdentifier, SIGTERM)
         // A bound on a hang, not a timing: without the grace period the step runs on for minutes.
         let hang = Date().addingTimeInterval(120)

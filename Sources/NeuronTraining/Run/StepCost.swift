@@ -101,7 +101,8 @@ public struct StepCost: Sendable {
         guard operations > 1e11 else { return nil }
         let measured = rates(), seconds = seconds(at: measured)
         guard seconds > Self.warningSeconds else { return nil }
-        let gflops = { (rate: Double) in String(format: "%.0f", rate / 1e9) }
+        // Two figures below 10 GFLOP/s (a debug build's attention runs at a few tenths), whole ones above.
+        let gflops = { (rate: Double) in String(format: rate < 1e10 ? "%.2g" : "%.0f", rate / 1e9) }
         let rate =
             attention > 0
             ? "\(gflops(measured.products)) GFLOP/s of matrix products and \(gflops(measured.attention)) of attention"
