@@ -11,7 +11,6 @@ private struct SplitCase: Decodable {
 }
 
 private struct SplitOracle: Decodable {
-    let regex: String
     let cases: [SplitCase]
 }
 

@@ -37,10 +37,10 @@ public struct TextSplitter: Sendable {
 
     /// The chunks of `text`, as strings.
     public func chunks(of text: String) -> [String] {
-        var utf8 = Array(text.utf8)
+        let utf8 = Array(text.utf8)
         var result: [String] = []
-        utf8.withUnsafeMutableBufferPointer { bytes in
-            forEachChunk(in: UnsafeBufferPointer(bytes)) { range in
+        utf8.withUnsafeBufferPointer { bytes in
+            forEachChunk(in: bytes) { range in
                 result.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self))
             }
         }
@@ -54,6 +54,12 @@ private struct ScalarClass: OptionSet {
     static let letter = ScalarClass(rawValue: 1)
     static let number = ScalarClass(rawValue: 2)
     static let space = ScalarClass(rawValue: 4)
+
+    /// Neither a letter, a number nor whitespace: `[^\s\p{L}\p{N}]`.
+    var isOther: Bool { isDisjoint(with: [.letter, .number, .space]) }
+
+    /// Whether `scalar` is CR or LF, `[\r\n]`.
+    static func isNewline(_ scalar: UInt32) -> Bool { scalar == 0x0A || scalar == 0x0D }
 
     /// ASCII's classes, by code point.
     static let ascii: [ScalarClass] = (0..<128).map { c in
@@ -132,38 +138,36 @@ private struct Cursor {
     /// The whitespace alternatives shared by the patterns, at `i` (whitespace): with `newlines`,
     /// `\s*[\r\n]` first; then `\s+(?!\S)`, then `\s+`; `wholeTrailingSpace`: `\s++$` before them all.
     func whitespace(at i: Int, newlines: Bool, wholeTrailingSpace: Bool) -> Int {
-        var end = i, count = 0, lastNewline: Int?, lastStart = i
+        var end = i, lastNewline: Int?, lastStart = i
         while let s = peek(end), s.kind.contains(.space) {
-            if s.value == 0x0A || s.value == 0x0D { lastNewline = s.next }
+            if ScalarClass.isNewline(s.value) { lastNewline = s.next }
             lastStart = end
             end = s.next
-            count += 1
         }
         if wholeTrailingSpace && end == text.count { return end }
         if newlines, let lastNewline { return lastNewline }
         if end == text.count { return end }
-        return count >= 2 ? lastStart : end
+        // Two scalars or more: all but the last, which \S follows.
+        return lastStart > i ? lastStart : end
     }
 
     /// The end of the GPT-4 pattern's match at `i`.
     func gpt4Chunk(at i: Int, wholeTrailingSpace: Bool) -> Int {
         if let end = contraction(at: i, folding: true) { return end }
         let first = peek(i)!
-        let isNewline = first.value == 0x0A || first.value == 0x0D
         // [^\r\n\p{L}\p{N}]?+\p{L}+
         if first.kind.contains(.letter) { return run(from: first.next) { $0.contains(.letter) } }
-        if !isNewline && !first.kind.contains(.number), let second = peek(first.next), second.kind.contains(.letter) {
+        if !ScalarClass.isNewline(first.value) && !first.kind.contains(.number), let second = peek(first.next), second.kind.contains(.letter) {
             return run(from: second.next) { $0.contains(.letter) }
         }
         // \p{N}{1,3}
         if first.kind.contains(.number) { return run(from: i, limit: 3) { $0.contains(.number) } }
         // ' ?[^\s\p{L}\p{N}]++[\r\n]*'
-        let isOther = { (kind: ScalarClass) in kind.isDisjoint(with: [.letter, .number, .space]) }
         var symbols = i
-        if first.value == 0x20, let second = peek(first.next), isOther(second.kind) { symbols = first.next }
-        if let s = peek(symbols), isOther(s.kind) {
-            var end = run(from: symbols, isOther)
-            while end < text.count, text[end] == 0x0A || text[end] == 0x0D { end += 1 }
+        if first.value == 0x20, let second = peek(first.next), second.kind.isOther { symbols = first.next }
+        if let s = peek(symbols), s.kind.isOther {
+            var end = run(from: symbols) { $0.isOther }
+            while end < text.count, ScalarClass.isNewline(UInt32(text[end])) { end += 1 }
             return end
         }
         return whitespace(at: i, newlines: true, wholeTrailingSpace: wholeTrailingSpace)
@@ -173,14 +177,13 @@ private struct Cursor {
     func gpt2Chunk(at i: Int) -> Int {
         if let end = contraction(at: i, folding: false) { return end }
         let first = peek(i)!
-        let isOther = { (kind: ScalarClass) in kind.isDisjoint(with: [.letter, .number, .space]) }
         // ' ?\p{L}+', ' ?\p{N}+', ' ?[^\s\p{L}\p{N}]+', each with its optional space
         var body = i
         if first.value == 0x20, let second = peek(first.next), !second.kind.contains(.space) { body = first.next }
         if let s = peek(body) {
             if s.kind.contains(.letter) { return run(from: s.next) { $0.contains(.letter) } }
             if s.kind.contains(.number) { return run(from: s.next) { $0.contains(.number) } }
-            if isOther(s.kind) { return run(from: s.next, isOther) }
+            if s.kind.isOther { return run(from: s.next) { $0.isOther } }
         }
         return whitespace(at: i, newlines: false, wholeTrailingSpace: false)
     }
