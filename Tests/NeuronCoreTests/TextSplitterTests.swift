@@ -45,4 +45,16 @@ struct TextSplitterTests {
         #expect(TextSplitter(.none).chunks(of: "a b\n") == ["a b\n"])
         #expect(gpt4.chunks(of: "") == [])
     }
+
+    @Test("Bytes that end inside a UTF-8 sequence are cut as one last chunk, never read past the end")
+    func truncatedSequence() {
+        // "ab" then the first two bytes of a three-byte sequence (U+65E5 is E6 97 A5).
+        let bytes: [UInt8] = [0x61, 0x62, 0x20, 0xE6, 0x97]
+        for pattern in SplitPattern.allCases {
+            var ranges: [Range<Int>] = []
+            bytes.withUnsafeBufferPointer { TextSplitter(pattern).forEachChunk(in: $0) { ranges.append($0) } }
+            #expect(ranges.first?.lowerBound == 0 && ranges.last?.upperBound == bytes.count, "\(pattern)")
+            #expect(zip(ranges, ranges.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound }, "\(pattern)")
+        }
+    }
 }

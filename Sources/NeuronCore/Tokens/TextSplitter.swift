@@ -18,7 +18,7 @@ public struct TextSplitter: Sendable {
 
     public init(_ pattern: SplitPattern) { self.pattern = pattern }
 
-    /// Calls `body` with the byte range of each chunk of `text` (valid UTF-8), in order; the ranges cover it.
+    /// Calls `body` with the byte range of each chunk of `text` (UTF-8), in order; the ranges cover it.
     public func forEachChunk(in text: UnsafeBufferPointer<UInt8>, _ body: (Range<Int>) -> Void) {
         let cursor = Cursor(text: text)
         var start = 0
@@ -94,9 +94,12 @@ private struct Cursor {
     let text: UnsafeBufferPointer<UInt8>
 
     /// The scalar at byte offset `i` (< text.count) and the offset of the next one.
+    /// A sequence cut short by the end of the text (not valid UTF-8) is read as U+FFFD, never past the end.
     func scalar(at i: Int) -> (value: UInt32, next: Int) {
         let lead = UInt32(text[i])
         if lead < 0x80 { return (lead, i + 1) }
+        let length = lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
+        if i + length > text.count { return (0xFFFD, text.count) }
         if lead < 0xE0 { return ((lead & 0x1F) << 6 | UInt32(text[i + 1] & 0x3F), i + 2) }
         if lead < 0xF0 {
             return ((lead & 0x0F) << 12 | UInt32(text[i + 1] & 0x3F) << 6 | UInt32(text[i + 2] & 0x3F), i + 3)
