@@ -12,7 +12,9 @@ struct NeuronCommand: AsyncParsableCommand {
         commandName: "neuron",
         abstract: "Neural networks from one neuron up, over OpenBLAS.",
         version: NeuronVersion.current,
-        subcommands: [Train.self, Gradcheck.self, Evaluate.self, Predict.self, Explain.self, Sample.self, Export.self, Dashboard.self]
+        subcommands: [
+            Train.self, Gradcheck.self, Evaluate.self, Predict.self, Explain.self, Sample.self, Export.self, Dashboard.self, Tokenizer.self,
+        ]
     )
 
     /// Parses and runs a command. A bad argument, config, data file or checkpoint exits with
@@ -91,7 +93,7 @@ struct NeuronCommand: AsyncParsableCommand {
     static func isBadInput(_ error: Error) -> Bool {
         error is ConfigError || error is DataError || error is CheckpointError || error is RunError
             || error is NetworkError || error is OptimizerError || error is NeuronError || error is TensorError
-            || error is DistributedError || error is ONNXExportError || error is BLAS.KernelMismatch
+            || error is DistributedError || error is ONNXExportError || error is BLAS.KernelMismatch || error is TokenizerError
     }
 }
 

@@ -73,3 +73,13 @@ func message<T, E: Error & CustomStringConvertible>(_ body: () throws(E) -> T) -
         return error.description
     }
 }
+
+/// The description of the error that `body` throws (any error), or "no error" when it does not throw.
+func anyMessage<T>(_ body: () throws -> T) -> String {
+    do {
+        _ = try body()
+        return "no error"
+    } catch {
+        return "\(error)"
+    }
+}

@@ -191,3 +191,26 @@ private struct Cursor {
         return whitespace(at: i, newlines: false, wholeTrailingSpace: false)
     }
 }
+
+extension SplitPattern {
+    /// The regular expression the pattern matches, as minbpe and tiktoken write it (empty for `none`): the
+    /// `pattern` line of a minbpe `.model`, the `Split` regex of a Hugging Face `tokenizer.json`.
+    public var regex: String {
+        switch self {
+        case .gpt4:
+            return #"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"#
+        case .cl100k:
+            return #"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"#
+        case .gpt2:
+            return #"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"#
+        case .none:
+            return ""
+        }
+    }
+
+    /// The pattern whose regular expression is `regex` exactly, or nil.
+    public init?(regex: String) {
+        guard let found = Self.allCases.first(where: { $0.regex == regex }) else { return nil }
+        self = found
+    }
+}

@@ -1,0 +1,181 @@
+import ArgumentParser
+import Foundation
+import NeuronCore
+import NeuronTraining
+
+/// `neuron tokenizer train|encode|decode`: a byte-level BPE trained on a text, and texts through it.
+struct Tokenizer: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Train a byte-level BPE tokenizer on a text, encode a text to ids, or decode ids to text.",
+        subcommands: [TrainTokenizer.self, EncodeText.self, DecodeIds.self])
+}
+
+extension SplitPattern: ExpressibleByArgument {}
+
+/// A UTF-8 text file's contents, refused with the offset of the first byte that is not UTF-8.
+func readText(_ path: String) throws -> String {
+    guard FileManager.default.fileExists(atPath: path) else { throw DataError.fileNotFound(path: path) }
+    let data: Data
+    do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+        throw DataError.unreadableFile(path: path, reason: error.localizedDescription)
+    }
+    if let text = String(validating: data, as: UTF8.self) { return text }
+    var parser = Unicode.UTF8.ForwardParser(), bytes = data.makeIterator(), offset = 0
+    while case .valid(let scalar) = parser.parseScalar(from: &bytes) { offset += scalar.count }
+    throw RunError.invalid("\(path): byte \(offset) is not UTF-8; a tokenizer reads UTF-8 text")
+}
+
+struct TrainTokenizer: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "train",
+        abstract: "Train a byte-level BPE on a UTF-8 text, merging as minbpe's RegexTokenizer does.",
+        discussion: """
+            The output's name gives its format: .model is minbpe's (a .vocab beside it, for reading), .json Hugging \
+            Face's tokenizer.json. Special tokens take the ids from --vocab-size on. Standard error shows progress.
+            """)
+
+    @Argument(help: "The UTF-8 text to train on.")
+    var text: String
+
+    @Option(help: "256 (the bytes) plus the number of merges.")
+    var vocabSize: Int
+
+    @Option(help: "The split pattern: gpt4 (minbpe's default), cl100k, gpt2 or none.")
+    var pattern: SplitPattern = .gpt4
+
+    @Option(name: .customLong("special"), help: "A special token's name (repeatable), e.g. <|endoftext|>.")
+    var specials: [String] = []
+
+    @Option(help: "The tokenizer file to write (.model or .json).")
+    var output: String
+
+    func validate() throws {
+        guard (256..<Int(Int32.max)).contains(vocabSize) else {
+            throw ValidationError("--vocab-size \(vocabSize): expected 256 (the bytes) or more")
+        }
+        let suffix = URL(fileURLWithPath: output).pathExtension
+        guard suffix == "model" || suffix == "json" else {
+            throw ValidationError("--output \(output): expected a name ending .model (minbpe) or .json (Hugging Face)")
+        }
+    }
+
+    func run() throws {
+        let text = try readText(text)
+        let progress = TokenizerProgress()
+        let started = ContinuousClock.now
+        let tokenizer = try BytePairTokenizer.train(text, vocabularySize: vocabSize, pattern: pattern, specialTokens: specials) {
+            progress.report($0)
+        }
+        progress.finish()
+        try TokenizerFile.write(tokenizer, to: output)
+        let seconds = (ContinuousClock.now - started) / .seconds(1)
+        FileHandle.standardError.write(
+            Data(
+                "trained \(tokenizer.merges.count) merges on \(text.utf8.count) bytes in \(String(format: "%.2f", seconds)) s; wrote \(output)\n".utf8
+            ))
+    }
+}
+
+/// The progress line of tokenizer training on standard error: redrawn in place on a terminal (ten times a second at
+/// most), a line every five seconds elsewhere.
+final class TokenizerProgress {
+    private let live = isatty(STDERR_FILENO) != 0
+    private let started = ContinuousClock.now
+    private var drawn = ContinuousClock.now
+    private var last: BytePairTokenizer.TrainingProgress?
+
+    func report(_ progress: BytePairTokenizer.TrainingProgress) {
+        last = progress
+        let now = ContinuousClock.now
+        guard now - drawn >= (live ? .milliseconds(100) : .seconds(5)) else { return }
+        drawn = now
+        draw(progress)
+    }
+
+    func finish() {
+        if let last { draw(last) }
+        if live { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+
+    private func draw(_ progress: BytePairTokenizer.TrainingProgress) {
+        let seconds = max((ContinuousClock.now - started) / .seconds(1), 1e-9)
+        let line =
+            "merge \(progress.merges)/\(progress.total)  token \(progress.merge.token) = \(progress.merge.left) + \(progress.merge.right)"
+            + " (\(progress.occurrences) times)  \(Int(Double(progress.merges) / seconds)) merges/s"
+        FileHandle.standardError.write(Data((live ? "\r\u{1B}[K" + line : line + "\n").utf8))
+    }
+}
+
+/// The `--pattern` and `--special` options of reading a tokenizer file.
+struct TokenizerOptions: ParsableArguments {
+    @Argument(help: "The tokenizer file: .model (minbpe), .tiktoken (tiktoken's ranks), tokenizer.json, or vocab.json (GPT-2).")
+    var tokenizer: String
+
+    @Option(help: "For a ranks file, which carries none: the split pattern (gpt4, cl100k, gpt2 or none; default cl100k).")
+    var pattern: SplitPattern?
+
+    @Option(
+        name: .customLong("special"),
+        help: "For a ranks file: a special token as NAME=ID (repeatable; cl100k_base's own are known by its file name).")
+    var specials: [String] = []
+
+    func read() throws -> BytePairTokenizer {
+        var tokens: [BytePairTokenizer.SpecialToken] = []
+        for special in specials {
+            guard let equals = special.lastIndex(of: "="), let id = Int(special[special.index(after: equals)...]) else {
+                throw ValidationError("--special \(special): expected NAME=ID")
+            }
+            tokens.append(.init(name: String(special[..<equals]), id: id))
+        }
+        if tokens.isEmpty, URL(fileURLWithPath: tokenizer).lastPathComponent == "cl100k_base.tiktoken" {
+            tokens = TokenizerFile.cl100kSpecialTokens
+        }
+        return try TokenizerFile.read(tokenizer, pattern: pattern, specialTokens: tokens)
+    }
+}
+
+struct EncodeText: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "encode", abstract: "Print a UTF-8 text file's ids as a JSON array.",
+        discussion: "A special token in the text is an error unless --allow-special is given.")
+
+    @OptionGroup var options: TokenizerOptions
+
+    @Argument(help: "The UTF-8 text file to encode.")
+    var text: String
+
+    @Flag(help: "Encode the tokenizer's special tokens in the text as their ids.")
+    var allowSpecial = false
+
+    func run() throws {
+        let tokenizer = try options.read()
+        let text = try readText(text)
+        let ids: [Int]
+        do { ids = try tokenizer.encode(text, allowedSpecial: allowSpecial ? .all : .none) } catch let error as TokenizerError {
+            throw RunError.invalid("\(self.text): \(error) (--allow-special encodes them)")
+        }
+        var out = "["
+        out.reserveCapacity(ids.count * 6 + 2)
+        for (i, id) in ids.enumerated() {
+            if i > 0 { out += "," }
+            out += String(id)
+        }
+        out += "]\n"
+        FileHandle.standardOutput.write(Data(out.utf8))
+    }
+}
+
+struct DecodeIds: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decode", abstract: "Print the text of token ids (bytes that are not UTF-8 print as U+FFFD).")
+
+    @OptionGroup var options: TokenizerOptions
+
+    @Argument(help: "The ids, each a whole number.")
+    var ids: [Int]
+
+    func run() throws {
+        let tokenizer = try options.read()
+        FileHandle.standardOutput.write(Data(try tokenizer.decode(ids).utf8))
+    }
+}
