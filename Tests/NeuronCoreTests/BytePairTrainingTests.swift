@@ -6,17 +6,21 @@ import Testing
 /// Tests/Fixtures/bpe.json: what minbpe and tiktoken make of texts (Scripts/bpe-oracle).
 struct BytePairOracle: Decodable {
     struct Trained: Decodable {
-        let vocab_size: Int
+        let vocabularySize: Int
         let merges: [[Int]]
         let model: String?
         let vocab: String?
-        let ids_of_first_2000: [Int]?
+        let idsOfFirst2000: [Int]?
+        enum CodingKeys: String, CodingKey {
+            case vocabularySize = "vocab_size", merges, model, vocab, idsOfFirst2000 = "ids_of_first_2000"
+        }
     }
     struct Llama: Decodable {
         let text: String
         let merges: [[Int]]
-        let special_tokens: [String: Int]
+        let specialTokens: [String: Int]
         let ids: [Int]
+        enum CodingKeys: String, CodingKey { case text, merges, specialTokens = "special_tokens", ids }
     }
     struct Encoded: Decodable {
         let text: String
@@ -26,11 +30,13 @@ struct BytePairOracle: Decodable {
     struct Digest: Decodable {
         let count: Int
         let fnv1a64: String
-        let first_1000: [Int]
+        let first1000: [Int]
+        enum CodingKeys: String, CodingKey { case count, fnv1a64, first1000 = "first_1000" }
     }
     struct CL100k: Decodable {
         let strings: [Encoded]
-        let shakespeare_x10: Digest
+        let shakespeareTimes10: Digest
+        enum CodingKeys: String, CodingKey { case strings, shakespeareTimes10 = "shakespeare_x10" }
     }
     let shakespeare512: Trained
     let shakespeare4096: Trained
@@ -81,7 +87,7 @@ struct BytePairTrainingTests {
         let oracle = BytePairOracle.fixture.shakespeare512
         let tokenizer = try BytePairTokenizer.train(BytePairOracle.shakespeare, vocabularySize: 512)
         #expect(tokenizer.merges.map { [$0.left, $0.right] } == oracle.merges)
-        #expect(tokenizer.encodeOrdinary(String(BytePairOracle.shakespeare.prefix(2000))) == oracle.ids_of_first_2000)
+        #expect(tokenizer.encodeOrdinary(String(BytePairOracle.shakespeare.prefix(2000))) == oracle.idsOfFirst2000)
     }
 
     @Test("minbpe's RegexTokenizer on tiny Shakespeare: the same 3,840 merges at vocabulary 4,096")

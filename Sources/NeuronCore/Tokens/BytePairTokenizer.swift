@@ -254,7 +254,12 @@ public struct BytePairTokenizer: Sendable {
 
     /// The id of the ordinary token whose bytes are `bytes`, or nil.
     public func id(of bytes: [UInt8]) -> Int? {
-        bytes.withUnsafeBytes { wholeTokens.value(of: $0) }.map(Int.init)
+        bytes.withUnsafeBufferPointer { id(ofChunk: $0) }
+    }
+
+    /// The id of the ordinary token whose bytes are `chunk`, or nil: the lookup that ranks try first.
+    public func id(ofChunk chunk: UnsafeBufferPointer<UInt8>) -> Int? {
+        wholeTokens.value(of: UnsafeRawBufferPointer(chunk)).map(Int.init)
     }
 
     // MARK: - Encoding
