@@ -155,7 +155,7 @@ extension Benchmarks {
         let neuron = Timing(seconds).median, parts = (Timing(split).median, Timing(lookup).median)
         var line =
             "  Neuron \(String(format: "%.1f", megabytes / neuron)) MB/s (\(format(neuron)) for \(String(format: "%.1f", megabytes)) MB): "
-            + "splitting \(format(parts.0)), whole-chunk lookups \(format(parts.1 - parts.0)), merging the rest \(format(neuron - parts.1))"
+            + "splitting alone \(format(parts.0)), splitting and the whole-chunk lookups \(format(parts.1)) (each a pass of its own)"
         if let peer {
             let theirs = Timing(peer.seconds).median
             line +=
