@@ -5,7 +5,7 @@
 /// first and the leftmost of equal ranks, until no adjacent pair has a rank. Registered special tokens are found in
 /// the text by name, never by merging, and only where the caller allows them (``SpecialTokens``).
 ///
-/// Build one from a trained merge list (``train(_:vocabularySize:pattern:progress:)``, minbpe's `.model`),
+/// Build one from a trained merge list (``train(_:vocabularySize:pattern:specialTokens:progress:)``, minbpe's `.model`),
 /// from tiktoken's ranks, or from a Hugging Face vocabulary and merges; ``TokenizerFile`` reads and writes them.
 public struct BytePairTokenizer: Sendable {
     /// How the pairs of a chunk are ranked.
@@ -83,7 +83,10 @@ public struct BytePairTokenizer: Sendable {
 
     /// A tokenizer of minbpe's kind: ids 0–255 are the bytes, and merge i makes token 256 + i.
     ///
-    /// - Parameter merges: the pairs merged, in order; each part an id below the token it makes.
+    /// - Parameters:
+    ///   - pattern: the split pattern chunks are cut by.
+    ///   - merges: the pairs merged, in order; each part an id below the token it makes.
+    ///   - specialTokens: names found in the text whole, with their ids.
     /// - Throws: ``TokenizerError/invalidDefinition(place:reason:)`` naming the merge or special token at fault.
     public init(pattern: SplitPattern, merges: [(Int, Int)], specialTokens: [SpecialToken] = []) throws {
         self = try DefinitionFailure.public { try Self(checking: pattern, merges: merges, specialTokens: specialTokens) }
@@ -266,7 +269,9 @@ public struct BytePairTokenizer: Sendable {
 
     /// The ids of `text`.
     ///
-    /// - Parameter allowedSpecial: which special tokens become their ids (``SpecialTokens``).
+    /// - Parameters:
+    ///   - text: the text to encode.
+    ///   - allowedSpecial: which special tokens become their ids (``SpecialTokens``).
     /// - Throws: ``TokenizerError/specialTokenNotAllowed(name:offset:)`` for a special token the text holds that
     ///   is not allowed.
     public func encode(_ text: String, allowedSpecial: SpecialTokens = .none) throws -> [Int] {

@@ -22,7 +22,9 @@ extension BytePairTokenizer {
     /// A tokenizer trained on `text`: `vocabularySize - 256` merges, then the special tokens.
     ///
     /// - Parameters:
+    ///   - text: the text to train on.
     ///   - vocabularySize: 256 (the single bytes) plus the number of merges.
+    ///   - pattern: the split pattern chunks are cut by.
     ///   - specialTokens: names registered after training, with ids from `vocabularySize` on.
     ///   - progress: called after each merge.
     /// - Throws: ``TokenizerError/invalidVocabularySize(_:)``; ``TokenizerError/nothingToMerge(merges:asked:)``

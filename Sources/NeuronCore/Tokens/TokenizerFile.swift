@@ -23,7 +23,10 @@ public enum TokenizerFile {
     /// `pattern`, `cl100k` if nil), `vocab.json` GPT-2's with the `merges.txt` beside it (`gpt2` if nil), any
     /// other `.json` Hugging Face's `tokenizer.json`.
     ///
-    /// - Parameter specialTokens: for a ranks file, which carries none.
+    /// - Parameters:
+    ///   - path: the file.
+    ///   - pattern: for a ranks file or GPT-2's, which carry none: the split pattern.
+    ///   - specialTokens: for a ranks file, which carries none.
     public static func read(
         _ path: String, pattern: SplitPattern? = nil, specialTokens: [BytePairTokenizer.SpecialToken] = []
     ) throws -> BytePairTokenizer {
