@@ -12,9 +12,16 @@ struct Tokenizer: ParsableCommand {
 
 extension SplitPattern: ExpressibleByArgument {}
 
-/// A UTF-8 text file's contents, refused with the offset of the first byte that is not UTF-8.
-func readText(_ path: String) throws -> String {
+/// A UTF-8 text file's contents, refused with the offset of the first byte that is not UTF-8, and by its size,
+/// before it is read, past `share` of the machine's memory (what the work on it may take per byte of text).
+func readText(_ path: String, share: Int) throws -> String {
     guard FileManager.default.fileExists(atPath: path) else { throw DataError.fileNotFound(path: path) }
+    let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    let limit = PhysicalMemory.bytes / share
+    guard size <= limit else {
+        throw RunError.invalid(
+            "\(path): \(size) bytes; at most \(limit) (a \(share)th of this machine's memory) can be tokenized here")
+    }
     let data: Data
     do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
         throw DataError.unreadableFile(path: path, reason: error.localizedDescription)
@@ -60,7 +67,8 @@ struct TrainTokenizer: ParsableCommand {
     }
 
     func run() throws {
-        let text = try readText(text)
+        // Training holds each distinct chunk, its tokens (4 bytes a byte) and every pair's slot: 64 bytes a byte at most.
+        let text = try readText(text, share: 64)
         let progress = TokenizerProgress()
         let started = ContinuousClock.now
         let tokenizer = try BytePairTokenizer.train(text, vocabularySize: vocabSize, pattern: pattern, specialTokens: specials) {
@@ -149,7 +157,8 @@ struct EncodeText: ParsableCommand {
 
     func run() throws {
         let tokenizer = try options.read()
-        let text = try readText(text)
+        // The text, its bytes, the ids (4 and 8 bytes each) and their JSON: 16 bytes a byte at most.
+        let text = try readText(text, share: 16)
         let ids: [Int]
         do { ids = try tokenizer.encode(text, allowedSpecial: allowSpecial ? .all : .none) } catch let error as TokenizerError {
             throw RunError.invalid("\(self.text): \(error) (--allow-special encodes them)")

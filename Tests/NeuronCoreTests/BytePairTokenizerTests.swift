@@ -98,6 +98,16 @@ struct BytePairTokenizerTests {
         #expect(try tokenizer.decode(tokenizer.encodeOrdinary(text)) == text)
     }
 
+    @Test("Many special tokens in a long text, one name never there: each found, the text searched once per name")
+    func manySpecials() throws {
+        let tokenizer = try BytePairTokenizer(
+            pattern: .gpt4, merges: [], specialTokens: [.init(name: "<|a|>", id: 256), .init(name: "<|never|>", id: 257)])
+        let text = String(repeating: "x<|a|>", count: 20_000)
+        let ids = try tokenizer.encode(text, allowedSpecial: .all)
+        #expect(ids.count == 40_000)
+        #expect(ids.enumerated().allSatisfy { $0.offset % 2 == 0 ? $0.element == 120 : $0.element == 256 })
+    }
+
     @Test("Decoding: an id that is no token is an error at its position; ill-formed UTF-8 reads as U+FFFD")
     func decoding() throws {
         let tokenizer = try BytePairTokenizer(pattern: .gpt4, merges: [])

@@ -72,7 +72,13 @@ struct TokenizerFileTests {
             ("a.model", "minbpe v1\n\n0\n97 98\n97 258\n", 5, "258 is no token made before token 257"),
             ("a.model", "minbpe v1\n\n0\n97 98\n97 98\n", 5, "merged earlier too"),
             ("a.model", "minbpe v1\n\n1\n<|x|> 97\n", 4, "ordinary token"),
+            ("a.model", "minbpe v1\n\n0\n97 97\n" + (256..<300).map { "\($0) \($0)\n" }.joined(), 30, "more than 256 MiB by token 282"),
             ("a.tiktoken", "YQ== 0\nYg== x\n", 2, "not in 0..<2³¹"),
+            (
+                "a.tiktoken",
+                (0..<256).map { "\(Data([UInt8($0)]).base64EncodedString()) \($0)\n" }.joined()
+                    + "\(Data(repeating: 97, count: 1025).base64EncodedString()) 256\n", 257, "1025 bytes long; a ranked token has at most 1024"
+            ),
             ("a.tiktoken", "YQ== 0\nYg== 4294967296\n", 2, "not in 0..<2³¹"),
             ("a.tiktoken", "YQ== 0\n!!!! 1\n", 2, "not the base64"),
             ("a.tiktoken", "YQ== 0\nYQ== 1\n", 2, "token 1: its bytes \"a\" are token 0's"),

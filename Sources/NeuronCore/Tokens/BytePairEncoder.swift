@@ -42,8 +42,26 @@ public struct BytePairEncoder {
             encodeOrdinary(text, into: &ids)
             return
         }
+        // Where each name next occurs at or after `start` (nil: nowhere): found again only once passed, so the
+        // text is searched once per name, however many special tokens it holds.
+        var next: [Int?] = specials.map { Self.find($0.name, in: text, from: 0) }
         var start = 0
-        while let (offset, special) = Self.firstSpecial(specials.map(\.name), in: text, from: start) {
+        while true {
+            for k in specials.indices where next[k].map({ $0 < start }) == true {
+                next[k] = Self.find(specials[k].name, in: text, from: start)
+            }
+            // The leftmost; of those that begin there, the longest.
+            var special: Int?
+            for k in specials.indices {
+                guard let offset = next[k] else { continue }
+                if let best = special,
+                    next[best]! < offset || (next[best]! == offset && specials[best].name.count >= specials[k].name.count)
+                {
+                    continue
+                }
+                special = k
+            }
+            guard let special, let offset = next[special] else { break }
             let found = specials[special]
             let allowed: Bool
             switch allowedSpecial {
@@ -59,29 +77,19 @@ public struct BytePairEncoder {
         encodeOrdinary(UnsafeBufferPointer(rebasing: text[start...]), into: &ids)
     }
 
-    /// The first offset at or after `start` where one of `names` begins, and which (the longest of those that
-    /// begin there), or nil.
-    private static func firstSpecial(_ names: [[UInt8]], in text: UnsafeBufferPointer<UInt8>, from start: Int)
-        -> (offset: Int, index: Int)?
-    {
-        var best: (offset: Int, index: Int)?
-        for (index, name) in names.enumerated() {
-            var offset = start
-            let last = text.count - name.count
-            while offset <= last {
-                if text[offset] == name[0],
-                    name.withUnsafeBytes({ memoryEqual(text.baseAddress! + offset, $0.baseAddress!, name.count) })
-                {
-                    break
-                }
-                offset += 1
+    /// The first offset at or after `start` where `name` begins, or nil.
+    private static func find(_ name: [UInt8], in text: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        var offset = start
+        let last = text.count - name.count
+        while offset <= last {
+            if text[offset] == name[0],
+                name.withUnsafeBytes({ memoryEqual(text.baseAddress! + offset, $0.baseAddress!, name.count) })
+            {
+                return offset
             }
-            guard offset <= last else { continue }
-            if best == nil || offset < best!.offset || (offset == best!.offset && name.count > names[best!.index].count) {
-                best = (offset, index)
-            }
+            offset += 1
         }
-        return best
+        return nil
     }
 
     /// Appends the ids of the UTF-8 `text` to `ids`, special tokens' names read as ordinary text.

@@ -73,6 +73,11 @@ public struct BytePairTokenizer: Sendable {
     /// Every ordinary token's bytes to its id (under ``MergeRule/ranks``, the whole-chunk lookup).
     let wholeTokens: ByteStringTable
 
+    /// The most bytes all tokens of a merge list may come to.
+    public static let maximumTokenBytes = 256 << 20
+    /// The longest token of tiktoken's ranks (cl100k_base's longest has 128 bytes).
+    public static let maximumRankedTokenLength = 1024
+
     /// The number of ordinary tokens, ids 0..<tokenCount.
     public var tokenCount: Int { tokenStarts.count - 1 }
 
@@ -96,11 +101,20 @@ public struct BytePairTokenizer: Sendable {
     init(checking pattern: SplitPattern, merges: [(Int, Int)], specialTokens: [SpecialToken]) throws {
         var tokens: [[UInt8]] = (0..<256).map { [UInt8($0)] }
         var listed: [Merge] = []
+        var bytes = 256
         for (i, (left, right)) in merges.enumerated() {
             let token = 256 + i
             for part in [left, right] where part < 0 || part >= token {
                 throw DefinitionFailure(
                     place: .merge(i), reason: "\(part) is no token made before token \(token) (0..<\(token))")
+            }
+            // Each merge can double a token's length: a list of a few dozen would fill the memory.
+            bytes += tokens[left].count + tokens[right].count
+            guard bytes <= Self.maximumTokenBytes else {
+                throw DefinitionFailure(
+                    place: .merge(i),
+                    reason: "the tokens' bytes come to more than \(Self.maximumTokenBytes >> 20) MiB by token \(token) "
+                        + "(\(tokens[left].count + tokens[right].count) bytes long)")
             }
             tokens.append(tokens[left] + tokens[right])
             listed.append(Merge(left: left, right: right, token: token))
@@ -178,7 +192,12 @@ public struct BytePairTokenizer: Sendable {
                 }
             }
         case .ranks:
-            // Every split of a token into two tokens merges into it.
+            // Every split of a token into two tokens merges into it: a token of n bytes costs n² to split.
+            if let long = tokens.firstIndex(where: { $0.count > Self.maximumRankedTokenLength }) {
+                throw DefinitionFailure(
+                    place: .token(long),
+                    reason: "it is \(tokens[long].count) bytes long; a ranked token has at most \(Self.maximumRankedTokenLength)")
+            }
             for (token, bytes) in tokens.enumerated() where bytes.count > 1 {
                 bytes.withUnsafeBytes { all in
                     for cut in 1..<bytes.count {

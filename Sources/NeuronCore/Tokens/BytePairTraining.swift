@@ -116,7 +116,7 @@ struct BytePairTrainer {
         -> [(Int, Int)]
     {
         var result: [(Int, Int)] = []
-        result.reserveCapacity(count)
+        result.reserveCapacity(min(count, 1 << 16))
         for m in 0..<count {
             guard let slot = nextPair() else { throw TokenizerError.nothingToMerge(merges: m, asked: count) }
             let (left, right) = pairs[slot]
