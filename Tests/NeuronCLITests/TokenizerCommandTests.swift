@@ -77,6 +77,48 @@ struct TokenizerCommandTests {
         #expect(try ids(output) == (try ids(encoded.stdout)))
     }
 
+    /// Runs the virtual environment's Python on `script` with `arguments`; its standard output.
+    func python(_ script: String, _ arguments: [String]) throws -> String? {
+        let python = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.venv/bin/python3")
+            .standardized.path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["-c", script] + arguments
+        let out = Pipe(), err = Pipe()
+        (process.standardOutput, process.standardError) = (out, err)
+        do { try process.run() } catch {
+            Issue.record("this test needs \(python) with tokenizers: `.venv/bin/pip install tokenizers` (the README's test command)")
+            return nil
+        }
+        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(errors.suffix(400))")
+        return output
+    }
+
+    @Test("A tokenizer.json Hugging Face's trainer wrote (GPT-4's Split, or GPT-2's ByteLevel) gives its ids here too", arguments: ["gpt4", "gpt2"])
+    func trainedByHuggingFace(pattern: String) throws {
+        let json = directory + "/hf-\(pattern).json"
+        let script = """
+            import json, sys
+            from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+            t = Tokenizer(models.BPE())
+            level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=sys.argv[3] == "gpt2")
+            t.pre_tokenizer = level if sys.argv[3] == "gpt2" else pre_tokenizers.Sequence([
+                pre_tokenizers.Split(Regex(sys.argv[4]), behavior="isolated"), level])
+            t.train([sys.argv[1]], trainers.BpeTrainer(vocab_size=800, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                show_progress=False, special_tokens=["<|endoftext|>"]))
+            t.save(sys.argv[2])
+            print(json.dumps(t.encode(open(sys.argv[1], encoding="utf-8").read()).ids))
+            """
+        let gpt4 = #"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"#
+        guard let theirs = try python(script, [text, json, pattern, gpt4]) else { return }
+        let encoded = try runNeuron(["tokenizer", "encode", json, text])
+        #expect(encoded.status == 0, "\(encoded.stderr)")
+        #expect(try ids(encoded.stdout) == (try ids(theirs)))
+    }
+
     @Test("Bad input: each a message naming the file and place, status 2, and no output file left")
     func badInput() throws {
         let model = directory + "/bad.model"
