@@ -88,13 +88,15 @@ struct TrainTokenizer: ParsableCommand {
 /// most), a line every five seconds elsewhere.
 final class TokenizerProgress {
     private let live = isatty(STDERR_FILENO) != 0
-    private let started = ContinuousClock.now
     private var drawn = ContinuousClock.now
+    /// The first merge's time: the rate counts from it, not from the splitting and counting before it.
+    private var first: ContinuousClock.Instant?
     private var last: BytePairTokenizer.TrainingProgress?
 
     func report(_ progress: BytePairTokenizer.TrainingProgress) {
         last = progress
         let now = ContinuousClock.now
+        if first == nil { first = now }
         guard now - drawn >= (live ? .milliseconds(100) : .seconds(5)) else { return }
         drawn = now
         draw(progress)
@@ -106,10 +108,14 @@ final class TokenizerProgress {
     }
 
     private func draw(_ progress: BytePairTokenizer.TrainingProgress) {
-        let seconds = max((ContinuousClock.now - started) / .seconds(1), 1e-9)
-        let line =
-            "merge \(progress.merges)/\(progress.total)  token \(progress.merge.token) = \(progress.merge.left) + \(progress.merge.right)"
-            + " (\(progress.occurrences) times)  \(Int(Double(progress.merges) / seconds)) merges/s"
+        let text = String(decoding: progress.bytes, as: UTF8.self).debugDescription
+        var line =
+            "merge \(progress.merges)/\(progress.total)  token \(progress.merge.token) \(text) = \(progress.merge.left) + "
+            + "\(progress.merge.right), \(progress.occurrences) times"
+        if let first, progress.merges > 1 {
+            let seconds = (ContinuousClock.now - first) / .seconds(1)
+            if seconds > 0 { line += "  \(Int(Double(progress.merges - 1) / seconds)) merges/s" }
+        }
         FileHandle.standardError.write(Data((live ? "\r\u{1B}[K" + line : line + "\n").utf8))
     }
 }

@@ -137,6 +137,7 @@ struct BytePairTrainingTests {
         #expect(seen.map(\.merges) == [1, 2, 3])
         #expect(seen.map(\.occurrences) == [4, 2, 2])
         #expect(seen.last?.merge == BytePairTokenizer.Merge(left: 257, right: 98, token: 258))
+        #expect(seen.map(\.bytes) == [Array("aa".utf8), Array("aaa".utf8), Array("aaab".utf8)])
     }
 
     @Test("Special tokens are registered after the merges")

@@ -14,8 +14,9 @@ extension BytePairTokenizer {
         /// Merges made, of `total`.
         public let merges: Int
         public let total: Int
-        /// The last merge and how often its pair occurred.
+        /// The last merge, its token's bytes, and how often its pair occurred.
         public let merge: Merge
+        public let bytes: [UInt8]
         public let occurrences: Int
     }
 
@@ -117,6 +118,8 @@ struct BytePairTrainer {
     {
         var result: [(Int, Int)] = []
         result.reserveCapacity(min(count, 1 << 16))
+        // Each token's bytes, kept only for the progress report.
+        var bytes: [[UInt8]] = progress == nil ? [] : (0..<256).map { [UInt8($0)] }
         for m in 0..<count {
             guard let slot = nextPair() else { throw TokenizerError.nothingToMerge(merges: m, asked: count) }
             let (left, right) = pairs[slot]
@@ -134,11 +137,14 @@ struct BytePairTrainer {
             for slot in created { push(slot, chunk: holders[slot][0], offset: firstOffset(slot)!) }
             created.removeAll(keepingCapacity: true)
             result.append((Int(left), Int(right)))
-            progress?(
-                BytePairTokenizer.TrainingProgress(
-                    merges: m + 1, total: count,
-                    merge: BytePairTokenizer.Merge(left: Int(left), right: Int(right), token: Int(token)),
-                    occurrences: occurrences))
+            if let progress {
+                bytes.append(bytes[Int(left)] + bytes[Int(right)])
+                progress(
+                    BytePairTokenizer.TrainingProgress(
+                        merges: m + 1, total: count,
+                        merge: BytePairTokenizer.Merge(left: Int(left), right: Int(right), token: Int(token)),
+                        bytes: bytes[Int(token)], occurrences: occurrences))
+            }
         }
         return result
     }
