@@ -137,7 +137,7 @@ struct MessagesTests {
             (["trian", "Data/xor.yaml", "--epochs", "3"], "unknown command 'trian'; did you mean 'train'?"),
             (["explian", "--checkpoint", "run"], "unknown command 'explian'; did you mean 'explain'?"),
             (["Train"], "unknown command 'Train'; did you mean 'train'?"),
-            (["xyz"], "unknown command 'xyz'; the commands are train, gradcheck, evaluate, predict, explain, sample, export, dashboard"),
+            (["xyz"], "unknown command 'xyz'; the commands are train, gradcheck, evaluate, predict, explain, sample, export, dashboard, tokenizer"),
         ])
     func unknownCommand(arguments: [String], message: String) throws {
         let run = try runNeuron(arguments)
