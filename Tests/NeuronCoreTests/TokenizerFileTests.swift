@@ -127,6 +127,29 @@ struct TokenizerFileTests {
         #expect(anyMessage { try TokenizerFile.read(path) }.contains("past the 256 MiB"))
     }
 
+    @Test("Coded as JSON (a checkpoint's form): minbpe's kind, a merge list with its own tokens, ranks, all the same after")
+    func coding() throws {
+        let minbpe = try BytePairTokenizer.train(tieProneText(length: 1500, seed: 5), vocabularySize: 290, specialTokens: ["<|end|>"])
+        let base = (0..<256).map { [UInt8(255 - $0)] }
+        let ownTokens = try BytePairTokenizer(pattern: .gpt2, tokens: base + [[97, 98]], merges: [(158, 157)])
+        let ranks = try BytePairTokenizer(pattern: .cl100k, ranks: (0..<256).map { [UInt8($0)] } + [[97, 98], [97, 98, 99]])
+        let sample = tieProneText(length: 500, seed: 6) + "abc ab"
+        for tokenizer in [minbpe, ownTokens, ranks] {
+            let data = try JSONEncoder().encode(tokenizer)
+            let read = try JSONDecoder().decode(BytePairTokenizer.self, from: data)
+            #expect(read.rule == tokenizer.rule && read.pattern == tokenizer.pattern && read.merges == tokenizer.merges)
+            #expect(read.specialTokens == tokenizer.specialTokens)
+            #expect(read.encodeOrdinary(sample) == tokenizer.encodeOrdinary(sample))
+        }
+        #expect(String(decoding: try JSONEncoder().encode(minbpe), as: UTF8.self).contains("\"tokens\"") == false)
+        let corrupt = #"{"pattern": "gpt4", "specialTokens": [], "merges": [[97, 300]]}"#
+        #expect(
+            anyMessage { try JSONDecoder().decode(BytePairTokenizer.self, from: Data(corrupt.utf8)) }.contains(
+                "300 is no token made before token 256"))
+        let badPattern = #"{"pattern": "gpt5", "specialTokens": [], "merges": []}"#
+        #expect(anyMessage { try JSONDecoder().decode(BytePairTokenizer.self, from: Data(badPattern.utf8)) }.contains("no split pattern"))
+    }
+
     @Test("A tokenizer whose tokens repeat bytes cannot be Hugging Face's, and says so")
     func repeatedBytes() throws {
         // (b, c) (a, b) (a, bc) (ab, c): tokens 258 and 259 are both "abc".

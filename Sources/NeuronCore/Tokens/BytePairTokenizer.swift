@@ -31,7 +31,7 @@ public struct BytePairTokenizer: Sendable {
     }
 
     /// A special token: a name found in the text as a whole (`<|endoftext|>`) and its id.
-    public struct SpecialToken: Hashable, Sendable {
+    public struct SpecialToken: Hashable, Sendable, Codable {
         public let name: String
         public let id: Int
         public init(name: String, id: Int) {
@@ -334,6 +334,14 @@ public struct BytePairTokenizer: Sendable {
     /// - Throws: ``TokenizerError/unknownToken(id:position:)`` for an id that names no token.
     public func decode(_ ids: some Sequence<Int>) throws -> String {
         String(decoding: try decodeBytes(ids), as: UTF8.self)
+    }
+
+    /// Whether it is of minbpe's kind: the bytes as tokens 0–255, then merge i's token 256 + i.
+    var isMinbpe: Bool {
+        guard rule == .merges, tokenCount == 256 + merges.count else { return false }
+        for (i, merge) in merges.enumerated() where merge.token != 256 + i { return false }
+        for byte in 0..<256 where tokenStarts[byte + 1] != byte + 1 || tokenBytes[byte] != UInt8(byte) { return false }
+        return true
     }
 
     // MARK: - For the encoder

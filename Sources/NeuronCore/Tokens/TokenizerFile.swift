@@ -153,10 +153,7 @@ public enum TokenizerFile {
 
     /// minbpe's `.model` text of a tokenizer of merges whose token i + 256 is merge i's.
     static func minbpeModel(_ tokenizer: BytePairTokenizer, path: String) throws -> String {
-        guard tokenizer.rule == .merges,
-            tokenizer.merges.enumerated().allSatisfy({ $1.token == 256 + $0 }),
-            (0..<256).allSatisfy({ (try? tokenizer.bytes(of: $0)) == [UInt8($0)] })
-        else {
+        guard tokenizer.isMinbpe else {
             throw TokenizerError.invalidFile(
                 path: path, line: 0,
                 reason: "a minbpe model holds bytes 0–255 then one token per merge in order; this tokenizer is not "
@@ -510,5 +507,67 @@ public enum TokenizerFile {
             ] as [String: Any],
         ]
         return try JSONSerialization.data(withJSONObject: root, options: [.sortedKeys, .withoutEscapingSlashes])
+    }
+}
+
+// MARK: - Coded
+
+extension BytePairTokenizer: Codable {
+    private enum CodingKeys: String, CodingKey { case pattern, merges, tokens, ranks, specialTokens }
+
+    /// Coded (a checkpoint's run state, say) as its pattern, special tokens and either minbpe's merges
+    /// (`"merges": [[left, right], …]`), a merge list with its tokens' bytes in base64 (`"tokens"`), or tiktoken's
+    /// ranks in base64 (`"ranks"`).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(pattern.rawValue, forKey: .pattern)
+        try container.encode(specialTokens, forKey: .specialTokens)
+        let tokens = try (0..<tokenCount).map { Data(try bytes(of: $0)).base64EncodedString() }
+        switch rule {
+        case .ranks:
+            try container.encode(tokens, forKey: .ranks)
+        case .merges:
+            try container.encode(merges.map { [$0.left, $0.right] }, forKey: .merges)
+            if !isMinbpe { try container.encode(tokens, forKey: .tokens) }
+        }
+    }
+
+    /// Reads what ``encode(to:)`` writes, checked as the initializers check.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let name = try container.decode(String.self, forKey: .pattern)
+        guard let pattern = SplitPattern(rawValue: name) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .pattern, in: container, debugDescription: "\(name.debugDescription) is no split pattern")
+        }
+        let specials = try container.decode([SpecialToken].self, forKey: .specialTokens)
+        func bytes(_ key: CodingKeys) throws -> [[UInt8]] {
+            try container.decode([String].self, forKey: key).enumerated().map { index, text in
+                guard let bytes = Data(base64Encoded: text) else {
+                    throw DecodingError.dataCorruptedError(
+                        forKey: key, in: container, debugDescription: "token \(index) is not base64")
+                }
+                return Array(bytes)
+            }
+        }
+        do {
+            if container.contains(.ranks) {
+                self = try Self(checking: pattern, ranks: try bytes(.ranks), specialTokens: specials)
+            } else {
+                let pairs = try container.decode([[Int]].self, forKey: .merges)
+                if let bad = pairs.firstIndex(where: { $0.count != 2 }) {
+                    throw DecodingError.dataCorruptedError(
+                        forKey: .merges, in: container, debugDescription: "merge \(bad + 1) is not two ids")
+                }
+                let merges = pairs.map { ($0[0], $0[1]) }
+                self =
+                    container.contains(.tokens)
+                    ? try Self(checking: pattern, tokens: try bytes(.tokens), merges: merges, specialTokens: specials)
+                    : try Self(checking: pattern, merges: merges, specialTokens: specials)
+            }
+        } catch let failure as DefinitionFailure {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: failure.error.description))
+        }
     }
 }
