@@ -125,7 +125,10 @@ struct TokenizerOptions: ParsableArguments {
     @Argument(help: "The tokenizer file: .model (minbpe), .tiktoken (tiktoken's ranks), tokenizer.json, or vocab.json (GPT-2).")
     var tokenizer: String
 
-    @Option(help: "For a ranks file, which carries none: the split pattern (gpt4, cl100k, gpt2 or none; default cl100k).")
+    @Option(
+        help:
+            "For a ranks file or GPT-2's vocab.json, which carry none: the split pattern (gpt4, cl100k, gpt2 or none; default cl100k for ranks, gpt2 for vocab.json)."
+    )
     var pattern: SplitPattern?
 
     @Option(
