@@ -92,6 +92,13 @@ private struct ScalarClass: OptionSet {
 /// Reads scalars of UTF-8 text by byte offset.
 private struct Cursor {
     let text: UnsafeBufferPointer<UInt8>
+    /// ASCII's classes, held here so that the innermost loops read no global.
+    private let ascii: [ScalarClass]
+
+    init(text: UnsafeBufferPointer<UInt8>) {
+        self.text = text
+        self.ascii = ScalarClass.ascii
+    }
 
     /// The scalar at byte offset `i` (< text.count) and the offset of the next one.
     /// A sequence cut short by the end of the text (not valid UTF-8) is read as U+FFFD, never past the end.
@@ -109,14 +116,16 @@ private struct Cursor {
     }
 
     /// The scalar at `i` and its classes, or nil at the end of the text.
-    func peek(_ i: Int) -> (value: UInt32, kind: ScalarClass, next: Int)? {
+    @inline(__always) func peek(_ i: Int) -> (value: UInt32, kind: ScalarClass, next: Int)? {
         guard i < text.count else { return nil }
+        let byte = text[i]
+        if byte < 0x80 { return (UInt32(byte), ascii[Int(byte)], i + 1) }
         let (value, next) = scalar(at: i)
         return (value, ScalarClass.of(value), next)
     }
 
     /// The end of the longest run from `i` of scalars whose classes satisfy `accept`, at most `limit` of them.
-    func run(from i: Int, limit: Int = .max, _ accept: (ScalarClass) -> Bool) -> Int {
+    @inline(__always) func run(from i: Int, limit: Int = .max, _ accept: (ScalarClass) -> Bool) -> Int {
         var end = i, count = 0
         while count < limit, let s = peek(end), accept(s.kind) {
             end = s.next
