@@ -12,24 +12,10 @@ struct Tokenizer: ParsableCommand {
 
 extension SplitPattern: ExpressibleByArgument {}
 
-/// A UTF-8 text file's contents, refused with the offset of the first byte that is not UTF-8, and by its size,
-/// before it is read, past `share` of the machine's memory (what the work on it may take per byte of text).
+/// A UTF-8 text file's contents, refused by its size, before it is read, past `share` of the machine's memory
+/// (what the work on it may take per byte of text).
 func readText(_ path: String, share: Int) throws -> String {
-    guard FileManager.default.fileExists(atPath: path) else { throw DataError.fileNotFound(path: path) }
-    let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-    let limit = PhysicalMemory.bytes / share
-    guard size <= limit else {
-        throw RunError.invalid(
-            "\(path): \(size) bytes; at most \(limit) (a \(share)th of this machine's memory) can be tokenized here")
-    }
-    let data: Data
-    do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-        throw DataError.unreadableFile(path: path, reason: error.localizedDescription)
-    }
-    if let text = String(validating: data, as: UTF8.self) { return text }
-    var parser = Unicode.UTF8.ForwardParser(), bytes = data.makeIterator(), offset = 0
-    while case .valid(let scalar) = parser.parseScalar(from: &bytes) { offset += scalar.count }
-    throw RunError.invalid("\(path): byte \(offset) is not UTF-8; a tokenizer reads UTF-8 text")
+    try TokenizerFile.text(at: path, maximumBytes: PhysicalMemory.bytes / share)
 }
 
 struct TrainTokenizer: ParsableCommand {

@@ -125,7 +125,7 @@ struct TokenizerCommandTests {
         let binary = directory + "/binary.txt"
         try Data([0x68, 0x69, 0x0A, 0xFF, 0x41]).write(to: URL(fileURLWithPath: binary))
         let cases: [([String], String)] = [
-            (["tokenizer", "train", binary, "--vocab-size", "300", "--output", model], "binary.txt: byte 3 is not UTF-8"),
+            (["tokenizer", "train", binary, "--vocab-size", "300", "--output", model], "binary.txt:2: invalid UTF-8 at byte offset 3 (0xFF)"),
             (["tokenizer", "train", text, "--vocab-size", "100", "--output", model], "--vocab-size 100: expected 256"),
             (["tokenizer", "train", text, "--vocab-size", "300", "--output", directory + "/x.tiktoken"], "expected a name ending .model"),
             (["tokenizer", "train", directory + "/none.txt", "--vocab-size", "300", "--output", model], "none.txt"),
@@ -149,6 +149,18 @@ struct TokenizerCommandTests {
         let unknown = try runNeuron(["tokenizer", "decode", good, "5", "301"])
         #expect(unknown.status == 2)
         #expect(unknown.stderr.contains("id 301 at position 1 is no token"), "\(unknown.stderr)")
+        // Not regular files: refused before they are opened (a FIFO's open would wait for a writer).
+        let fifo = directory + "/fifo.model"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for (arguments, expected) in [
+            (["tokenizer", "decode", fifo, "1"], "fifo.model: unreadable: it is a FIFO"),
+            (["tokenizer", "encode", good, fifo], "fifo.model: cannot be read: it is a FIFO"),
+            (["tokenizer", "encode", good, "/dev/zero"], "/dev/zero: cannot be read: it is a device"),
+        ] {
+            let run = try runNeuron(arguments)
+            #expect(run.status == 2)
+            #expect(run.stderr.contains(expected), "\(run.stderr)")
+        }
         let hostile = directory + "/hostile.model"
         try "minbpe v1\n\n0\n97 98\n97 999\n".write(toFile: hostile, atomically: true, encoding: .utf8)
         let read = try runNeuron(["tokenizer", "decode", hostile, "97"])

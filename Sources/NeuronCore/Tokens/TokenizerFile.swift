@@ -69,27 +69,50 @@ public enum TokenizerFile {
 
     // MARK: - Reading lines
 
+    /// The UTF-8 text in the file at `path`, a text to train on or encode: read as every data file is
+    /// (``DataError``'s reader), so a directory, a FIFO or a device is refused before it is opened, and a file
+    /// past `maximumBytes` by its size, or one byte past the limit where the size is not told.
+    ///
+    /// - Throws: ``DataError/fileNotFound(path:)``, ``DataError/unreadableFile(path:reason:)``,
+    ///   ``DataError/fileTooLarge(path:bytes:limit:)``, ``DataError/invalidUTF8(path:line:offset:found:)`` (with the
+    ///   line and byte offset of the first byte that is not UTF-8).
+    public static func text(at path: String, maximumBytes: Int) throws(DataError) -> String {
+        let bytes = try DataFile.bytes(at: path, maximumBytes: maximumBytes)
+        if let text = String(validating: bytes, as: UTF8.self) { return text }
+        // Not UTF-8: the text reader's decoder finds where, and throws there.
+        var i = 0, line = 1
+        while i < bytes.count {
+            if try TextCorpus.character(in: bytes, at: &i, end: bytes.count, source: path, line: line) == "\n" { line += 1 }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A file that cannot be read as a tokenizer file's error.
+    private static func unreadable(_ error: DataError, path: String) -> TokenizerError {
+        switch error {
+        case .fileNotFound:
+            return .invalidFile(path: path, line: 0, reason: "no such file")
+        case .fileTooLarge(_, let bytes, _):
+            let size = bytes.map { "\($0) bytes" } ?? "more bytes"
+            return .invalidFile(path: path, line: 0, reason: "\(size), past the \(maximumBytes >> 20) MiB a tokenizer file may have")
+        case .unreadableFile(_, let reason):
+            return .invalidFile(path: path, line: 0, reason: "unreadable: \(reason)")
+        case .invalidUTF8(_, let line, let offset, _):
+            return .invalidFile(path: path, line: line, reason: "not UTF-8 text (at byte offset \(offset))")
+        default:
+            return .invalidFile(path: path, line: 0, reason: "\(error)")
+        }
+    }
+
     /// The file's bytes, refused past ``maximumBytes``.
-    static func contents(_ path: String) throws -> Data {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw TokenizerError.invalidFile(path: path, line: 0, reason: "no such file")
-        }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-        guard size <= maximumBytes else {
-            throw TokenizerError.invalidFile(
-                path: path, line: 0, reason: "\(size) bytes, past the \(maximumBytes >> 20) MiB a tokenizer file may have")
-        }
-        do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw TokenizerError.invalidFile(path: path, line: 0, reason: "unreadable: \(error.localizedDescription)")
-        }
+    static func contents(_ path: String) throws -> [UInt8] {
+        do { return try DataFile.bytes(at: path, maximumBytes: maximumBytes) } catch { throw unreadable(error, path: path) }
     }
 
     /// The file's lines (without their `\n`, a final empty line dropped), refused unless UTF-8.
     static func lines(_ path: String) throws -> [Substring] {
-        let data = try contents(path)
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw TokenizerError.invalidFile(path: path, line: 0, reason: "not UTF-8 text")
-        }
+        let text: String
+        do { text = try Self.text(at: path, maximumBytes: maximumBytes) } catch { throw unreadable(error, path: path) }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         if lines.last == "" { lines.removeLast() }
         return lines
@@ -450,7 +473,7 @@ public enum TokenizerFile {
 
     /// The JSON value in the file at `path`.
     private static func json(_ path: String) throws -> Any {
-        let data = try contents(path)
+        let data = Data(try contents(path))
         do { return try JSONSerialization.jsonObject(with: data) } catch {
             throw TokenizerError.invalidFile(path: path, line: 0, reason: "not JSON: \(error.localizedDescription)")
         }
