@@ -93,8 +93,8 @@ struct Peers {
         self.autocast = autocast
     }
 
-    /// Runs `script` with `arguments` in its own process and decodes its JSON line.
-    func run(_ script: String, _ arguments: [String]) throws -> PeerResult {
+    /// Runs `script` with `arguments` in its own process and decodes its JSON line as `Result`.
+    func run<Result: Decodable>(_ script: String, _ arguments: [String], as _: Result.Type = PeerResult.self) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments =
@@ -117,7 +117,7 @@ struct Peers {
             )
         }
         do {
-            return try JSONDecoder().decode(PeerResult.self, from: Data(line.utf8))
+            return try JSONDecoder().decode(Result.self, from: Data(line.utf8))
         } catch {
             throw PeerError(description: "\(script) printed no result: \(line.prefix(300))")
         }

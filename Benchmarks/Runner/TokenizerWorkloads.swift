@@ -79,25 +79,13 @@ extension Benchmarks {
         return part
     }
 
+    /// The T1 (`encode`, one thread) or T2 (`train`, the run's threads) peer, or nil without `--peers` or where it
+    /// failed (said so).
     func runTokenizerPeer(_ mode: String, rounds: Int) -> TokenizerPeer? {
         guard peers else { return nil }
         do {
-            let runner = try Peers(threads: mode == "train" ? threads : 1)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: runner.python)
-            process.arguments = [
-                (Peers.scripts as NSString).appendingPathComponent("tokenizer_peer.py"), "--mode", mode, "--text", Self.shakespearePath,
-                "--rounds", "\(rounds)", "--threads", "\(mode == "train" ? threads : 1)",
-            ]
-            let out = Pipe()
-            process.standardOutput = out
-            try process.run()
-            let output = out.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0, let line = String(decoding: output, as: UTF8.self).split(separator: "\n").last else {
-                throw PeerError(description: "tokenizer_peer.py --mode \(mode) failed (\(process.terminationStatus))")
-            }
-            return try JSONDecoder().decode(TokenizerPeer.self, from: Data(line.utf8))
+            return try Peers(threads: mode == "train" ? threads : 1).run(
+                "tokenizer_peer.py", ["--mode", mode, "--text", Self.shakespearePath, "--rounds", "\(rounds)"], as: TokenizerPeer.self)
         } catch {
             print("  \(mode) peer left out: \(error)")
             return nil
@@ -132,6 +120,9 @@ extension Benchmarks {
         var seconds: [Double] = [], split: [Double] = [], lookup: [Double] = []
         let clock = ContinuousClock()
         let splitter = TextSplitter(.cl100k)
+        // The passes' results are used (the chunks must cover the text; the share that are one token is printed),
+        // so that no pass is optimized away.
+        var chunks = 0, whole = 0
         for _ in 0..<rounds {
             text.withUnsafeBufferPointer { bytes in
                 seconds.append(
@@ -139,23 +130,31 @@ extension Benchmarks {
                         ids.removeAll(keepingCapacity: true)
                         encoder.encodeOrdinary(bytes, into: &ids)
                     }.seconds)
-                var chunks = 0
-                split.append(clock.measure { splitter.forEachChunk(in: bytes) { chunks &+= $0.count } }.seconds)
-                var found = 0
+                var covered = 0
+                chunks = 0
+                split.append(
+                    clock.measure {
+                        splitter.forEachChunk(in: bytes) {
+                            covered &+= $0.count
+                            chunks &+= 1
+                        }
+                    }.seconds)
+                precondition(covered == bytes.count, "T1: the chunks cover \(covered) of the text's \(bytes.count) bytes")
+                whole = 0
                 lookup.append(
                     clock.measure {
                         splitter.forEachChunk(in: bytes) { range in
-                            if tokenizer.id(ofChunk: UnsafeBufferPointer(rebasing: bytes[range])) != nil { found &+= 1 }
+                            if tokenizer.id(ofChunk: UnsafeBufferPointer(rebasing: bytes[range])) != nil { whole &+= 1 }
                         }
                     }.seconds)
-                if chunks == 0 || found < 0 { print("") }
             }
         }
         let megabytes = Double(text.count) / 1e6
         let neuron = Timing(seconds).median, parts = (Timing(split).median, Timing(lookup).median)
         var line =
             "  Neuron \(String(format: "%.1f", megabytes / neuron)) MB/s (\(format(neuron)) for \(String(format: "%.1f", megabytes)) MB): "
-            + "splitting alone \(format(parts.0)), splitting and the whole-chunk lookups \(format(parts.1)) (each a pass of its own)"
+            + "splitting alone \(format(parts.0)), splitting and the whole-chunk lookups \(format(parts.1)) (each a pass of its own; "
+            + "\(whole * 100 / max(chunks, 1))% of the \(chunks) chunks are one token)"
         if let peer {
             let theirs = Timing(peer.seconds).median
             line +=
