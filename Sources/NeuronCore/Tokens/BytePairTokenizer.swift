@@ -269,9 +269,21 @@ public struct BytePairTokenizer: Sendable {
     ///
     /// - Throws: ``TokenizerError/unknownToken(id:position:)`` (position 0) for an id that names no token.
     public func bytes(of id: Int) throws -> [UInt8] {
-        if id >= 0, id < tokenCount { return Array(tokenBytes[tokenStarts[id]..<tokenStarts[id + 1]]) }
-        if let special = specialTokens.first(where: { $0.id == id }) { return Array(special.name.utf8) }
-        throw TokenizerError.unknownToken(id: id, position: 0)
+        var bytes: [UInt8] = []
+        guard appendBytes(of: id, to: &bytes) else { throw TokenizerError.unknownToken(id: id, position: 0) }
+        return bytes
+    }
+
+    /// Appends the bytes of token `id` to `result`; false, appending nothing, for an id that names no token.
+    private func appendBytes(of id: Int, to result: inout [UInt8]) -> Bool {
+        if id >= 0, id < tokenCount {
+            result.append(contentsOf: tokenBytes[tokenStarts[id]..<tokenStarts[id + 1]])
+        } else if let special = specialTokens.first(where: { $0.id == id }) {
+            result.append(contentsOf: special.name.utf8)
+        } else {
+            return false
+        }
+        return true
     }
 
     /// The id of the ordinary token whose bytes are `bytes`, or nil.
@@ -294,11 +306,10 @@ public struct BytePairTokenizer: Sendable {
     /// - Throws: ``TokenizerError/specialTokenNotAllowed(name:offset:)`` for a special token the text holds that
     ///   is not allowed.
     public func encode(_ text: String, allowedSpecial: SpecialTokens = .none) throws -> [Int] {
-        var utf8 = Array(text.utf8)
-        return try utf8.withUnsafeMutableBufferPointer { bytes in
+        try Array(text.utf8).withUnsafeBufferPointer { bytes in
             var encoder = BytePairEncoder(self)
             var ids: [UInt32] = []
-            try encoder.encode(UnsafeBufferPointer(bytes), allowedSpecial: allowedSpecial, into: &ids)
+            try encoder.encode(bytes, allowedSpecial: allowedSpecial, into: &ids)
             return ids.map(Int.init)
         }
     }
@@ -316,14 +327,8 @@ public struct BytePairTokenizer: Sendable {
     /// - Throws: ``TokenizerError/unknownToken(id:position:)`` for an id that names no token.
     public func decodeBytes(_ ids: some Sequence<Int>) throws -> [UInt8] {
         var result: [UInt8] = []
-        for (position, id) in ids.enumerated() {
-            if id >= 0, id < tokenCount {
-                result.append(contentsOf: tokenBytes[tokenStarts[id]..<tokenStarts[id + 1]])
-            } else if let special = specialTokens.first(where: { $0.id == id }) {
-                result.append(contentsOf: special.name.utf8)
-            } else {
-                throw TokenizerError.unknownToken(id: id, position: position)
-            }
+        for (position, id) in ids.enumerated() where !appendBytes(of: id, to: &result) {
+            throw TokenizerError.unknownToken(id: id, position: position)
         }
         return result
     }

@@ -37,9 +37,8 @@ extension BytePairTokenizer {
         guard vocabularySize >= 256, vocabularySize + specialTokens.count < Int(Int32.max) else {
             throw TokenizerError.invalidVocabularySize(vocabularySize)
         }
-        var utf8 = Array(text.utf8)
-        let merges = try utf8.withUnsafeMutableBufferPointer { bytes in
-            var trainer = BytePairTrainer(UnsafeBufferPointer(bytes), pattern: pattern)
+        let merges = try Array(text.utf8).withUnsafeBufferPointer { bytes in
+            var trainer = BytePairTrainer(bytes, pattern: pattern)
             return try trainer.train(merges: vocabularySize - 256, progress: progress)
         }
         let specials = specialTokens.enumerated().map { SpecialToken(name: $1, id: vocabularySize + $0) }
@@ -126,12 +125,8 @@ struct BytePairTrainer {
             let token = UInt32(256 + m)
             let occurrences = counts[slot]
             tokenLengths.append(tokenLengths[Int(left)] + tokenLengths[Int(right)])
-            let chunks = holders[slot][skipped[slot]...]
-            var last: Int32 = -1
-            for c in chunks where c != last {
-                mergeChunk(Int(c), left, right, into: token)
-                last = c
-            }
+            // Each chunk once: a pair's holders are appended without repeats.
+            for c in holders[slot][skipped[slot]...] { mergeChunk(Int(c), left, right, into: token) }
             assert(counts[slot] == 0, "a merged pair is left in the counts")
             holders[slot] = []
             for slot in created { push(slot, chunk: holders[slot][0], offset: firstOffset(slot)!) }
