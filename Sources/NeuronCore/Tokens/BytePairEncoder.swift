@@ -16,7 +16,7 @@ public struct BytePairEncoder {
     /// its pairs in a heap.
     private var next: [Int32] = []
     private var previous: [Int32] = []
-    private var heap: [Candidate] = []
+    private var heap = BinaryHeap<Candidate>()
 
     /// No pair has this value.
     private static let none = UInt64.max
@@ -161,11 +161,13 @@ public struct BytePairEncoder {
     /// One pair a long chunk may merge: `key` is `rank << 32 | position` (the left token's first byte), so that
     /// the heap's least is the lowest rank and the leftmost of equals; `left` and `right` say whether the pair is
     /// still there when it comes up.
-    private struct Candidate {
+    private struct Candidate: HeapOrdered {
         var key: UInt64
         var left: UInt32
         var right: UInt32
         var token: UInt32
+
+        @inline(__always) func precedes(_ other: Candidate) -> Bool { key < other.key }
     }
 
     /// Merges a long chunk through a heap of its pairs: a merge costs the logarithm of the chunk's length.
@@ -180,14 +182,14 @@ public struct BytePairEncoder {
             next = Array(repeating: 0, count: n)
             previous = Array(repeating: 0, count: n)
         }
-        heap.removeAll(keepingCapacity: true)
+        heap.removeAll()
         for i in 0..<n {
             parts[i] = tokenizer.byteToken(chunk[i])
             next[i] = i + 1 < n ? Int32(i + 1) : -1
             previous[i] = Int32(i - 1)
         }
         for i in 0..<n - 1 { push(at: i, n) }
-        while let top = popHeap() {
+        while let top = heap.pop() {
             let at = Int(UInt32(truncatingIfNeeded: top.key))
             guard next[at] != Self.dead, parts[at] == top.left else { continue }
             let right = Int(next[at])
@@ -212,35 +214,12 @@ public struct BytePairEncoder {
         let right = Int(next[at])
         let value = value(parts[at], parts[right])
         guard value != Self.none else { return }
-        heap.append(
+        heap.push(
             Candidate(
                 key: (value >> 32) << 32 | UInt64(at), left: parts[at], right: parts[right],
                 token: UInt32(truncatingIfNeeded: value)))
-        var child = heap.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            if heap[parent].key <= heap[child].key { break }
-            heap.swapAt(parent, child)
-            child = parent
-        }
     }
 
-    private mutating func popHeap() -> Candidate? {
-        guard let last = heap.popLast() else { return nil }
-        guard !heap.isEmpty else { return last }
-        let top = heap[0]
-        heap[0] = last
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            if left >= heap.count { break }
-            let child = left + 1 < heap.count && heap[left + 1].key < heap[left].key ? left + 1 : left
-            if heap[parent].key <= heap[child].key { break }
-            heap.swapAt(parent, child)
-            parent = child
-        }
-        return top
-    }
 }
 
 extension Naive {

@@ -64,10 +64,10 @@ struct BytePairTrainer {
     private var holders: [[Int32]] = []
     private var skipped: [Int] = []
     private var pushed: [Int] = []
-    private var heap: [Entry] = []
+    private var heap = BinaryHeap<Entry>()
 
     /// A heap entry: a pair's count and first place when pushed.
-    private struct Entry {
+    private struct Entry: HeapOrdered {
         var count: Int
         var chunk: Int32
         var offset: Int32
@@ -105,9 +105,8 @@ struct BytePairTrainer {
                 add(symbols[start + i], symbols[start + i + 1], chunk: c, weight: weight)
             }
         }
-        heap = (0..<pairs.count).map { entry(for: $0, chunk: holders[$0][0], offset: Int32(firstOffset($0)!)) }
+        heap = BinaryHeap((0..<pairs.count).map { entry(for: $0, chunk: holders[$0][0], offset: Int32(firstOffset($0)!)) })
         for slot in 0..<pairs.count { pushed[slot] = counts[slot] }
-        for i in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(i) }
         created.removeAll()
     }
 
@@ -146,7 +145,7 @@ struct BytePairTrainer {
 
     /// The slot of the pair to merge next, or nil when no pair is left.
     private mutating func nextPair() -> Int? {
-        while let top = popHeap() {
+        while let top = heap.pop() {
             let slot = Int(top.slot)
             let count = counts[slot]
             if count == 0 { continue }
@@ -267,35 +266,7 @@ struct BytePairTrainer {
 
     private mutating func push(_ slot: Int, chunk: Int32, offset: Int) {
         pushed[slot] = counts[slot]
-        heap.append(entry(for: slot, chunk: chunk, offset: Int32(offset)))
-        var child = heap.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard heap[child].precedes(heap[parent]) else { break }
-            heap.swapAt(parent, child)
-            child = parent
-        }
-    }
-
-    private mutating func popHeap() -> Entry? {
-        guard let last = heap.popLast() else { return nil }
-        guard !heap.isEmpty else { return last }
-        let top = heap[0]
-        heap[0] = last
-        siftDown(0)
-        return top
-    }
-
-    private mutating func siftDown(_ start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            if left >= heap.count { return }
-            let child = left + 1 < heap.count && heap[left + 1].precedes(heap[left]) ? left + 1 : left
-            guard heap[child].precedes(heap[parent]) else { return }
-            heap.swapAt(parent, child)
-            parent = child
-        }
+        heap.push(entry(for: slot, chunk: chunk, offset: Int32(offset)))
     }
 }
 

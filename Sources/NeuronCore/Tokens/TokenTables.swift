@@ -205,3 +205,57 @@ struct ByteStringTable: Sendable {
     }
     return true
 }
+
+/// What a ``BinaryHeap`` orders: whether an element comes off before another.
+protocol HeapOrdered {
+    func precedes(_ other: Self) -> Bool
+}
+
+/// A binary heap whose top is the element that precedes every other: the encoder's pairs of a long chunk, the
+/// trainer's pairs by count. Never shrinks its storage.
+struct BinaryHeap<Element: HeapOrdered> {
+    private var elements: [Element] = []
+
+    init() {}
+
+    /// A heap of `elements`, in linear time.
+    init(_ elements: [Element]) {
+        self.elements = elements
+        for i in stride(from: elements.count / 2 - 1, through: 0, by: -1) { siftDown(i) }
+    }
+
+    mutating func removeAll() { elements.removeAll(keepingCapacity: true) }
+
+    mutating func push(_ element: Element) {
+        elements.append(element)
+        var child = elements.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard elements[child].precedes(elements[parent]) else { break }
+            elements.swapAt(parent, child)
+            child = parent
+        }
+    }
+
+    /// The top, taken off; nil when empty.
+    mutating func pop() -> Element? {
+        guard let last = elements.popLast() else { return nil }
+        guard !elements.isEmpty else { return last }
+        let top = elements[0]
+        elements[0] = last
+        siftDown(0)
+        return top
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            if left >= elements.count { return }
+            let child = left + 1 < elements.count && elements[left + 1].precedes(elements[left]) ? left + 1 : left
+            guard elements[child].precedes(elements[parent]) else { return }
+            elements.swapAt(parent, child)
+            parent = child
+        }
+    }
+}
