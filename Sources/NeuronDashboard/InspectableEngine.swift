@@ -69,9 +69,8 @@ extension NetworkTrainingEngine: InspectableEngine {
         guard rows.count > 0 else { return nil }
         let tokens = rows.subset([0]).features.scalars.map { Int($0) }
         // A document's window is text from its first position: its first line, up to 40 characters.
-        guard training.document != nil else { return vocabulary.decode(tokens) }
-        let text = String(
-            String.UnicodeScalarView(tokens.compactMap { $0 >= 1 && $0 <= vocabulary.characters.count ? vocabulary.characters[$0 - 1] : nil }))
+        let text = vocabulary.decode(tokens)
+        guard training.document != nil else { return text }
         return String(text.split(separator: "\n").first { !$0.isEmpty }?.prefix(40) ?? "")
     }
 

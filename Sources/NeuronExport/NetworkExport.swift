@@ -118,8 +118,20 @@ extension Network {
         if let names = featureNames { metadata.append(("neuron.feature_names", json(names))) }
         if let names = classNames { metadata.append(("neuron.class_names", json(names))) }
         if let vocabulary, builder.readsTokens {
-            metadata.append(("neuron.vocabulary", json([""] + vocabulary.characters.map { String($0) })))
-            metadata.append(("neuron.boundary_token", "\(Vocabulary.boundary)"))
+            if let tokenizer = vocabulary.tokenizer {
+                // Hugging Face's tokenizer.json, which `tokenizers` reads as it is; a tokenizer of tiktoken's ranks,
+                // which has no merge list to write there, in Neuron's own coding (a checkpoint's).
+                if let text = try? TokenizerFile.huggingFaceJSON(tokenizer, path: "the ONNX metadata") {
+                    metadata.append(("neuron.tokenizer", String(decoding: text, as: UTF8.self)))
+                    metadata.append(("neuron.tokenizer_format", "huggingface"))
+                } else if let text = try? JSONEncoder().encode(tokenizer) {
+                    metadata.append(("neuron.tokenizer", String(decoding: text, as: UTF8.self)))
+                    metadata.append(("neuron.tokenizer_format", "neuron"))
+                }
+            } else {
+                metadata.append(("neuron.vocabulary", json([""] + vocabulary.characters.map { String($0) })))
+                metadata.append(("neuron.boundary_token", "\(Vocabulary.boundary)"))
+            }
             metadata.append(("neuron.block_size", "\(inputShape[0])"))
         }
         let model = ONNXModel(

@@ -21,7 +21,9 @@ public struct ProgressRenderer: Sendable {
         if let epochs = Self.progress(state.progress.epoch, of: state.progress.totalEpochs) { fields.append("epoch \(epochs)") }
         if let steps = Self.progress(state.progress.step, of: state.progress.totalSteps) { fields.append("step \(steps)") }
         if let losses = Self.losses(state) { fields.append("loss \(losses)") }
-        if let loss = state.validationLoss { fields.append("val loss \(Self.number(loss))") }
+        if let loss = state.validationLoss {
+            fields.append("val loss \(Self.number(loss))" + (state.validationBitsPerCharacter.map { " (\(Self.number($0)) bits/char)" } ?? ""))
+        }
         if let accuracy = state.validationAccuracy { fields.append("val acc \(Self.number(accuracy))") }
         if let speed = state.samplesPerSecond { fields.append("\(Self.count(speed)) samples/s") }
         if let ranks = state.rankStepSeconds { fields.append("step/rank \(Self.milliseconds(ranks))") }
@@ -42,6 +44,7 @@ public struct ProgressRenderer: Sendable {
         if let losses = Self.losses(state) { summary.append(("loss", losses)) }
         let validation = [
             state.validationLoss.map { "loss \(Self.number($0))" },
+            state.validationBitsPerCharacter.map { "\(Self.number($0)) bits per character" },
             state.validationAccuracy.map { "accuracy \(Self.number($0))" },
         ].compactMap { $0 }
         if !validation.isEmpty { summary.append(("validation", validation.joined(separator: ", "))) }
@@ -131,6 +134,10 @@ public struct ProgressRenderer: Sendable {
             if let accuracy = summary.evaluationAccuracy {
                 lines.append("  \(name) accuracy \(String(repeating: " ", count: max(0, 11 - name.count)))\(accuracy)")
             }
+        }
+        if let bits = summary.bitsPerCharacter, !bits.isEmpty {
+            let parts = ["training", "validation", "test"].compactMap { part in bits[part].map { "\(part) \(Self.number($0))" } }
+            lines.append("  bits per character   \(parts.joined(separator: ", "))")
         }
         if let output = summary.trainedOutput, let w = summary.trainedWeight, let b = summary.trainedBias {
             lines.append("  trained output       \(output)  (w \(w), b \(b))")

@@ -14,7 +14,9 @@ struct Export: ParsableCommand {
             Dropout is left out; batch normalization uses its running statistics. A text model takes \
             token indices (input `tokens`, batch × time, time up to the block) and returns the next \
             token's `logits` and `probabilities` at every position; its vocabulary, boundary token and \
-            block are in the metadata (`neuron.vocabulary`, `neuron.boundary_token`, `neuron.block_size`).
+            block are in the metadata (`neuron.vocabulary`, `neuron.boundary_token`, `neuron.block_size`); a model of a \
+            tokenizer's tokens carries the tokenizer instead (`neuron.tokenizer`, Hugging Face's tokenizer.json when \
+            `neuron.tokenizer_format` is `huggingface`).
             """
     )
 

@@ -10,7 +10,8 @@ struct Sample: ParsableCommand {
         discussion: """
             Lines the model drew that are among its training lines are marked with '*' after two spaces. \
             With --prompt (a document model's default, from a newline), one text continues the prompt by --length characters \
-            and is printed with it; standard error says how fast they came. The same run, options and seed give the same text.
+            (tokens, for a model of a tokenizer's tokens) and is printed with it as it is drawn; standard error says how fast \
+            they came. The same run, options and seed give the same text.
             """)
 
     @Argument(help: "The run directory or its checkpoint file.")
@@ -31,13 +32,13 @@ struct Sample: ParsableCommand {
     @Option(help: "The characters every line starts with.")
     var prefix = ""
 
-    @Flag(help: "Print each token's probability after the prefix, or after --prompt (CSV: token,probability), instead of drawing.")
+    @Flag(help: "Print each token's probability after the prefix, or after --prompt (CSV: id,token,probability), instead of drawing.")
     var probabilities = false
 
     @Option(help: "Continue this text instead of drawing lines (a document model's default: a newline).")
     var prompt: String?
 
-    @Option(help: "Characters to draw after --prompt (1 to 1000000; default 500).")
+    @Option(help: "Characters (a token model's tokens) to draw after --prompt (1 to 1000000; default 500).")
     var length: Int?
 
     @Flag(help: "With --prompt: compute every character by a whole pass over its window, without the key/value cache (for comparison).")
@@ -90,7 +91,7 @@ struct Sample: ParsableCommand {
         }
         if prompt != nil || isDocument {
             // A document's default start is where the run's passages start.
-            let text = prompt ?? String(vocabulary.characters[vocabulary.documentStart - 1])
+            let text = prompt ?? vocabulary.decode([vocabulary.documentStart])
             guard let tokens = vocabulary.encode(text) else {
                 let (place, unknown) = text.unicodeScalars.enumerated().first { vocabulary.index(of: $0.element) == nil }!
                 throw ValidationError(
@@ -99,7 +100,9 @@ struct Sample: ParsableCommand {
             }
             // A line model reads the boundary first; a document model never saw it.
             let context = isDocument ? tokens : [Vocabulary.boundary] + tokens
-            guard !context.isEmpty else { throw ValidationError("--prompt '': a document model needs at least one character to continue") }
+            guard !context.isEmpty else {
+                throw ValidationError("--prompt '': a document model needs at least one \(vocabulary.tokenizer == nil ? "character" : "token") to continue")
+            }
             if probabilities {
                 switch saved.state.precision {
                 case .float: try printProbabilities(Float.self, saved, vocabulary: vocabulary, rule: rule, context: context)
@@ -132,24 +135,35 @@ struct Sample: ParsableCommand {
         var network = try Prediction<Scalar>.network(saved)
         let seed = self.seed ?? saved.state.progress.seed ?? 0, length = self.length ?? 500
         let clock = ContinuousClock(), start = clock.now
-        let drawn = try network.continueText(context, length: length, rule: rule, seed: seed, cache: !noCache)
+        // Printed as drawn: a tokenizer's token may end inside a character, whose bytes wait for the rest.
+        func write(_ text: String) { if !text.isEmpty { FileHandle.standardOutput.write(Data(text.utf8)) } }
+        write(prompt)
+        var stream = vocabulary.tokenizer.map(TokenTextStream.init)
+        try network.continueText(context, length: length, rule: rule, seed: seed, cache: !noCache) { token in
+            if stream != nil {
+                // A drawn token is below the network's scores, which are the tokenizer's ids.
+                write((try? stream!.append(token)) ?? "\u{FFFD}")
+            } else {
+                // A line model's boundary token ends nothing here: it is shown as a newline (a document model never draws it).
+                write(token == Vocabulary.boundary ? "\n" : String(vocabulary.characters[token - 1]))
+            }
+        }
+        write((stream?.finish() ?? "") + "\n")
         let seconds = (clock.now - start) / .seconds(1)
-        // A line model's boundary token ends nothing here: it is shown as a newline (a document model never draws it).
-        let text = String(String.UnicodeScalarView(drawn.map { $0 == Vocabulary.boundary ? "\n" : vocabulary.characters[$0 - 1] }))
-        print(prompt + text)
-        let how = noCache ? "a whole pass over the window per character" : "the key/value cache"
-        let speed = String(format: "%.3f s: %.0f characters/s", seconds, Double(length) / max(seconds, 1e-9))
-        FileHandle.standardError.write(Data("\(length) characters drawn with seed \(seed) in \(speed) (\(how))\n".utf8))
+        let unit = vocabulary.tokenizer == nil ? "character" : "token"
+        let how = noCache ? "a whole pass over the window per \(unit)" : "the key/value cache"
+        let speed = String(format: "%.3f s: %.0f \(unit)s/s", seconds, Double(length) / max(seconds, 1e-9))
+        FileHandle.standardError.write(Data("\(length) \(unit)s drawn with seed \(seed) in \(speed) (\(how))\n".utf8))
     }
 
-    /// Prints the probability of each token after `context` (CSV: token,probability).
+    /// Prints the probability of each token after `context` (CSV: id,token,probability).
     private func printProbabilities<Scalar: TensorScalar>(
         _: Scalar.Type, _ saved: LoadedCheckpoint, vocabulary: Vocabulary, rule: SamplingRule, context: [Int]
     ) throws {
         var network = try Prediction<Scalar>.network(saved)
         let p = try network.nextTokenProbabilities(after: context, rule: rule)
-        print("token,probability")
-        for (token, probability) in p.enumerated() { print("\(Prediction<Scalar>.field(vocabulary.name(of: token))),\(probability)") }
+        print("id,token,probability")
+        for (token, probability) in p.enumerated() { print("\(token),\(Prediction<Scalar>.field(vocabulary.name(of: token))),\(probability)") }
     }
 
     private func draw<Scalar: TensorScalar>(

@@ -75,7 +75,7 @@ struct SampleCommandTests {
         let result = try runNeuron(["sample", run, "--prefix", "q", "--probabilities"])
         #expect(result.status == 0, "\(result.stderr)")
         let rows = result.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: ",") }
-        #expect(rows.count == 27 && rows.first?.first == "⏎")
+        #expect(rows.count == 27 && rows.first?.first == "0" && rows.first?.dropFirst().first == "⏎")
         let p = rows.compactMap { $0.last.flatMap { Double($0) } }
         #expect(p.count == 27 && abs(p.reduce(0, +) - 1) < 1e-9)
     }

@@ -11,16 +11,20 @@
 /// window reads or predicts it), then every character of the file in order of code point. The
 /// document is split into contiguous parts as nanoGPT splits it: the training part first, then
 /// the validation part, the test part last (``parts(validationFraction:testFraction:minimumTraining:)``).
+///
+/// A document of a tokenizer's tokens (``load(_:validationFraction:testFraction:minimumTraining:maximumBytes:tokenizer:)``)
+/// is the same text split into the same parts of characters, each part then encoded on its own, so
+/// that a token model and a character model hold out the same text, and no token spans two parts.
 public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
     /// The file the text was read from, as given.
     public let path: String
     /// Every character's token, in file order, in a byte or two each
-    /// (``TokenSequence/bytesPerToken(vocabulary:)``).
+    /// (``TokenSequence/bytesPerToken(vocabulary:)``); or the tokenizer's tokens.
     public let tokens: TokenSequence
-    /// The boundary token and every character of the file.
+    /// The boundary token and every character of the file; or the tokenizer's tokens.
     public let vocabulary: Vocabulary
 
-    /// The number of characters.
+    /// The number of tokens: of characters, for a character vocabulary.
     public var count: Int { tokens.count }
 
     /// Loads a text file as one sequence of characters.
@@ -163,6 +167,77 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
     /// ⌈(characters − 1) / blockSize⌉, every character but the first predicted once.
     public static func windowCount(characters: Int, blockSize: Int) -> Int { (characters - 1 + blockSize - 1) / blockSize }
 
-    /// `TextDocument(input.txt: 1115394 characters, 66 tokens)`.
-    public var description: String { "TextDocument(\(path): \(count) characters, \(vocabulary.count) tokens)" }
+    /// `TextDocument(input.txt: 1115394 characters, 66 tokens)`; a tokenizer's
+    /// `TextDocument(input.txt: 301966 tokens of 1024)`.
+    public var description: String {
+        vocabulary.tokenizer == nil
+            ? "TextDocument(\(path): \(count) characters, \(vocabulary.count) tokens)"
+            : "TextDocument(\(path): \(count) tokens of \(vocabulary.count))"
+    }
+
+    // MARK: - Tokens of a tokenizer
+
+    /// Loads a text file as a tokenizer's tokens: read and checked as ``load(_:maximumBytes:)``
+    /// reads a character document, split into the parts of characters
+    /// ``parts(validationFraction:testFraction:minimumTraining:)`` gives it, and each part encoded
+    /// on its own by the tokenizer `tokenizer` makes from the training part's text alone (a file's
+    /// tokenizer, or one trained there), registered special tokens' names read as their ids.
+    ///
+    ///     // characters: [training)[validation)[test)  →  tokens: [training)[validation)[test)
+    ///
+    /// - Parameters:
+    ///   - path: the text file.
+    ///   - validationFraction: the characters held out for validation, as a character document's.
+    ///   - testFraction: the characters held out for testing.
+    ///   - minimumTraining: the fewest tokens the training part may hold.
+    ///   - maximumBytes: the most bytes read.
+    ///   - tokenizer: the tokenizer, given the training part's text.
+    /// - Returns: the document and its parts, as ranges of its tokens.
+    /// - Throws: what ``load(_:maximumBytes:)`` and the parts throw, in characters; what `tokenizer`
+    ///   throws; ``DataError/invalidArgument(name:value:expected:)`` for a training part of fewer
+    ///   than `minimumTraining` tokens, or a held-out part of one token (nothing to predict).
+    public static func load(
+        _ path: String, validationFraction: Double, testFraction: Double, minimumTraining: Int = 2, maximumBytes: Int,
+        tokenizer: (_ trainingText: String) throws -> BytePairTokenizer
+    ) throws -> (TextDocument, (training: Range<Int>, validation: Range<Int>, test: Range<Int>)) {
+        guard maximumBytes >= 1 else {
+            throw DataError.invalidArgument(name: "maximum bytes", value: "\(maximumBytes)", expected: "at least 1")
+        }
+        let bytes = try DataFile.bytes(at: path, maximumBytes: maximumBytes)
+        let characters = try parse(bytes: bytes, source: path)
+        let parts = try characters.parts(validationFraction: validationFraction, testFraction: testFraction)
+        // The byte where each part starts: the bytes are checked UTF-8, so a character starts at each
+        // byte that is not a continuation byte.
+        let first = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        var cuts = [first]
+        var i = first, character = 0
+        for end in [parts.validation.lowerBound, parts.test.lowerBound, characters.count] {
+            while character < end {
+                i += 1
+                while i < bytes.count, bytes[i] & 0xC0 == 0x80 { i += 1 }
+                character += 1
+            }
+            cuts.append(i)
+        }
+        let texts = (0..<3).map { String(decoding: bytes[cuts[$0]..<cuts[$0 + 1]], as: UTF8.self) }
+        let tokenizer = try tokenizer(texts[0])
+        let encoded = try texts.map { try tokenizer.encode($0, allowedSpecial: .all) }
+        let total = encoded.reduce(0) { $0 + $1.count }
+        let tokens = try TokenSequence(count: total, vocabulary: tokenizer.vocabularySize) { (writer: inout TokenWriter) throws(DataError) in
+            for part in encoded { for id in part { writer.append(id) } }
+        }
+        let (training, validation) = (encoded[0].count, encoded[1].count)
+        let held = [("validation", encoded[1].count), ("test", encoded[2].count)].filter { $0.1 == 1 }.map { "the \($0.0) part is 1 token" }
+        guard training >= minimumTraining, held.isEmpty else {
+            throw DataError.invalidArgument(
+                name: "held-out fractions", value: "\(validationFraction) and \(testFraction)",
+                expected:
+                    "fractions that leave the training part at least \(minimumTraining) of the \(total) tokens and each held-out part 2 or none (the training part is \(training) tokens\(held.isEmpty ? "" : "; " + held.joined(separator: ", ")))"
+            )
+        }
+        return (
+            TextDocument(path: path, tokens: tokens, vocabulary: Vocabulary(tokenizer: tokenizer)),
+            (0..<training, training..<training + validation, training + validation..<total)
+        )
+    }
 }

@@ -170,11 +170,14 @@ extension Network {
         return maps
     }
 
-    /// Every attention layer's weights on `text`, its characters read as `vocabulary`'s tokens:
-    /// ``attentionMaps(line:vocabulary:boundary:)``.
+    /// Every attention layer's weights on `text`, its characters read as `vocabulary`'s tokens (a
+    /// tokenizer's vocabulary encodes it): ``attentionMaps(line:vocabulary:boundary:)``.
     /// - Throws: ``NetworkError/invalidValue(_:)`` naming the first character that is not in the
     ///   vocabulary and its place in the text (counted from 0), and as ``attentionMaps(line:vocabulary:boundary:)``.
     public mutating func attentionMaps(text: String, vocabulary: Vocabulary, boundary: Bool = true) throws(NetworkError) -> AttentionMaps {
+        if vocabulary.tokenizer != nil, let line = vocabulary.encode(text) {
+            return try attentionMaps(line: line, vocabulary: vocabulary, boundary: boundary)
+        }
         var line: [Int] = []
         for (i, character) in text.unicodeScalars.enumerated() {
             guard let token = vocabulary.index(of: character) else {

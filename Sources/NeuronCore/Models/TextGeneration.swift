@@ -40,16 +40,21 @@ extension Network {
     ///   - seed: the seed of the draws: one ``SeededGenerator`` stream, a uniform draw per token
     ///     (as ``sampleLines(count:prefix:rule:maximumLength:seed:firstLine:)`` draws).
     ///   - cache: whether to decode with the layers' caches (the default) or by whole passes.
+    ///   - each: called with each token as it is drawn (a sampler prints them as they come).
     /// - Returns: the `length` tokens drawn, without the context.
     /// - Throws: ``NetworkError/shapeMismatch(_:)`` when the network is not a sequence model over
     ///   token indices or the context is empty; ``NetworkError/invalidValue(_:)`` for a context
     ///   token outside the vocabulary (naming it and its place), a negative length, or a score that
     ///   is not finite.
     public mutating func continueText(
-        _ context: [Int], length: Int, rule: SamplingRule, seed: UInt64, cache: Bool = true
+        _ context: [Int], length: Int, rule: SamplingRule, seed: UInt64, cache: Bool = true, each: (Int) -> Void = { _ in }
     ) throws(NetworkError) -> [Int] {
         var generator = SeededGenerator(seed: seed)
-        return try continueText(context, length: length, rule: rule, cache: cache) { p, _ in Self.draw(p, using: &generator) }
+        return try continueText(context, length: length, rule: rule, cache: cache) { p, _ in
+            let token = Self.draw(p, using: &generator)
+            each(token)
+            return token
+        }
     }
 
     /// ``continueText(_:length:rule:seed:cache:)`` with the choice of each token left to `choose`,

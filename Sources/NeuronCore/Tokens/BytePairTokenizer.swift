@@ -356,6 +356,15 @@ public struct BytePairTokenizer: Sendable {
     @inline(__always) func tokenLength(_ id: UInt32) -> Int { tokenStarts[Int(id) + 1] - tokenStarts[Int(id)] }
 }
 
+extension BytePairTokenizer: Equatable {
+    /// Whether the two encode and decode every text alike: the same pattern, rule, merges, tokens' bytes and
+    /// special tokens.
+    public static func == (a: BytePairTokenizer, b: BytePairTokenizer) -> Bool {
+        a.pattern == b.pattern && a.rule == b.rule && a.merges == b.merges && a.specialTokens == b.specialTokens
+            && a.tokenStarts == b.tokenStarts && a.tokenBytes == b.tokenBytes
+    }
+}
+
 /// Why a vocabulary, merge list or special token cannot make a tokenizer, and which: the file readers turn the
 /// place into a line, the public initializers into ``TokenizerError/invalidDefinition(place:reason:)``.
 struct DefinitionFailure: Error {

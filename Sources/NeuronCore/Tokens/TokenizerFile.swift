@@ -479,8 +479,15 @@ public enum TokenizerFile {
         }
     }
 
-    /// Hugging Face's `tokenizer.json` for a tokenizer whose tokens are each one string (no two the same bytes).
-    static func huggingFaceJSON(_ tokenizer: BytePairTokenizer, path: String) throws -> Data {
+    /// Hugging Face's `tokenizer.json` for a tokenizer whose tokens are each one string (no two the same bytes):
+    /// what ``write(_:to:)`` writes to a `.json` path, and `tokenizers`' `Tokenizer.from_str` reads.
+    ///
+    /// - Parameters:
+    ///   - tokenizer: a tokenizer of a merge list.
+    ///   - path: the file named in errors.
+    /// - Throws: ``TokenizerError/invalidFile(path:line:reason:)`` for tiktoken's ranks (no merge list) or two
+    ///   tokens of the same bytes.
+    public static func huggingFaceJSON(_ tokenizer: BytePairTokenizer, path: String) throws -> Data {
         var vocabulary: [String: Int] = [:]
         for id in 0..<tokenizer.tokenCount {
             let string = byteLevel(try tokenizer.bytes(of: id))

@@ -612,15 +612,29 @@ struct ConfigChecker {
             guard data.target != nil else { throw missing("target", in: "data", because: needs) }
         case .text where data.unit == .document:
             try onlyKeys(
-                [DataConfig.CodingKeys.path, .unit, .blockSize, .validationSplit, .testSplit], in: "data",
+                [DataConfig.CodingKeys.path, .unit, .blockSize, .tokenizer, .vocabularySize, .pattern, .validationSplit, .testSplit], in: "data",
                 for: "a text document (its whole text is one sample; nothing is dropped, lowercased or cut into lines)")
             guard data.path != nil else { throw missing("path", in: "data", because: "a text document needs path, the file of its text") }
             guard data.blockSize != nil else {
                 throw missing(
                     "blockSize", in: "data", because: "a text document needs blockSize, the characters a window reads (nanoGPT's block_size)")
             }
+            if data.tokenizer != nil, data.vocabularySize != nil {
+                throw self.error(
+                    at: "data.vocabularySize",
+                    "data.vocabularySize trains a tokenizer, but data.tokenizer gives one; give one of the two")
+            }
+            if let pattern = data.pattern, data.vocabularySize == nil, !(data.tokenizer ?? "").hasSuffix(".tiktoken") {
+                throw self.error(
+                    at: "data.pattern",
+                    "data.pattern \(pattern.rawValue) splits the text for a tokenizer data.vocabularySize trains, or for a .tiktoken ranks file (data.tokenizer), which carries none; \(data.tokenizer == nil ? "this document reads characters" : "the tokenizer file gives its own")"
+                )
+            }
         case .text:
             guard data.path != nil else { throw missing("path", in: "data", because: "a text dataset needs path, a file of one sample per line") }
+            try onlyKeys(
+                [DataConfig.CodingKeys.path, .unit, .lowercase, .keep, .blockSize, .longLines, .validationSplit, .testSplit, .limit], in: "data",
+                for: "a text of lines, whose model reads characters (a tokenizer's tokens need data.unit: document)")
             if let keep = data.keep {
                 do { _ = try CharacterClass(keep) } catch { throw self.error(at: "data.keep", "data.keep: \(error)") }
             }
@@ -668,6 +682,7 @@ struct ConfigChecker {
         }
         config.data.path = try resolved(config.data.path, key: "path")
         config.data.testPath = try resolved(config.data.testPath, key: "testPath")
+        config.data.tokenizer = try resolved(config.data.tokenizer, key: "tokenizer")
         config.data.trainImages = try resolved(config.data.trainImages, key: "trainImages")
         config.data.trainLabels = try resolved(config.data.trainLabels, key: "trainLabels")
         config.data.testImages = try resolved(config.data.testImages, key: "testImages")

@@ -112,6 +112,8 @@ extension DataConfig {
             if let share { try ConfigRangeError.check(share >= 0 && share < 1, "data.\(key)", share, "a number in [0, 1)") }
         }
         try ConfigRangeError.check(limit, in: 1...Int.max, "data.limit")
+        // Tokens 0–255 are the bytes; the embedding is sized by the vocabulary.
+        try ConfigRangeError.check(vocabularySize, in: 256...ModelConfig.largestSize, "data.vocabularySize")
     }
 }
 

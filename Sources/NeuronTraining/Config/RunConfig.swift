@@ -250,6 +250,15 @@ public struct DataConfig: Sendable, Equatable, Codable {
     public var blockSize: Int?
     /// A line longer than the block: an error (the default) or cut into windows.
     public var longLines: TextCorpus.LongLines?
+    /// A document's tokenizer file (`.model`, `.tiktoken`, `tokenizer.json`, `vocab.json`): the
+    /// model reads its tokens instead of characters. Relative paths as for `path`.
+    public var tokenizer: String?
+    /// A document's tokens from a byte-pair tokenizer of this many tokens (at least 256, the
+    /// bytes), trained on the training part alone when the data are read.
+    public var vocabularySize: Int?
+    /// The split pattern of the tokenizer `vocabularySize` trains (default `gpt4`), or of a
+    /// `.tiktoken` ranks file, which carries none (default `cl100k`).
+    public var pattern: SplitPattern?
     /// Share of the lines held out as the test part, evaluated after training; default 0.1.
     public var testSplit: Double?
     // common
@@ -475,6 +484,7 @@ extension GELUApproximation: ConfigChoice {}
 extension TextCorpus.LongLines: ConfigChoice {}
 extension Loss: ConfigChoice {}
 extension CSV.Task: ConfigChoice {}
+extension SplitPattern: Codable, ConfigChoice {}
 extension ProductPrecision: Codable, ConfigChoice {}
 
 // MARK: - Keys
@@ -566,7 +576,7 @@ extension DataConfig: ConfigSection {
         case trainImages, trainLabels, testImages, testLabels  // idx
         case name, count  // synthetic
         case input, target  // sample
-        case unit, lowercase, keep, blockSize, longLines, testSplit  // text
+        case unit, lowercase, keep, blockSize, longLines, tokenizer, vocabularySize, pattern, testSplit  // text
         case normalization, validationSplit, limit
     }
 
@@ -591,6 +601,9 @@ extension DataConfig: ConfigSection {
         case .keep: ConfigField(\.keep)
         case .blockSize: ConfigField(\.blockSize)
         case .longLines: ConfigField(\.longLines)
+        case .tokenizer: ConfigField(\.tokenizer)
+        case .vocabularySize: ConfigField(\.vocabularySize)
+        case .pattern: ConfigField(\.pattern)
         case .testSplit: ConfigField(\.testSplit)
         case .normalization: ConfigField(\.normalization)
         case .validationSplit: ConfigField(\.validationSplit)
@@ -607,7 +620,8 @@ extension DataConfig.Kind {
         case .idx: [.trainImages, .trainLabels, .testImages, .testLabels, .normalization, .validationSplit, .limit]
         case .synthetic: [.name, .count, .normalization, .validationSplit, .limit]
         case .sample: [.input, .target]
-        case .text: [.path, .unit, .lowercase, .keep, .blockSize, .longLines, .validationSplit, .testSplit, .limit]
+        case .text:
+            [.path, .unit, .lowercase, .keep, .blockSize, .longLines, .tokenizer, .vocabularySize, .pattern, .validationSplit, .testSplit, .limit]
         }
     }
 }

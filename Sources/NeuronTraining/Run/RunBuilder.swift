@@ -144,7 +144,10 @@ public enum RunBuilder {
         // A text model's output at each position is a score per token of the vocabulary.
         let vocabulary = data.vocabulary?.count
         let outputs = vocabulary ?? data.training.outputCount
-        let what = vocabulary == nil ? "targets per sample" : "tokens in its vocabulary (the characters seen and the boundary token)"
+        let what =
+            vocabulary == nil
+            ? "targets per sample"
+            : data.vocabulary?.tokenizer != nil ? "tokens of its tokenizer" : "tokens in its vocabulary (the characters seen and the boundary token)"
         if last >= 0, config.model.layers[last].kind == .dense, let units = config.model.layers[last].units, units != outputs {
             throw origin.error(
                 at: "model.layers[\(last)].units",
@@ -329,6 +332,8 @@ public enum RunBuilder {
             engine.maximumGradientNorm = config.training.clipGradientNorm
             engine.vocabulary = data.vocabulary
             if let document = data.document {
+                engine.tokensPerCharacter = TokensPerCharacter(
+                    document.text, parts: (document.training, document.validation, document.test))
                 var sampler = LineSampler(
                     vocabulary: document.text.vocabulary, trainingLines: [], count: min(1, config.output.samples ?? 5), seed: config.training.seed)
                 sampler.passageLength = 300

@@ -236,18 +236,39 @@ extension TextDocument {
     public static func read(_ config: DataConfig, origin: ConfigOrigin = ConfigOrigin()) throws -> (
         TextDocument, (training: Range<Int>, validation: Range<Int>, test: Range<Int>)
     ) {
-        let document = try TextDocument.load(config.path!, maximumBytes: RunData<Double>.documentByteLimit)
         let block = config.blockSize ?? 2
+        let (validationFraction, testFraction) = (config.validationSplit ?? 0.1, config.testSplit ?? 0)
         do {
-            return (
-                document,
-                try document.parts(validationFraction: config.validationSplit ?? 0.1, testFraction: config.testSplit ?? 0, minimumTraining: block + 1)
-            )
-        } catch {
+            if config.tokenizer != nil || config.vocabularySize != nil {
+                return try TextDocument.load(
+                    config.path!, validationFraction: validationFraction, testFraction: testFraction, minimumTraining: block + 1,
+                    maximumBytes: RunData<Double>.documentByteLimit
+                ) { trainingText in try config.documentTokenizer(trainingText: trainingText) }
+            }
+            let document = try TextDocument.load(config.path!, maximumBytes: RunData<Double>.documentByteLimit)
+            return (document, try document.parts(validationFraction: validationFraction, testFraction: testFraction, minimumTraining: block + 1))
+        } catch DataError.invalidArgument(let name, let value, let expected) where name == "held-out fractions" {
             let key = config.testSplit != nil ? "data.testSplit" : config.validationSplit != nil ? "data.validationSplit" : "data.blockSize"
+            let unit = config.tokenizer == nil && config.vocabularySize == nil ? "characters" : "tokens"
             throw origin.error(
                 at: key,
-                "\(key): \(error): a window of data.blockSize \(block) reads \(block) characters and predicts one more (data: \(config.path!))")
+                "\(key): \(DataError.invalidArgument(name: name, value: value, expected: expected)): a window of data.blockSize \(block) reads \(block) \(unit) and predicts one more (data: \(config.path!))"
+            )
+        }
+    }
+}
+
+extension DataConfig {
+    /// A token document's tokenizer: `tokenizer`'s file, or one of `vocabularySize` tokens trained on
+    /// `trainingText`, the training part's text.
+    /// - Throws: ``TokenizerError`` naming the file and line of a tokenizer file that cannot be read,
+    ///   or why the training part cannot train the vocabulary asked for.
+    func documentTokenizer(trainingText: String) throws -> BytePairTokenizer {
+        if let file = tokenizer { return try TokenizerFile.read(file, pattern: pattern) }
+        do {
+            return try BytePairTokenizer.train(trainingText, vocabularySize: vocabularySize!, pattern: pattern ?? .gpt4)
+        } catch let error as TokenizerError {
+            throw DataError.unusableDocument(path: path!, reason: "data.vocabularySize \(vocabularySize!) on its training part: \(error)")
         }
     }
 }

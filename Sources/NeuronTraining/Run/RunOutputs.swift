@@ -28,6 +28,13 @@ public struct RunSummary: Sendable, Equatable, Codable {
     public static let perCharacter = "nats per character, a line's end counted as one"
     /// A document model's loss: nats per predicted character.
     public static let perDocumentCharacter = "nats per character"
+    /// A token document model's loss: nats per predicted token (``bitsPerCharacter`` reads it per character).
+    public static let perToken = "nats per token"
+    /// A document model's losses in bits per character of the text each covers: `training`,
+    /// `validation` and the final evaluation's part, by name.
+    public var bitsPerCharacter: [String: Double]?
+    /// A document model's predicted tokens per character in each part (1 for characters).
+    public var tokensPerCharacter: TokensPerCharacter?
     /// A document run's: how each epoch's validation loss was measured, `exact` (every validation
     /// character once) or nanoGPT's `estimate` (with its batches); the final evaluation is exact.
     public var validationMeasure: String?

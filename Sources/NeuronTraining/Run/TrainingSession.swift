@@ -128,7 +128,7 @@ public final class TrainingSession {
         if checkpoint.state.vocabulary != nil { summary.lossUnit = RunSummary.perCharacter }
         if run.config.data.unit == .document {
             let training = run.config.training
-            summary.lossUnit = RunSummary.perDocumentCharacter
+            summary.lossUnit = checkpoint.state.vocabulary?.tokenizer == nil ? RunSummary.perDocumentCharacter : RunSummary.perToken
             summary.validationMeasure =
                 training.evaluation == .estimate
                 ? "estimate at each evaluation, the mean over \(training.evaluationBatches ?? 20) batches of \(training.batchSize) windows drawn at random; the final loss is exact"
@@ -156,6 +156,15 @@ public final class TrainingSession {
                 (summary.validationLoss, summary.validationAccuracy) = (last.validationLoss, last.validationAccuracy)
             } else if final.phase == .finished, let validation = try ended.validationEvaluation() {
                 (summary.validationLoss, summary.validationAccuracy) = (validation.loss, validation.accuracy)
+            }
+            if let ratios = shown.tokensPerCharacter {
+                summary.tokensPerCharacter = ratios
+                var bits: [String: Double] = [:]
+                let losses = [("training", summary.trainingLoss), ("validation", summary.validationLoss), (summary.evaluatedOn ?? "", summary.evaluationLoss)]
+                for case let (part, loss?) in losses {
+                    if let ratio = ratios.ratio(of: part) { bits[part] = TokensPerCharacter.bitsPerCharacter(loss, tokensPerCharacter: ratio) }
+                }
+                summary.bitsPerCharacter = bits
             }
             try outputs.writeSummary(summary, state: shown)
             // Finite weights can still give non-finite scores (a table of -inf, weights near

@@ -153,6 +153,8 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
     public private(set) var sampledLines: [SampledLine]?
     /// A text model's tokens, which its checkpoint keeps; nil for other data.
     public var vocabulary: Vocabulary?
+    /// A document model's tokens per character, which its losses are read per character by.
+    public var tokensPerCharacter: TokensPerCharacter?
     /// Over a document, nanoGPT's cheaper estimate of the validation loss in place of the exact
     /// loss over every validation character; nil: exact (``validation``).
     public var validationEstimate: WindowEstimate<Scalar>?
@@ -337,6 +339,7 @@ public struct NetworkTrainingEngine<Scalar: TensorScalar, O: Optimizer>: Trainin
         snapshot.layers = training.network.layerStatistics()
         snapshot.neuron = neuronRow()
         snapshot.sampledLines = sampledLines
+        snapshot.tokensPerCharacter = tokensPerCharacter
         return snapshot
     }
 

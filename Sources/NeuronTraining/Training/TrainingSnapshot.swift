@@ -43,6 +43,8 @@ public struct TrainingSnapshot: Sendable, Equatable {
     public var rankStepSeconds: [Double]?
     /// A text model's lines drawn at the last recorded epoch's end.
     public var sampledLines: [SampledLine]?
+    /// A document model's tokens per character, to read its losses per character.
+    public var tokensPerCharacter: TokensPerCharacter?
 
     /// The progress counters and records of `engine`; validation, layers and the neuron's row empty.
     public init(progressOf engine: some TrainingEngine) {

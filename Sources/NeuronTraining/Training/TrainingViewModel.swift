@@ -234,6 +234,7 @@ extension TrainingViewState {
         (title, progress, learningRate) = (snapshot.title, snapshot.progress, snapshot.learningRate)
         (validationLoss, validationAccuracy, rankStepSeconds) = (snapshot.validationLoss, snapshot.validationAccuracy, snapshot.rankStepSeconds)
         (layers, neuron, records, sampledLines) = (snapshot.layers, snapshot.neuron, snapshot.records, snapshot.sampledLines)
+        tokensPerCharacter = snapshot.tokensPerCharacter
     }
 
     /// What a display shows of an engine's snapshot and the loop's record, in `phase`.

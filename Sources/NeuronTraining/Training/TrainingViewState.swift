@@ -75,6 +75,9 @@ public struct TrainingViewState: Sendable, Equatable {
     public var validationLoss: Double?
     /// The accuracy on the validation rows after the last completed epoch (classification).
     public var validationAccuracy: Double?
+    /// A document model's tokens per character: its losses, nats per token, read as bits per
+    /// character (``validationBitsPerCharacter``).
+    public var tokensPerCharacter: TokensPerCharacter?
     /// The loss along the run, decimated so that it stays small on long runs.
     public var lossHistory = LossHistory()
     /// Training samples per second over the last snapshot interval.
@@ -105,6 +108,12 @@ public struct TrainingViewState: Sendable, Equatable {
 
     /// Whether the loop is taking steps.
     public var isRunning: Bool { phase == .running }
+
+    /// A document model's validation loss in bits per character of the validation text.
+    public var validationBitsPerCharacter: Double? {
+        guard let loss = validationLoss, let ratio = tokensPerCharacter?.validation else { return nil }
+        return TokensPerCharacter.bitsPerCharacter(loss, tokensPerCharacter: ratio)
+    }
 
     /// The phase in words, with a divergence's step and place or a failure's message:
     /// `diverged at step 37 in layers.1`, `failed: could not read data/train.csv`.
@@ -169,7 +178,7 @@ extension TrainingViewState: Codable {
     private enum CodingKeys: String, CodingKey {
         case phase, divergedStep, divergedAt, failure, title, epoch, totalEpochs, step, totalSteps, loss, smoothedLoss
         case validationLoss, validationAccuracy, samplesPerSecond, secondsRemaining, rankStepSeconds, learningRate, seed
-        case ignoredEventCount, sampledLines
+        case ignoredEventCount, sampledLines, tokensPerCharacter
         // The lists, only in the full extent.
         case lossHistory, gradientCheck, layers, neuron, records, ignoredEvents
     }
@@ -197,6 +206,7 @@ extension TrainingViewState: Codable {
         learningRate = try c.decode(Double.self, forKey: .learningRate)
         ignoredEventCount = try c.decode(Int.self, forKey: .ignoredEventCount)
         sampledLines = try c.decodeIfPresent([SampledLine].self, forKey: .sampledLines)
+        tokensPerCharacter = try c.decodeIfPresent(TokensPerCharacter.self, forKey: .tokensPerCharacter)
         lossHistory = try c.decodeIfPresent(LossHistory.self, forKey: .lossHistory) ?? LossHistory()
         gradientCheck = try c.decodeIfPresent(GradientCheckReport.self, forKey: .gradientCheck)
         layers = try c.decodeIfPresent([LayerStatistics].self, forKey: .layers) ?? []
@@ -228,6 +238,7 @@ extension TrainingViewState: Codable {
         try c.encodeIfPresent(progress.seed, forKey: .seed)
         try c.encode(ignoredEventCount, forKey: .ignoredEventCount)
         try c.encodeIfPresent(sampledLines, forKey: .sampledLines)
+        try c.encodeIfPresent(tokensPerCharacter, forKey: .tokensPerCharacter)
         guard encoder.userInfo[Self.extentKey] as? Extent != .progress else { return }
         try c.encode(lossHistory, forKey: .lossHistory)
         try c.encodeIfPresent(gradientCheck, forKey: .gradientCheck)
