@@ -24,7 +24,7 @@ private func checkONNX(_ arguments: [String]) throws -> String {
 }
 
 /// Runs the repository's Python program `script` with the package's virtual environment; its standard output.
-private func runPython(_ script: String, _ arguments: [String]) throws -> String {
+func runPython(_ script: String, _ arguments: [String]) throws -> String {
     struct PythonFailed: Error, CustomStringConvertible { var description: String }
     let python = packageRoot.appendingPathComponent(".venv/bin/python3").path
     guard FileManager.default.isExecutableFile(atPath: python) else {

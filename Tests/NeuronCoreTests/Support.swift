@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import NeuronCore
@@ -82,4 +83,11 @@ func anyMessage<T>(_ body: () throws -> T) -> String {
     } catch {
         return "\(error)"
     }
+}
+
+/// A new file in the temporary directory holding `contents`, its name ending in `name`.
+func temporaryFile(_ name: String, contents: Data) throws -> String {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("neuron-\(UUID().uuidString)-\(name)")
+    try contents.write(to: url)
+    return url.path
 }

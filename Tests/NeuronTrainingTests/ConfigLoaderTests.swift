@@ -154,8 +154,10 @@ struct ConfigLoaderTests {
     func savedConfigText() throws {
         let saved =
             #"{"data":{"blockSize":16,"count":5,"featureColumns":["x"],"input":0.5,"keep":"a-z","kind":"csv","labelColumn":"y","limit":3,"#
-            + #""longLines":"window","lowercase":true,"name":"sine","normalization":"none","path":"a.csv","target":0.25,"task":"regression","testImages":"c","#
-            + #""testLabels":"d","testPath":"t.csv","testSplit":0.25,"trainImages":"a","trainLabels":"b","unit":"document","validationSplit":0.5},"#
+            + #""longLines":"window","lowercase":true,"name":"sine","normalization":"none","path":"a.csv","pattern":"gpt2","target":0.25,"#
+            + #""task":"regression","testImages":"c","#
+            + #""testLabels":"d","testPath":"t.csv","testSplit":0.25,"tokenizer":"t.model","trainImages":"a","trainLabels":"b","unit":"document","#
+            + #""validationSplit":0.5,"vocabularySize":512},"#
             + #""model":{"inputShape":[28,28,1],"inputs":3,"layers":[{"activation":"tanh","units":2},{"activation":"relu","approximation":"tanh","epsilon":1e-05,"#
             + #""features":8,"filters":4,"global":true,"heads":2,"kernel":3,"kind":"conv2d","momentum":0.1,"pad":1,"padding":"same","rate":0.5,"size":2,"#
             + #""stride":2},{"kind":"residual","layers":[{"activation":"tanh","units":2},{"activation":"relu","approximation":"tanh","epsilon":1e-05,"#
@@ -215,6 +217,7 @@ struct ConfigLoaderTests {
         (data.normalization, data.validationSplit, data.limit) = (DataConfig.Normalization.none, 0.5, 3)
         (data.lowercase, data.keep, data.blockSize, data.testSplit) = (true, "a-z", 16, 0.25)
         (data.longLines, data.unit) = (.window, .document)
+        (data.tokenizer, data.vocabularySize, data.pattern) = ("t.model", 512, .gpt2)
         var transformer = TransformerConfig(blocks: 2, heads: 2, features: 8)
         (transformer.mlpRatio, transformer.dropout, transformer.tieWeights, transformer.positions) = (3, 0.1, true, 32)
         transformer.initialization = .gpt2

@@ -211,3 +211,13 @@ func requireSafetensors(in directory: CheckpointTestDirectory) throws {
                 + " run `.venv/bin/pip install safetensors numpy` at the package root (\(reason))")
     }
 }
+
+/// The description of the error that `body` throws (any error), or "no error" when it does not throw.
+func anyMessage<T>(_ body: () throws -> T) -> String {
+    do {
+        _ = try body()
+        return "no error"
+    } catch {
+        return "\(error)"
+    }
+}

@@ -14,6 +14,9 @@ exported model, compared with what the engine computed.
         vocabulary, float32 or float64); ONNX Runtime's `probabilities` output is compared with them
         (where it cannot run the model, ONNX's reference evaluator's), and the model's metadata
         (vocabulary, boundary token, block) is reported.
+    check_onnx.py tokenizer MODEL.onnx TEXT
+        Reads the tokenizer a token model carries in its metadata (neuron.tokenizer, Hugging Face's
+        tokenizer.json) with Hugging Face's `tokenizers`, and prints the text file's ids as JSON.
     check_onnx.py idx-csv IMAGES.gz MODEL.onnx ROWS OUT.csv
         Writes the first ROWS images of an IDX file as a CSV whose header is the model's feature names.
 
@@ -126,6 +129,16 @@ def text(manifest_path):
         print(json.dumps(result), flush=True)
 
 
+def tokenizer(model_path, text_path):
+    from tokenizers import Tokenizer
+
+    meta = metadata(onnx.load(model_path))
+    with open(text_path, encoding="utf-8") as f:
+        text = f.read()
+    ids = Tokenizer.from_str(meta["neuron.tokenizer"]).encode(text).ids
+    print(json.dumps({"format": meta.get("neuron.tokenizer_format"), "block": int(meta["neuron.block_size"]), "ids": ids}))
+
+
 def predict(model_path, input_path, predictions_path):
     model, verdict = check(model_path)
     meta = metadata(model)
@@ -176,6 +189,8 @@ if __name__ == "__main__":
         cases(*arguments)
     elif command == "text" and len(arguments) == 1:
         text(*arguments)
+    elif command == "tokenizer" and len(arguments) == 2:
+        tokenizer(*arguments)
     elif command == "predict" and len(arguments) == 3:
         predict(*arguments)
     elif command == "idx-csv" and len(arguments) == 4:

@@ -24,7 +24,10 @@ public struct Vocabulary: Sendable, Equatable, Codable, CustomStringConvertible 
     /// tokenizer's vocabulary.
     public let characters: [Unicode.Scalar]
     /// The tokenizer whose ids are the tokens; nil for a character vocabulary.
-    public let tokenizer: BytePairTokenizer?
+    public var tokenizer: BytePairTokenizer? { box?.tokenizer }
+    /// The tokenizer, held once however often the vocabulary is copied (a run, its engine, each
+    /// snapshot and checkpoint hold one).
+    private let box: TokenizerBox?
     /// Each character's token.
     private let tokens: [Unicode.Scalar: Int]
 
@@ -39,12 +42,12 @@ public struct Vocabulary: Sendable, Equatable, Codable, CustomStringConvertible 
         var tokens = [Unicode.Scalar: Int](minimumCapacity: characters.count)
         for (i, character) in characters.enumerated() { tokens[character] = i + 1 }
         self.tokens = tokens
-        tokenizer = nil
+        box = nil
     }
 
     /// The vocabulary of `tokenizer`'s ids, special tokens included.
     public init(tokenizer: BytePairTokenizer) {
-        (self.tokenizer, characters, tokens) = (tokenizer, [], [:])
+        (box, characters, tokens) = (TokenizerBox(tokenizer), [], [:])
     }
 
     /// The number of tokens: the characters and the boundary, or the tokenizer's ids.
@@ -193,4 +196,10 @@ public struct Vocabulary: Sendable, Equatable, Codable, CustomStringConvertible 
         }
         self.init(sorted: characters)
     }
+}
+
+/// A tokenizer on the heap, shared by the copies of a ``Vocabulary``.
+private final class TokenizerBox: Sendable {
+    let tokenizer: BytePairTokenizer
+    init(_ tokenizer: BytePairTokenizer) { self.tokenizer = tokenizer }
 }
