@@ -18,6 +18,8 @@ struct Evaluate: ParsableCommand {
         let saved = try Checkpoint.read(checkpoint)
         BLAS.threadCount = saved.state.config.training.blasThreads
         let name: String, evaluation: Evaluation
+        // A document's loss, per token, read per character of the part's text as well.
+        var tokensPerCharacter: Double?
         if let data {
             // Other rows: the model as trained, their features preprocessed with its statistics.
             (name, evaluation) = try RunBuilder.evaluation(of: saved, on: try ConfigLoader.load(data).data, from: data)
@@ -39,6 +41,7 @@ struct Evaluate: ParsableCommand {
                 throw RunError.invalid("\(saved.path): this run has no test or validation rows to evaluate on")
             }
             (name, evaluation) = found
+            tokensPerCharacter = run.engine.snapshot().tokensPerCharacter?.parts[name]
         }
         // A NaN loss printed as a result would read as a measurement; it is a model that cannot be evaluated.
         if let row = evaluation.nonFiniteRow {
@@ -50,7 +53,12 @@ struct Evaluate: ParsableCommand {
             throw RunError.invalid("\(saved.file): the loss on the \(name) rows is \(evaluation.loss), not a finite number")
         }
         print("\(saved.state.network) at epoch \(saved.state.progress.epoch), step \(saved.state.progress.step), on \(evaluation.count) \(name) rows")
-        print("  loss      \(evaluation.loss)")
+        let unit = saved.state.config.data.unit != .document ? "" : saved.state.vocabulary?.tokenizer != nil ? "  (nats per token)" : "  (nats per character)"
+        print("  loss      \(evaluation.loss)\(unit)")
+        if let tokensPerCharacter {
+            let bits = TokensPerCharacter.bitsPerCharacter(evaluation.loss, tokensPerCharacter: tokensPerCharacter)
+            print("  bits per character  \(bits)  (\(tokensPerCharacter) tokens per character)")
+        }
         if let accuracy = evaluation.accuracy { print("  accuracy  \(accuracy)") }
         if let confusion = evaluation.confusion {
             print("confusion matrix (rows actual, columns predicted):")

@@ -101,7 +101,8 @@ struct Sample: ParsableCommand {
             // A line model reads the boundary first; a document model never saw it.
             let context = isDocument ? tokens : [Vocabulary.boundary] + tokens
             guard !context.isEmpty else {
-                throw ValidationError("--prompt '': a document model needs at least one \(vocabulary.tokenizer == nil ? "character" : "token") to continue")
+                throw ValidationError(
+                    "--prompt '': a document model needs at least one \(vocabulary.tokenizer == nil ? "character" : "token") to continue")
             }
             if probabilities {
                 switch saved.state.precision {

@@ -87,7 +87,8 @@ struct DocumentCommandTests {
         #expect(probabilities.status == 0, "\(probabilities.stderr)")
         let rows = probabilities.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: ",") }
         let boundary = try #require(rows.first, "\(probabilities.stdout)")
-        #expect(rows.count > 3 && boundary.first == "0" && boundary.dropFirst().first == "⏎", "\(probabilities.stdout)")  // the boundary, then every character
+        // The boundary (id 0), then every character.
+        #expect(rows.count > 3 && boundary.first == "0" && boundary.dropFirst().first == "⏎", "\(probabilities.stdout)")
         #expect(Double(boundary.last ?? "") == 0, "\(boundary)")
         let total = rows.compactMap { Double($0.last ?? "") }.reduce(0, +)
         #expect(abs(total - 1) < 1e-9 && rows.dropFirst().allSatisfy { Double($0.last ?? "") ?? 0 > 0 }, "\(probabilities.stdout)")

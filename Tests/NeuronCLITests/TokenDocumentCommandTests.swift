@@ -40,6 +40,11 @@ struct TokenDocumentCommandTests {
         #expect(validation > 0.1 && validation < 1, "\(ratios)")
         #expect(abs(try #require(bits["validation"]) - loss * validation / log(2.0)) < 1e-9, "\(bits)")
         #expect(bits["training"] != nil && loss < log(270.0))
+        // `neuron evaluate` gives the same loss, in both units.
+        let evaluated = try runNeuron(["evaluate", run])
+        #expect(evaluated.status == 0, "\(evaluated.stderr)")
+        #expect(evaluated.stdout.contains("  loss      \(loss)  (nats per token)"), "\(evaluated.stdout)")
+        #expect(evaluated.stdout.contains("  bits per character  \(bits["validation"]!)  (\(validation) tokens per character)"), "\(evaluated.stdout)")
     }
 
     @Test("--prompt prints the prompt and the decoded tokens, the same with and without the cache; --probabilities by id")

@@ -83,11 +83,14 @@ struct TokenDocumentRunTests {
             (", vocabularySize: 100", "data.vocabularySize"),
             (", vocabularySize: 300, pattern: gpt5", "gpt5"),
         ] {
-            #expect(anyMessage { try tokenConfig(directory, data: data) }.contains(expected), "\(data): \(anyMessage { try tokenConfig(directory, data: data) })")
+            #expect(
+                anyMessage { try tokenConfig(directory, data: data) }.contains(expected),
+                "\(data): \(anyMessage { try tokenConfig(directory, data: data) })")
         }
         // Lines read characters.
         let lines = anyMessage {
-            try config("""
+            try config(
+                """
                 model: {layers: [{kind: embedding, features: 4}]}
                 data: {kind: text, path: words-small.txt, vocabularySize: 300}
                 training: {epochs: 1}
@@ -102,4 +105,3 @@ struct TokenDocumentRunTests {
         #expect(bad.contains("bad.model:2: expected the header lines of a minbpe model"), "\(bad)")
     }
 }
-

@@ -160,7 +160,9 @@ public final class TrainingSession {
             if let ratios = shown.tokensPerCharacter {
                 summary.tokensPerCharacter = ratios
                 var bits: [String: Double] = [:]
-                let losses = [("training", summary.trainingLoss), ("validation", summary.validationLoss), (summary.evaluatedOn ?? "", summary.evaluationLoss)]
+                let losses = [
+                    ("training", summary.trainingLoss), ("validation", summary.validationLoss), (summary.evaluatedOn ?? "", summary.evaluationLoss),
+                ]
                 for case let (part, loss?) in losses {
                     if let ratio = ratios.parts[part] { bits[part] = TokensPerCharacter.bitsPerCharacter(loss, tokensPerCharacter: ratio) }
                 }
