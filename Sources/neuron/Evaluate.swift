@@ -41,7 +41,7 @@ struct Evaluate: ParsableCommand {
                 throw RunError.invalid("\(saved.path): this run has no test or validation rows to evaluate on")
             }
             (name, evaluation) = found
-            tokensPerCharacter = run.engine.snapshot().tokensPerCharacter?.parts[name]
+            tokensPerCharacter = run.engine.snapshot().tokensPerCharacter?.ratio(of: name)
         }
         // A NaN loss printed as a result would read as a measurement; it is a model that cannot be evaluated.
         if let row = evaluation.nonFiniteRow {

@@ -52,7 +52,7 @@ struct TokenDocumentRunTests {
             return Double(tokens.count - 1) / Double(characters - first)
         }
         let ratios = try #require(engine.tokensPerCharacter)
-        #expect(abs((ratios.training ?? 0) - (try ratio(training, 1404))) < 1e-12)
+        #expect(abs((ratios.training) - (try ratio(training, 1404))) < 1e-12)
         #expect(abs((ratios.validation ?? 0) - (try ratio(validation, 156))) < 1e-12 && ratios.test == nil)
         #expect(ratios.validation! < 1 && ratios.validation! > 0.1)
         // The validation windows are the validation part's tokens.

@@ -164,7 +164,7 @@ public final class TrainingSession {
                     ("training", summary.trainingLoss), ("validation", summary.validationLoss), (summary.evaluatedOn ?? "", summary.evaluationLoss),
                 ]
                 for case let (part, loss?) in losses {
-                    if let ratio = ratios.parts[part] { bits[part] = TokensPerCharacter.bitsPerCharacter(loss, tokensPerCharacter: ratio) }
+                    if let ratio = ratios.ratio(of: part) { bits[part] = TokensPerCharacter.bitsPerCharacter(loss, tokensPerCharacter: ratio) }
                 }
                 summary.bitsPerCharacter = bits
             }
