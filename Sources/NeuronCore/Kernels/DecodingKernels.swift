@@ -1,5 +1,5 @@
 // The layers' passes at one position of one sample: what decoding a token costs once the positions
-// before it are computed (``Network/continueText(_:length:rule:seed:cache:)``). A batch of one is
+// before it are computed (``Network/continueText(_:length:rule:seed:cache:each:)``). A batch of one is
 // `(time, features)` row-major, so position `t` is row `t` of every buffer the whole pass sized, and
 // a step writes that row alone. Every product is a gemv on that row: a gemm of one row would first
 // pack the whole weight matrix into OpenBLAS's panels. Attention's keys and values of the earlier

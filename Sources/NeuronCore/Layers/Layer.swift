@@ -61,7 +61,7 @@ public protocol Layer<Scalar>: Sendable, CustomStringConvertible {
     /// layer per position, GELU, dropout, the embeddings, the tied head) or from it and the keys
     /// and values its caches hold of the positions before it (causal attention). False by default
     /// (a recurrent layer, a context window, anything over images): a network that holds such a
-    /// layer decodes text by whole passes (``Network/continueText(_:length:rule:seed:cache:)``).
+    /// layer decodes text by whole passes (``Network/continueText(_:length:rule:seed:cache:each:)``).
     var runsByPosition: Bool { get }
     /// Position `position` of ``output`` alone, in evaluation mode, for a batch of one whose
     /// earlier positions a forward pass of a batch of one (and the calls since) computed: that

@@ -57,7 +57,7 @@ extension Network {
         }
     }
 
-    /// ``continueText(_:length:rule:seed:cache:)`` with the choice of each token left to `choose`,
+    /// ``continueText(_:length:rule:seed:cache:each:)`` with the choice of each token left to `choose`,
     /// handed the probabilities and the number of tokens chosen before: a draw, or a given text
     /// whose probabilities a test reads.
     mutating func continueText(

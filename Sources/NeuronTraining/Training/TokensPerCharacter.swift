@@ -19,7 +19,7 @@ public struct TokensPerCharacter: Sendable, Equatable, Codable {
     }
 
     /// The ratios of `document`'s parts: each part's tokens but its first (the ones its windows
-    /// predict) over the characters they hold (``Vocabulary/characterCount(_:)``).
+    /// predict) over the characters they hold (`Vocabulary.characterCount(_:)`).
     public init(_ document: TextDocument, parts: (training: Range<Int>, validation: Range<Int>, test: Range<Int>)) {
         func ratio(_ part: Range<Int>) -> Double? {
             guard part.count >= 2 else { return nil }
