@@ -10,17 +10,14 @@ private let play = String(repeating: "ANNA:\nthe cat sat.\n\nBEN:\non the mat!\n
 
 /// A one-block transformer trained for 30 steps on the play, once for the suite's tests.
 private let trainedRun: Result<String, any Error> = Result {
-    let directory = try scratchDirectory("document")
-    try play.write(toFile: directory + "/play.txt", atomically: true, encoding: .utf8)
-    try """
-    model: {transformer: {blocks: 1, heads: 2, features: 16, tieWeights: true}}
-    data: {kind: text, unit: document, path: play.txt, blockSize: 24}
-    optimizer: {kind: adam, learningRate: 0.01}
-    training: {steps: 30, evaluateEvery: 10, batchSize: 8, seed: 4}
-    """.write(toFile: directory + "/play.yaml", atomically: true, encoding: .utf8)
-    let train = try runNeuron(["train", directory + "/play.yaml", "--output", directory + "/run", "--quiet"])
-    guard train.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["stderr": train.stderr]) }
-    return directory + "/run"
+    try trainRun(
+        "document", files: ["play.txt": play],
+        config: """
+            model: {transformer: {blocks: 1, heads: 2, features: 16, tieWeights: true}}
+            data: {kind: text, unit: document, path: play.txt, blockSize: 24}
+            optimizer: {kind: adam, learningRate: 0.01}
+            training: {steps: 30, evaluateEvery: 10, batchSize: 8, seed: 4}
+            """)
 }
 
 @Suite("neuron train and sample on a document")

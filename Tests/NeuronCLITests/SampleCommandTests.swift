@@ -6,21 +6,18 @@ import Testing
 
 /// A GRU on Data/words-small.txt for 2 epochs, trained once for the suite's tests.
 private let trainedRun: Result<String, any Error> = Result {
-    let directory = try scratchDirectory("sample")
-    let config = directory + "/words.yaml"
-    try """
-    model:
-      layers:
-        - {kind: embedding, features: 16}
-        - {kind: gru, units: 32}
-        - {units: 27, activation: identity}
-    data: {kind: text, path: \(dataDirectory)/words-small.txt}
-    optimizer: {kind: adam, learningRate: 0.01}
-    training: {epochs: 2, batchSize: 32, seed: 3}
-    """.write(toFile: config, atomically: true, encoding: .utf8)
-    let train = try runNeuron(["train", config, "--output", directory + "/run", "--quiet"])
-    guard train.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["stderr": train.stderr]) }
-    return directory + "/run"
+    try trainRun(
+        "sample",
+        config: """
+            model:
+              layers:
+                - {kind: embedding, features: 16}
+                - {kind: gru, units: 32}
+                - {units: 27, activation: identity}
+            data: {kind: text, path: \(dataDirectory)/words-small.txt}
+            optimizer: {kind: adam, learningRate: 0.01}
+            training: {epochs: 2, batchSize: 32, seed: 3}
+            """)
 }
 
 @Suite("neuron sample: lines drawn from a trained text model")

@@ -12,17 +12,14 @@ private let play = String(repeating: "ANNA:\nthe cat sat.\n\nBENÉ:\non the mat!
 
 /// A one-block transformer trained for 30 steps on the play's tokens (a BPE of 270 tokens trained by the run).
 private let trainedRun: Result<String, any Error> = Result {
-    let directory = try scratchDirectory("token-document")
-    try play.write(toFile: directory + "/play.txt", atomically: true, encoding: .utf8)
-    try """
-    model: {transformer: {blocks: 1, heads: 2, features: 16, tieWeights: true}}
-    data: {kind: text, unit: document, path: play.txt, blockSize: 24, vocabularySize: 270}
-    optimizer: {kind: adam, learningRate: 0.01}
-    training: {steps: 30, evaluateEvery: 10, batchSize: 8, seed: 4}
-    """.write(toFile: directory + "/play.yaml", atomically: true, encoding: .utf8)
-    let train = try runNeuron(["train", directory + "/play.yaml", "--output", directory + "/run", "--quiet"])
-    guard train.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["stderr": train.stderr]) }
-    return directory + "/run"
+    try trainRun(
+        "token-document", files: ["play.txt": play],
+        config: """
+            model: {transformer: {blocks: 1, heads: 2, features: 16, tieWeights: true}}
+            data: {kind: text, unit: document, path: play.txt, blockSize: 24, vocabularySize: 270}
+            optimizer: {kind: adam, learningRate: 0.01}
+            training: {steps: 30, evaluateEvery: 10, batchSize: 8, seed: 4}
+            """)
 }
 
 @Suite("neuron train, sample and export on a tokenizer's tokens")

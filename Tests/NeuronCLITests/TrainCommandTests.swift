@@ -12,6 +12,17 @@ func scratchDirectory(_ name: String) throws -> String {
     return url.path
 }
 
+/// A run trained for a suite's tests: `config` written beside `files` (name → text) in a fresh
+/// directory, trained quietly into its `run`; the run's directory, or an error with the CLI's message.
+func trainRun(_ name: String, files: [String: String] = [:], config: String) throws -> String {
+    let directory = try scratchDirectory(name)
+    for (file, text) in files { try text.write(toFile: directory + "/" + file, atomically: true, encoding: .utf8) }
+    try config.write(toFile: directory + "/run.yaml", atomically: true, encoding: .utf8)
+    let train = try runNeuron(["train", directory + "/run.yaml", "--output", directory + "/run", "--quiet"])
+    guard train.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["stderr": train.stderr]) }
+    return directory + "/run"
+}
+
 /// The tensors of a run's checkpoint as raw bytes by name, read with the same rules as the
 /// format (8-byte little-endian header length, JSON header, data), independently of our reader.
 func checkpointTensors(_ directory: String) throws -> [String: Data] {
