@@ -20,7 +20,8 @@ extension Kernels {
         case .relu:
             // max(y, 0) is `0 >= y ? 0 : y`: NaN stays NaN, so divergence stays visible. Written as
             // `y < 0 ? 0 : y` the compiler made it a store under a branch, mispredicted on half of a
-            // layer's outputs: 10.7 ms over 2M floats against 0.41 ms for this, which vectorizes.
+            // layer's outputs, many times slower than this, which vectorizes (Benchmarks/README.md,
+            // “Figures behind the code”: relu as a select).
             for i in y.indices { y[i] = Swift.max(y[i], 0) }
         case .identity, .softmax:
             break
@@ -69,7 +70,8 @@ extension Kernels {
             for i in y.indices { dz[i] = dy[i] * (y[i] * (1 - y[i])) }
         case .relu:
             // Both loaded before the select, so that it is a select: with `dy[i]` read only when
-            // `y > 0`, it was a branch per element (11.4 ms over 2M floats against 0.59 ms).
+            // `y > 0`, it was a branch per element (Benchmarks/README.md, “Figures behind the
+            // code”: relu as a select).
             for i in y.indices {
                 let output = y[i], gradient = dy[i]
                 dz[i] = output > 0 ? gradient : 0
@@ -189,9 +191,9 @@ extension Kernels {
         // x, gate, dy, dx: (n)
         switch approximation {
         case .none:
-            // e^(-x²/2) into dx through the type's buffer exp (vectorized for Float: with glibc's
-            // expf, a call per element, W9's four GELU layers took 1.15 ms backward, now 0.72),
-            // then dx = dy ⊙ (gate + x·e^(-x²/2)/√(2π))
+            // e^(-x²/2) into dx through the type's buffer exp (vectorized for Float, where glibc's
+            // expf is a call per element: Benchmarks/README.md, “Figures behind the code”: GELU's
+            // exp), then dx = dy ⊙ (gate + x·e^(-x²/2)/√(2π))
             for i in x.indices { dx[i] = -T(0.5) * x[i] * x[i] }
             T.exp(inPlace: dx)
             let inverseSquareRoot2Pi = T(0.39894228040143267794)  // 1/√(2π)

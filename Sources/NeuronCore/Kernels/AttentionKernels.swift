@@ -36,18 +36,15 @@ public enum AttentionPath: Sendable, Equatable, CustomStringConvertible {
     /// recomputes each tile's weights from it.
     case tiled(tile: Int)
 
-    /// The tile the tiled path runs with unless told: at nanoGPT's size (batch 8, block 256, 6 heads
-    /// of 64, Float, one BLAS thread, OpenBLAS's Haswell kernels on an AMD EPYC), the heads' forward
-    /// and backward took 20.3 ms in tiles of 32, 19.6 in tiles of 64, 23.0 in tiles of 128 (the
-    /// full path 25.4): smaller tiles skip more of the masked half, larger ones make larger gemms.
+    /// The tile the tiled path runs with unless told, the fastest at nanoGPT's size: smaller tiles
+    /// skip more of the masked half, larger ones make larger gemms (Benchmarks/README.md, “Figures
+    /// behind the code”: attention's tiles).
     public static let defaultTile = 64
 
-    /// The block from which the tiled path is the faster. The heads' forward and backward at one
-    /// BLAS thread, batch·time 2048, full against tiled (64), head size 64: 7.2 against 8.5 ms at
-    /// block 64, 9.8 against 9.9 at 96, 13.2 against 12.1 at 128, 25.4 against 19.6 at 256; head
-    /// size 32 and 16 cross at the same block (5.3 against 5.4, then 7.2 against 6.7 ms; 2.24
-    /// against 2.34, then 3.08 against 2.84). Below it the full path's few large gemms win: the
-    /// tiled backward's extra product (the scores again) costs more than the masked half it skips.
+    /// The block from which the tiled path is the faster, at head sizes 16, 32 and 64 alike. Below
+    /// it the full path's few large gemms win: the tiled backward's extra product (the scores
+    /// again) costs more than the masked half it skips (Benchmarks/README.md, “Figures behind the
+    /// code”: attention's tiles).
     public static let tiledFromTime = 128
 
     /// The path measured faster at `time` positions: tiled (tiles of ``defaultTile``) from

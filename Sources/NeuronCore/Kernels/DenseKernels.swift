@@ -1,9 +1,10 @@
 // The dense layer's passes, each one kernel: the products go to BLAS, the bias and the activation
 // to the element-wise kernels. One call per pass, because a layer is reached through
 // `any Layer<Float>`, where its own generic body would look up the metadata of every tensor and
-// buffer it touches: here a generic caller pays one type check and runs the concrete copy
-// (W1, a 1→1 network: 0.92 → 0.44 µs a step). The naive definitions are beside the layer
-// (`Naive.denseForward`, `Naive.denseBackward` in Layers/Dense.swift).
+// buffer it touches: here a generic caller pays one type check and runs the concrete copy, which
+// halved W1's step (Benchmarks/README.md, “Figures behind the code”: one kernel per pass). The
+// naive definitions are beside the layer (`Naive.denseForward`, `Naive.denseBackward` in
+// Layers/Dense.swift).
 //
 // A per-position layer (`time` set) reads (batch, time, inputs) as one (batch·time, inputs)
 // matrix: the same products over more rows; only the output's shape says where the rows came from.

@@ -37,13 +37,13 @@
 // the step's entries, `Network.lossAndGradientsUnchecked` and `Network.fusedLossAndUpdate`, carry
 // it; the internal helpers a kernel calls carry none. A caller that does not know its scalar type
 // (a layer reached through `any Layer<Float>`) or sits in another module reaches the generic entry
-// point, which checks the type and jumps to the concrete copy. Without the pair, relu over conv 1's
-// 1.38M outputs called from another module took 34.7 ms instead of 0.24 ms (addBias 12.0 → 0.35 ms,
-// relu's backward 53.8 → 0.37 ms). A layer carries no attribute: where its own generic body cost a
-// step (the dense layer, in W1–W3), its pass is one kernel call (`DenseKernels.swift`).
-// `.ci/specialize-check` fails on an attribute outside this folder and those two entries' files, or
-// on more than 108 in all (52 kernels and the two entries, a pair each); that each kernel has its
-// pair is for review to see.
+// point, which checks the type and jumps to the concrete copy. Without the pair, a kernel called
+// from another module runs its generic body, one to two orders of magnitude slower
+// (Benchmarks/README.md, “Figures behind the code”: specialized kernels). A layer carries no
+// attribute: where its own generic body cost a step (the dense layer, in W1–W3), its pass is one
+// kernel call (`DenseKernels.swift`). `.ci/specialize-check` fails on an attribute outside this
+// folder and those two entries' files, or on more than its cap: a pair per kernel and per entry;
+// that each kernel has its pair is for review to see.
 
 /// The engine's kernels over contiguous row-major buffers; see the file's header for the rule
 /// that specializes them.
@@ -122,7 +122,8 @@ extension Kernels {
         // x: (rows, columns)  b: (columns)
         // Row after row keeps the reads sequential. Eight rows are added into b at a time: a row at
         // a time, each row's store to b is what the next row's load of b waits for, and that
-        // chain, not the adds, set the pace (a GRU's 512×192 gate gradients: about 30 µs a sum).
+        // chain, not the adds, set the pace (Benchmarks/README.md, “Figures behind the code”:
+        // column sums eight rows at a time).
         let columns = b.count
         guard columns > 0, let xs = x.baseAddress, let bs = b.baseAddress else { return }
         let rows = x.count / columns

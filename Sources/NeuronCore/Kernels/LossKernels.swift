@@ -32,8 +32,8 @@ extension Kernels {
     /// The log-sum-exp of one row of logits, `m + log Σ e^(z - m)` with `m` the row's maximum,
     /// read from the row's softmax `p` rather than by a second exp of every logit: the sum is
     /// `1 / p[argmax]`, and `p[argmax] ≥ 1 / columns` never underflows. Within one rounding of
-    /// the sum (`p[argmax]` is `1/sum` rounded). A sequence model's loss head (W8: 512 rows of 27)
-    /// took 70 µs with the exps computed twice.
+    /// the sum (`p[argmax]` is `1/sum` rounded), and one pass of exps where the loss head took two
+    /// (Benchmarks/README.md, “Figures behind the code”: the log-sum-exp from the softmax).
     ///
     ///     // z, p: (rows, columns); the row starts at `row`
     @inline(__always)

@@ -150,8 +150,8 @@ extension Kernels {
     /// `Σ term(j)` over `0..<count`, in eight partial sums (term `j` into sum `j mod 8`) added
     /// pairwise at the end, then the terms past the last multiple of 8 in order: eight independent
     /// chains of additions, which the compiler keeps in vector registers, rather than one chain
-    /// that waits on each addition (W9's nine layer norms of 512 rows × 64: 526 → 361 µs a step,
-    /// forward and backward). A row of fewer than 8 is summed in order, as a plain loop would.
+    /// that waits on each addition (Benchmarks/README.md, “Figures behind the code”: row sums in
+    /// eight chains). A row of fewer than 8 is summed in order, as a plain loop would.
     @inline(__always)
     static func rowSum<T: TensorScalar>(_ count: Int, _ term: (Int) -> T) -> T {
         var s0: T = 0, s1: T = 0, s2: T = 0, s3: T = 0, s4: T = 0, s5: T = 0, s6: T = 0, s7: T = 0

@@ -182,8 +182,8 @@ extension Kernels {
         let n = g + 2 * hidden, z = g + hidden, pn = p + 2 * hidden
         for j in 0..<3 * hidden { p[j] += biasHH[j] }
         // r, z = σ(a) = (1 + tanh(a/2)) / 2: the same function, through the vectorized tanh over
-        // the row rather than an exp and a division per element (GRU forward, batch 32, time 16,
-        // 64→64, Float, one BLAS thread: forward 775 → 422 µs).
+        // the row rather than an exp and a division per element (Benchmarks/README.md, “Figures
+        // behind the code”: the GRU's gates through tanh).
         for j in 0..<2 * hidden { g[j] = (g[j] + p[j]) * 0.5 }
         T.tanh(inPlace: UnsafeMutableBufferPointer(start: g, count: 2 * hidden))
         for j in 0..<2 * hidden { g[j] = 0.5 + 0.5 * g[j] }

@@ -5,8 +5,8 @@
 // part of what the batch's loss is a mean over, which makes them the whole batch's gradients.
 //
 // Why: on a small model most of a step is not products (GELU's erf, LayerNorm, the softmax, the
-// update) and the products are small, so OpenBLAS's second thread helps little (the shipped GPT's
-// step: 6.44 ms on one BLAS thread, 5.53 ms on two). Two threads each running half the batch,
+// update) and the products are small, so OpenBLAS's second thread helps little (Benchmarks/README.md,
+// “Figures behind the code”: batch threads). Two threads each running half the batch,
 // products included on one BLAS thread, keep both cores busy through the whole pass.
 //
 // The same weighting as data parallelism over processes (`MiniBatchTraining.step(share:combine:)`):

@@ -48,7 +48,8 @@ extension Network {
             let value = evaluateLoss(targets, gradient: true)
             let dy = lossGradient
             // The fold of `backwardUnchecked`, written out again: a shared method reading the layers
-            // and the loss's gradient copied the network for each layer (W2 0.79 → 1.02 µs a step).
+            // and the loss's gradient copied the network for each layer (Benchmarks/README.md,
+            // “Figures behind the code”: fused update).
             let outside = BLAS.enterProducts(products)
             defer { BLAS.leaveProducts(outside) }
             gradients.withUnsafeMutableBufferPointer { g in

@@ -4,10 +4,10 @@
 // the work is a value of a concrete type, stored in place, where a closure handed over (through a
 // dispatch queue's concurrent loop: 3 allocations a step; `withoutActuallyEscaping`: 1) is boxed.
 //
-// Each side spins a while before it sleeps: a thread woken from a condition wait took ~70 µs to
-// start (a split 64-128-10 step: 12 µs whole, 81 µs split), while the next pass of a training loop
-// comes within a few hundred µs (the update, the next batch). The spins are bounded, so an idle
-// network's threads sleep.
+// Each side spins a while before it sleeps: a thread woken from a condition wait starts much later
+// than the next pass of a training loop comes (the update, the next batch), a delay that would be
+// most of a small step (Benchmarks/README.md, “Figures behind the code”: waking a thread). The
+// spins are bounded, so an idle network's threads sleep.
 import Foundation
 import Synchronization
 
@@ -36,7 +36,7 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
     }
 
     /// How long a side polls before it sleeps: longer than a training loop spends between passes
-    /// (the update and the next batch: 0.1 ms for the shipped GPT, about 1 ms for a 2.7M-parameter one).
+    /// (the update and the next batch; Benchmarks/README.md, “Figures behind the code”: waking a thread).
     private static var pollingTime: Duration { .milliseconds(2) }
 
     /// Polls until `done` holds or ``pollingTime`` has passed; whether it holds.

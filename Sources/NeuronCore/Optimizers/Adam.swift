@@ -113,8 +113,8 @@ public struct Adam<Scalar: TensorScalar>: Optimizer, Equatable {
         let decay = decay
         // One kernel call per piece, each with its group's λ: the decayed ranges are read once, where
         // shrinking them first (a BLAS scal each, then the undecayed kernel) reads them twice; the
-        // results are the same bit for bit, and at 1M Float parameters, half decayed in 8 ranges,
-        // the pieces took 1.40-1.55 ms a step against scal's 1.54-1.59 ms (one kernel over all: 1.32-1.46).
+        // results are the same bit for bit, and the pieces are the faster (Benchmarks/README.md,
+        // “Figures behind the code”: decay in pieces).
         parameters.withUnsafeMutableBufferPointer { p in
             gradients.withUnsafeBufferPointer { g in
                 m.withUnsafeMutableBufferPointer { m in

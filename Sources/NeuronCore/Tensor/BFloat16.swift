@@ -61,7 +61,7 @@ extension BLAS {
     /// The smallest product, in multiply-adds (m·n·k), that runs on bfloat16 operands when they are
     /// asked for; smaller ones stay in Float with OpenBLAS, where rounding their operands and
     /// oneDNN's cost per call outweigh the products (W9's per-head products, 16×16×16, thousands a
-    /// step: 0.07–0.20 µs each in OpenBLAS, 0.3 µs in oneDNN before any rounding).
+    /// step; Benchmarks/README.md, “Figures behind the code”: the smallest bf16 product).
     public static let bf16MinimumWork = 1 << 16
 
     /// The calling thread's product precision for Float products (``ProductPrecision/full`` unless set).

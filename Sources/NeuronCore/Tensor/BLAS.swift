@@ -26,8 +26,8 @@ private func blasInt(_ value: Int) -> blasint {
 /// The `beta` to hand OpenBLAS once `c` is ready for it: for `beta = 0` on a large `c`, clears
 /// `c` here and returns 1. OpenBLAS computes `beta = 0` the same way, clearing `c` and then adding
 /// the product onto it, so the numbers are the same; but its clearing pass is slower
-/// than memset's (one thread, Zen kernels: a 21632×32 product 457 → 298 µs, 3872×288 1946 →
-/// 1730 µs). Small products keep OpenBLAS's own pass: theirs costs nothing to speak of.
+/// than memset's (Benchmarks/README.md, “Figures behind the code”: beta 0 by memset). Small
+/// products keep OpenBLAS's own pass: theirs costs nothing to speak of.
 @inline(__always)
 private func preparedBeta<T: BinaryFloatingPoint>(_ beta: T, m: Int, n: Int, c: UnsafeMutablePointer<T>, ldc: Int) -> T {
     guard beta == 0, m * n >= 1 << 14 else { return beta }

@@ -6,16 +6,16 @@
 // tables). On the libraries' own two threads, oneDNN was the fastest or near it on every product of
 // 2¹⁹ multiply-adds and more; on one thread, as Neuron calls every product (its panels,
 // `Tensor/ProductThreads.swift`), OpenBLAS 0.3.34 gained nothing on 0.3.21, and oneDNN's matmul
-// kept its lead on the products whose left operand is not transposed (W6's `x·w` and `dz·wᵀ`:
-// 1,140 and 1,128 µs against 1,196 and 1,342), not on the weight gradients (`aᵀ·b`: 1,096 against
-// 1,095). oneDNN's sgemm, sent the shapes it won alone on its own threads, made W4–W6's steps no
-// faster and often slower (W6 6.3–9.4 ms against 5.5–7.4): two thread pools on two cores.
+// kept its lead on the products whose left operand is not transposed (W6's `x·w` and `dz·wᵀ`), not
+// on the weight gradients (`aᵀ·b`). oneDNN's sgemm, sent the shapes it won alone on its own
+// threads, made W4–W6's steps no faster and often slower: two thread pools on two cores.
 //
 // So, on request (`NEURON_FLOAT_PRODUCTS=onednn`, with the trait `OneDNN`, on AVX-512, where it was
 // measured), a Float product of ``BLAS/oneDNNMinimumWork`` multiply-adds or more whose left operand
 // is not transposed, with alpha 1 and beta 0 or 1, goes to oneDNN's matmul primitive, cut into the
-// same panels as OpenBLAS's products, each panel on one OpenMP thread (the product thread's own):
-// interleaved, W6's step took 6.25–6.57 ms against 7.15–7.49 on OpenBLAS. It is not the default
+// same panels as OpenBLAS's products, each panel on one OpenMP thread (the product thread's own),
+// which made W6's step faster than on OpenBLAS (Benchmarks/README.md, “Figures behind the code”:
+// oneDNN's matmul on request, with the figures above). It is not the default
 // because oneDNN allocates on every call (5–7 blocks: W4, W5 and W6 then allocate 16, 34 and 68
 // times a step, where OpenBLAS's panels allocate nothing). It is taken once it has passed the exact
 // check OpenBLAS's kernels pass (`BLAS.checkKernels`'s products of small integers).

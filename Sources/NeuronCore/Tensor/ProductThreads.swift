@@ -2,14 +2,13 @@
 // OpenBLAS on one thread; a smaller one runs whole on its caller's thread.
 //
 // Why not OpenBLAS's own threads. Debian's OpenBLAS 0.3.21 threads every product from 2¹⁸
-// multiply-adds and allocates its job table on every threaded call (its build has MAX_THREADS=64).
-// On a 2-core Zen 5, native kernels: the character GRU's step (W8: 32×64·64×192 products at each
-// position) took 1.14 ms and 21 allocations on OpenBLAS's two threads, against 649 µs and none on
-// one. With this file, interleaved (OpenBLAS's two threads → panels): W4 273–289 → 244–253 µs,
-// W5 878–887 → 799–833 µs, W8 1.07–1.09 ms → 592–599 µs, and no allocation in any step where
-// there were 5, 6 and 21. W6, whose products are 1024 wide, is the exception: 6.92–7.15 → 7.40–7.64 ms
+// multiply-adds and allocates its job table on every threaded call (its build has MAX_THREADS=64):
+// the character GRU's step (W8: 32×64·64×192 products at each position) was slower on OpenBLAS's
+// two threads than on one, and allocated 21 times. With this file W4, W5 and W8 are faster and
+// allocate nothing in a step; W6, whose products are 1024 wide, is the exception, a little slower
 // (OpenBLAS's threads share the packing of an operand; each panel packs its own), kept for the
-// allocations (8 a step) it saves.
+// allocations (8 a step) it saves (Benchmarks/README.md, “Figures behind the code”: product
+// threads, for all the figures here).
 //
 // So OpenBLAS runs on one thread, always, and the process's product threads (`BLAS.threadCount`)
 // are Neuron's: a product of ``BLAS/panelMinimumWork`` multiply-adds or more is cut along the
@@ -17,9 +16,8 @@
 // and the caller computes the first panel while the other threads (``ShareThreads``, which poll
 // between products rather than sleep) compute the rest. Cutting the longer side leaves each
 // thread the whole of the smaller operand to pack, as OpenBLAS's own threads do. A square output
-// is cut into rows, so that each thread writes one contiguous block: W6's weight update
-// (1024×128·128×1024 into the weights) took 610–619 µs in rows against 870 in columns, alone,
-// and W5's step (two 256×256 outputs) 790–802 µs against 813–832, interleaved. Each output element
+// is cut into rows, so that each thread writes one contiguous block, the faster for W6's weight
+// update (1024×128·128×1024 into the weights) and W5's step (two 256×256 outputs). Each output element
 // is one thread's sum over the whole of k, but not always in the order of the whole product:
 // OpenBLAS blocks a panel by its own width, so a cut other than in halves can round a product's
 // last bits differently (64×512·512×512 on the Haswell kernels: two panels equal the whole, three
@@ -28,9 +26,9 @@
 //
 // The threshold, 2²³ multiply-adds, is where a cut paid on this machine in both of its moods. In
 // some processes a panel's data crosses between the two cores slowly (a virtual machine whose two
-// cores the host places apart): then each cut 512×192×64 product of W8 cost about 80 µs more than
-// computing it whole (the step 900 µs against 650), while W4–W6, whose cut products are 12.8M
-// multiply-adds and more, gained as much at 2²³ as at 2¹⁸. Below it a product runs whole.
+// cores the host places apart): then each cut 512×192×64 product of W8 cost more than computing it
+// whole, while W4–W6, whose cut products are 12.8M multiply-adds and more, gained as much at 2²³ as
+// at 2¹⁸. Below it a product runs whole.
 //
 // `NEURON_PRODUCT_THREADS=openblas` gives the threads back to OpenBLAS (the measurement's other side).
 import Foundation

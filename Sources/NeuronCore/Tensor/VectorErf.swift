@@ -1,8 +1,8 @@
-// erf over whole buffers, for GELU's forward pass. glibc's erff is a scalar call of ~18 ns (a loop
-// over 1M Floats, against 0.8 ns for the approximation below at SSE2's width and 2 ns for expf): it
-// would be most of a GELU layer's time. For Float, a rational approximation with no calls and no
-// branches, in C (Sources/CKernels/VectorLoops.h) at the CPU's vector width; for Double, the C
-// library's erf. The reference beside both is the C library's erf in Double.
+// erf over whole buffers, for GELU's forward pass. glibc's erff is a scalar call, many times the
+// approximation below at the vector width: it would be most of a GELU layer's time
+// (Benchmarks/README.md, “Figures behind the code”: the C library's scalar calls). For Float, a
+// rational approximation with no calls and no branches, in C (Sources/CKernels/VectorLoops.h) at
+// the CPU's vector width; for Double, the C library's erf. The reference beside both is the C library's erf in Double.
 
 extension Float {
     /// erf of every element in place: `x·p(x²) / q(x²)` on x clamped to [-4, 4] (beyond which erf

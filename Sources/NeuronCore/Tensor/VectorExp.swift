@@ -1,8 +1,8 @@
 // exp over whole buffers, for the attention's softmax and GELU's backward pass. glibc's expf is a
-// scalar call of a few ns that no loop around it can vectorize: in a small GPT's step, GELU's
-// backward alone spent 1.18 ms of 10.9 in it. For Float, Cephes' expf with no calls and no
-// branches, in C (Sources/CKernels/VectorLoops.h) at the CPU's vector width; for Double, the C
-// library's exp. The reference beside both is the C library's exp in Double.
+// scalar call that no loop around it can vectorize, a tenth of a small GPT's step in GELU's
+// backward alone (Benchmarks/README.md, “Figures behind the code”: the C library's scalar calls).
+// For Float, Cephes' expf with no calls and no branches, in C (Sources/CKernels/VectorLoops.h) at
+// the CPU's vector width; for Double, the C library's exp. The reference beside both is the C library's exp in Double.
 
 extension Float {
     /// exp of every element in place: `x = n·ln 2 + r` with `n` whole and `|r| ≤ ln 2 / 2`, then

@@ -1,7 +1,7 @@
-// tanh over whole buffers. glibc's tanhf is a scalar call of ~15 ns; in a tanh layer it was most
-// of a 64-128-10 training step. For Float, a rational approximation with no calls and no branches,
-// in C (Sources/CKernels/VectorLoops.h) at the CPU's vector width; for Double, the C library's
-// tanh, on which Docs/Reference.md §1–3's exact numbers depend. The reference beside both is the C
+// tanh over whole buffers. glibc's tanhf is a scalar call; in a tanh layer it was most of a
+// 64-128-10 training step (Benchmarks/README.md, “Figures behind the code”: the C library's scalar
+// calls). For Float, a rational approximation with no calls and no branches, in C
+// (Sources/CKernels/VectorLoops.h) at the CPU's vector width; for Double, the C library's tanh, on which Docs/Reference.md §1–3's exact numbers depend. The reference beside both is the C
 // library's scalar tanh.
 
 extension Float {
