@@ -140,7 +140,7 @@ struct Sample: ParsableCommand {
         func write(_ text: String) { if !text.isEmpty { FileHandle.standardOutput.write(Data(text.utf8)) } }
         write(prompt)
         var stream = vocabulary.tokenizer.map(TokenTextStream.init)
-        try network.continueText(context, length: length, rule: rule, seed: seed, cache: !noCache) { token in
+        _ = try network.continueText(context, length: length, rule: rule, seed: seed, cache: !noCache) { token in
             if stream != nil {
                 // A drawn token is below the network's scores, which are the tokenizer's ids.
                 write((try? stream!.append(token)) ?? "\u{FFFD}")
