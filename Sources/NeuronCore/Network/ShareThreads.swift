@@ -1,13 +1,22 @@
 // The threads of a pass split over threads (`Network.batchThreads`), and of a product cut into
-// panels (`Tensor/ProductThreads.swift`): started once, then woken for each pass (or product). The
-// caller computes share 0 itself and waits for the others. A pass allocates nothing:
-// the work is a value of a concrete type, stored in place, where a closure handed over (through a
-// dispatch queue's concurrent loop: 3 allocations a step; `withoutActuallyEscaping`: 1) is boxed.
+// panels (`Tensor/ProductThreads.swift`): started once, then woken for each pass (or product). A
+// pass allocates nothing: the work is a value of a concrete type, stored in place, where a closure
+// handed over (through a dispatch queue's concurrent loop: 3 allocations a step;
+// `withoutActuallyEscaping`: 1) is boxed.
+//
+// Shares are taken, not handed out: the caller and each woken thread take the next share no one
+// has begun, until none is left, so a thread the system has not run yet (another process holds
+// its core) holds up no share: the caller computes it. The caller then waits only for shares
+// another thread has begun. Which thread computes a share changes nothing in it (a share is a
+// fixed part of the work, computed by the same code on the same buffers), so a result is the same
+// bits whoever took its shares.
 //
 // Each side spins a while before it sleeps: a thread woken from a condition wait starts much later
 // than the next pass of a training loop comes (the update, the next batch), a delay that would be
 // most of a small step (Benchmarks/README.md, “Figures behind the code”: waking a thread). The
-// spins are bounded, so an idle network's threads sleep.
+// spins yield the core between polls, so that on a busy machine a waiting thread does not keep
+// the core that the work, or another process, needs; and they are bounded, so an idle network's
+// threads sleep.
 import Foundation
 import Synchronization
 
@@ -17,8 +26,8 @@ protocol ShareWork: Sendable {
     func run(share: Int)
 }
 
-/// `count` threads that each run one share of every pass handed to ``run(_:)``, share `1…count`;
-/// they wait on a condition between passes and end with the object.
+/// `count` threads that, with the caller, take the shares `0…count` of every pass handed to
+/// ``run(_:)``; they wait on a condition between passes and end with the object.
 final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
     /// What the caller and the threads share. A class apart from ``ShareThreads`` so that the
     /// threads do not keep it alive: its deinit stops them. `work` and `stopped` are written under
@@ -28,8 +37,12 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
         let condition = NSCondition()
         /// Bumped by every pass (and by the stop): a thread takes a pass whose generation it has not seen.
         let generation = Atomic<Int>(0)
-        /// Threads still running the pass.
-        let running = Atomic<Int>(0)
+        /// The pass's generation and its next share no one has taken: `generation << 16 | share`.
+        /// A share is taken by exchanging it for the next, of the same generation only, so that a
+        /// thread that wakes after its pass has ended takes nothing from the next.
+        let next = Atomic<Int>(0)
+        /// Shares not yet computed.
+        let remaining = Atomic<Int>(0)
         /// The pass's work, valid from its start until every thread has counted itself done.
         var work: Work?
         var stopped = false
@@ -39,13 +52,42 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
     /// (the update and the next batch; Benchmarks/README.md, “Figures behind the code”: waking a thread).
     private static var pollingTime: Duration { .milliseconds(2) }
 
-    /// Polls until `done` holds or ``pollingTime`` has passed; whether it holds.
+    /// Polls until `done` holds or ``pollingTime`` has passed; whether it holds. Between rounds of
+    /// polls the core is offered to any other thread that is ready to run (`sched_yield`, which
+    /// returns at once when none is).
     @inline(__always)
     private static func poll(until done: () -> Bool) -> Bool {
         let clock = ContinuousClock(), deadline = clock.now.advanced(by: pollingTime)
         while true {
             for _ in 0..<256 where done() { return true }  // the clock read once per 256 polls
             if clock.now >= deadline { return done() }
+            sched_yield()
+        }
+    }
+
+    /// The next share of the pass of `generation` that no one has taken, taken; nil when every
+    /// share of it is taken (or the pass is over).
+    private static func take(_ handover: Handover, generation: Int, shares: Int) -> Int? {
+        var state = handover.next.load(ordering: .relaxed)
+        while state >> 16 == generation & (Int.max >> 16), state & 0xFFFF < shares {
+            let (exchanged, original) = handover.next.compareExchange(
+                expected: state, desired: state + 1, ordering: .relaxed)
+            if exchanged { return state & 0xFFFF }
+            state = original
+        }
+        return nil
+    }
+
+    /// Takes and computes shares of `work`, the pass of `generation`, until none is left.
+    private static func takeShares(_ work: Work, _ handover: Handover, generation: Int, shares: Int) {
+        while let share = take(handover, generation: generation, shares: shares) {
+            work.run(share: share)
+            if handover.remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+                // The caller may be asleep: it checks `remaining` under the lock before it waits.
+                handover.condition.lock()
+                handover.condition.broadcast()
+                handover.condition.unlock()
+            }
         }
     }
 
@@ -58,10 +100,10 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
     /// Starts `count` threads.
     init(count: Int) {
         self.count = count
-        for share in 1..<count + 1 {
+        for index in 1..<count + 1 {
             let handover = self.handover
-            let thread = Thread { Self.serve(handover, share: share) }
-            thread.name = "neuron share \(share)"
+            let thread = Thread { Self.serve(handover, shares: count + 1) }
+            thread.name = "neuron share \(index)"
             thread.start()
         }
     }
@@ -74,8 +116,9 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
         handover.condition.unlock()
     }
 
-    /// A thread's life: wait for a pass (polling, then asleep), run its share, count itself done, until stopped.
-    private static func serve(_ handover: Handover, share: Int) {
+    /// A thread's life: wait for a pass (polling, then asleep), take and compute its shares while
+    /// any is left, until stopped.
+    private static func serve(_ handover: Handover, shares: Int) {
         var seen = 0
         while true {
             _ = poll { handover.generation.load(ordering: .acquiring) != seen }
@@ -85,18 +128,15 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
             let (work, stopped) = (handover.work, handover.stopped)
             handover.condition.unlock()
             if stopped { return }
-            work!.run(share: share)
-            if handover.running.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
-                // The caller may be asleep: it checks `running` under the lock before it waits.
-                handover.condition.lock()
-                handover.condition.broadcast()
-                handover.condition.unlock()
-            }
+            // A thread that wakes once its pass is over (every share taken and computed, the work
+            // put away) has nothing to take.
+            guard let work else { continue }
+            takeShares(work, handover, generation: seen, shares: shares)
         }
     }
 
-    /// Runs share 0 of `work` on the calling thread and shares `1…count` on the threads, at
-    /// once, and returns when every one has returned.
+    /// Runs the shares `0…count` of `work` on the calling thread and the threads, at once, each
+    /// share once, and returns when every one has returned.
     func run(_ work: Work) {
         passLock.lock()
         defer { passLock.unlock() }
@@ -112,18 +152,21 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
         return true
     }
 
-    /// Hands `work` to the threads, runs share 0 and waits for the rest; the caller holds `passLock`.
+    /// Hands `work` to the threads, takes shares of it as they do, then waits for the shares
+    /// they took; the caller holds `passLock`.
     private func hand(_ work: Work) {
         handover.condition.lock()
         handover.work = work
-        handover.running.store(count, ordering: .releasing)
-        handover.generation.add(1, ordering: .releasing)
+        handover.remaining.store(count + 1, ordering: .relaxed)
+        let generation = handover.generation.load(ordering: .relaxed) + 1
+        handover.next.store((generation & (Int.max >> 16)) << 16, ordering: .relaxed)
+        handover.generation.store(generation, ordering: .releasing)
         handover.condition.broadcast()  // no system call when every thread is still polling
         handover.condition.unlock()
-        work.run(share: 0)
-        _ = Self.poll { handover.running.load(ordering: .acquiring) == 0 }
+        Self.takeShares(work, handover, generation: generation, shares: count + 1)
+        _ = Self.poll { handover.remaining.load(ordering: .acquiring) == 0 }
         handover.condition.lock()
-        while handover.running.load(ordering: .acquiring) > 0 { handover.condition.wait() }
+        while handover.remaining.load(ordering: .acquiring) > 0 { handover.condition.wait() }
         handover.work = nil
         handover.condition.unlock()
     }
