@@ -48,6 +48,31 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
     /// checks every character and marks the ones the text holds, the second writes the tokens in
     /// the width the vocabulary allows.
     static func parse(bytes: [UInt8], source: String) throws(DataError) -> TextDocument {
+        let (start, count, characters, vocabulary) = try scan(bytes: bytes, source: source)
+        // token[code point], for the code points up to the largest the text holds
+        var token = [UInt32](repeating: 0, count: Int(characters.last!.value) + 1)
+        for (index, character) in characters.enumerated() { token[Int(character.value)] = UInt32(index + 1) }
+        let tokens = try TokenSequence(count: count, vocabulary: vocabulary.count) { (writer: inout TokenWriter) throws(DataError) in
+            var i = start
+            while i < bytes.count {
+                if bytes[i] < 0x80 {
+                    writer.append(Int(token[Int(bytes[i])]))
+                    i += 1
+                } else {
+                    // Checked by the first pass: no error is left to throw.
+                    writer.append(Int(token[Int(try TextCorpus.character(in: bytes, at: &i, end: bytes.count, source: source, line: 0).value)]))
+                }
+            }
+        }
+        return TextDocument(path: source, tokens: tokens, vocabulary: vocabulary)
+    }
+
+    /// The first pass of ``parse(bytes:source:)``: every character checked, counted and marked.
+    /// - Returns: where the text starts (after a byte-order mark), its number of characters, the
+    ///   distinct ones in ascending order, and their vocabulary.
+    static func scan(bytes: [UInt8], source: String) throws(DataError) -> (
+        start: Int, count: Int, characters: [Unicode.Scalar], vocabulary: Vocabulary
+    ) {
         let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0  // a byte-order mark, as some editors write
         guard start < bytes.count else { throw .emptyFile(path: source, expected: "a text of at least two distinct characters, in UTF-8") }
         // One bit per code point the text holds.
@@ -77,22 +102,7 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
                     "its \(count) characters are all \(vocabulary.name(of: 1).debugDescription): one distinct character leaves nothing to predict; expected at least two distinct characters"
             )
         }
-        // token[code point], for the code points up to the largest the text holds
-        var token = [UInt32](repeating: 0, count: Int(characters.last!.value) + 1)
-        for (index, character) in characters.enumerated() { token[Int(character.value)] = UInt32(index + 1) }
-        let tokens = try TokenSequence(count: count, vocabulary: vocabulary.count) { (writer: inout TokenWriter) throws(DataError) in
-            var i = start
-            while i < bytes.count {
-                if bytes[i] < 0x80 {
-                    writer.append(Int(token[Int(bytes[i])]))
-                    i += 1
-                } else {
-                    // Checked by the first pass: no error is left to throw.
-                    writer.append(Int(token[Int(try TextCorpus.character(in: bytes, at: &i, end: bytes.count, source: source, line: 0).value)]))
-                }
-            }
-        }
-        return TextDocument(path: source, tokens: tokens, vocabulary: vocabulary)
+        return (start, count, characters, vocabulary)
     }
 
     /// Whether `character` marks a binary file: a control character other than whitespace (tab,
@@ -118,6 +128,13 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
     /// - Throws: ``DataError/invalidArgument(name:value:expected:)`` for a fraction outside
     ///   [0, 1), or parts that leave the training part fewer than `minimumTraining` characters.
     public func parts(validationFraction: Double, testFraction: Double, minimumTraining: Int = 2) throws(DataError) -> (
+        training: Range<Int>, validation: Range<Int>, test: Range<Int>
+    ) {
+        try Self.parts(of: count, validationFraction: validationFraction, testFraction: testFraction, minimumTraining: minimumTraining)
+    }
+
+    /// ``parts(validationFraction:testFraction:minimumTraining:)`` of `count` characters.
+    static func parts(of count: Int, validationFraction: Double, testFraction: Double, minimumTraining: Int) throws(DataError) -> (
         training: Range<Int>, validation: Range<Int>, test: Range<Int>
     ) {
         for (name, fraction) in [("validation fraction", validationFraction), ("test fraction", testFraction)]
@@ -204,14 +221,14 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
             throw DataError.invalidArgument(name: "maximum bytes", value: "\(maximumBytes)", expected: "at least 1")
         }
         let bytes = try DataFile.bytes(at: path, maximumBytes: maximumBytes)
-        let characters = try parse(bytes: bytes, source: path)
-        let parts = try characters.parts(validationFraction: validationFraction, testFraction: testFraction)
+        // The characters checked and counted as a character document's, without its tokens.
+        let (first, count, _, _) = try scan(bytes: bytes, source: path)
+        let parts = try Self.parts(of: count, validationFraction: validationFraction, testFraction: testFraction, minimumTraining: 2)
         // The byte where each part starts: the bytes are checked UTF-8, so a character starts at each
         // byte that is not a continuation byte.
-        let first = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         var cuts = [first]
         var i = first, character = 0
-        for end in [parts.validation.lowerBound, parts.test.lowerBound, characters.count] {
+        for end in [parts.validation.lowerBound, parts.test.lowerBound, count] {
             while character < end {
                 i += 1
                 while i < bytes.count, bytes[i] & 0xC0 == 0x80 { i += 1 }
@@ -219,15 +236,26 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
             }
             cuts.append(i)
         }
-        let texts = (0..<3).map { String(decoding: bytes[cuts[$0]..<cuts[$0 + 1]], as: UTF8.self) }
-        let tokenizer = try tokenizer(texts[0])
-        let encoded = try texts.map { try tokenizer.encode($0, allowedSpecial: .all) }
-        let total = encoded.reduce(0) { $0 + $1.count }
-        let tokens = try TokenSequence(count: total, vocabulary: tokenizer.vocabularySize) { (writer: inout TokenWriter) throws(DataError) in
-            for part in encoded { for id in part { writer.append(id) } }
+        let tokenizer = try tokenizer(String(decoding: bytes[cuts[0]..<cuts[1]], as: UTF8.self))
+        // Each part encoded from the file's bytes into one reused buffer and appended to the tokens,
+        // so that beside the bytes only one part's ids are held (4 bytes a token) and the tokens (at
+        // most a token a byte, in the width the vocabulary allows).
+        var ends: [Int] = []
+        var encoder = BytePairEncoder(tokenizer), ids: [UInt32] = []
+        let tokens = try TokenSequence(count: bytes.count - first, vocabulary: tokenizer.vocabularySize) {
+            (writer: inout TokenWriter) throws(DataError) in
+            bytes.withUnsafeBufferPointer { all in
+                for part in 0..<3 {
+                    ids.removeAll(keepingCapacity: true)
+                    // Every registered special token is allowed, so nothing can be thrown.
+                    try? encoder.encode(UnsafeBufferPointer(rebasing: all[cuts[part]..<cuts[part + 1]]), allowedSpecial: .all, into: &ids)
+                    for id in ids { writer.append(Int(id)) }
+                    ends.append(writer.count)
+                }
+            }
         }
-        let (training, validation) = (encoded[0].count, encoded[1].count)
-        let held = [("validation", encoded[1].count), ("test", encoded[2].count)].filter { $0.1 == 1 }.map { "the \($0.0) part is 1 token" }
+        let (training, validation, total) = (ends[0], ends[1] - ends[0], ends[2])
+        let held = [("validation", validation), ("test", total - ends[1])].filter { $0.1 == 1 }.map { "the \($0.0) part is 1 token" }
         guard training >= minimumTraining, held.isEmpty else {
             throw DataError.invalidArgument(
                 name: "held-out fractions", value: "\(validationFraction) and \(testFraction)",

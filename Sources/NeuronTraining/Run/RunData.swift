@@ -186,7 +186,10 @@ public struct RunData<Scalar: TensorScalar>: Sendable {
     /// character); training, the tokens and the held-out parts as windows of `Scalar` features and
     /// targets (2 · 4 bytes a character in `float`, 2 · 8 in `double`: at the default tenth held
     /// out, under 2 bytes a character of the whole). So a document at the limit takes at most
-    /// about 4 bytes a byte, a sixth of memory, and the rest is left to the model.
+    /// about 4 bytes a byte, a sixth of memory, and the rest is left to the model. A tokenizer's
+    /// document holds, beside the bytes, the training part's text while its tokenizer is made, then
+    /// one part's ids at a time (4 bytes a token) and the tokens: at most a token a byte, so under
+    /// 7 bytes a byte, and about 3 for a text of 2.4 characters a token.
     static var documentByteLimit: Int { max(1 << 20, MemoryBudget.physicalMemory / 24) }
 }
 
