@@ -53,9 +53,9 @@ struct Evaluate: ParsableCommand {
             throw RunError.invalid("\(saved.file): the loss on the \(name) rows is \(evaluation.loss), not a finite number")
         }
         print("\(saved.state.network) at epoch \(saved.state.progress.epoch), step \(saved.state.progress.step), on \(evaluation.count) \(name) rows")
-        let unit =
-            saved.state.config.data.unit != .document
-            ? "" : saved.state.vocabulary?.tokenizer != nil ? "  (nats per token)" : "  (nats per character)"
+        // A document's loss says its unit, as its summary does.
+        let document = saved.state.config.data.unit == .document
+        let unit = document ? RunSummary.lossUnit(unit: .document, vocabulary: saved.state.vocabulary).map { "  (\($0))" } ?? "" : ""
         print("  loss      \(evaluation.loss)\(unit)")
         if let tokensPerCharacter {
             let bits = TokensPerCharacter.bitsPerCharacter(evaluation.loss, tokensPerCharacter: tokensPerCharacter)

@@ -36,10 +36,15 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
     ///   text of one distinct character (nothing to predict); a limit below 1
     ///   (``DataError/invalidArgument(name:value:expected:)``).
     public static func load(_ path: String, maximumBytes: Int) throws(DataError) -> TextDocument {
+        try parse(bytes: try bytes(at: path, maximumBytes: maximumBytes), source: path)
+    }
+
+    /// The file's bytes, as a document reads them: at most `maximumBytes` (at least 1).
+    private static func bytes(at path: String, maximumBytes: Int) throws(DataError) -> [UInt8] {
         guard maximumBytes >= 1 else {
             throw .invalidArgument(name: "maximum bytes", value: "\(maximumBytes)", expected: "at least 1")
         }
-        return try parse(bytes: try DataFile.bytes(at: path, maximumBytes: maximumBytes), source: path)
+        return try DataFile.bytes(at: path, maximumBytes: maximumBytes)
     }
 
     /// The reader behind ``load(_:maximumBytes:)``, over a file's bytes; `source` names them in errors.
@@ -217,10 +222,7 @@ public struct TextDocument: Sendable, Equatable, CustomStringConvertible {
         _ path: String, validationFraction: Double, testFraction: Double, minimumTraining: Int = 2, maximumBytes: Int,
         tokenizer: (_ trainingText: String) throws -> BytePairTokenizer
     ) throws -> (TextDocument, (training: Range<Int>, validation: Range<Int>, test: Range<Int>)) {
-        guard maximumBytes >= 1 else {
-            throw DataError.invalidArgument(name: "maximum bytes", value: "\(maximumBytes)", expected: "at least 1")
-        }
-        let bytes = try DataFile.bytes(at: path, maximumBytes: maximumBytes)
+        let bytes = try bytes(at: path, maximumBytes: maximumBytes)
         // The characters checked and counted as a character document's, without its tokens.
         let (first, count, _, _) = try scan(bytes: bytes, source: path)
         let parts = try Self.parts(of: count, validationFraction: validationFraction, testFraction: testFraction, minimumTraining: 2)

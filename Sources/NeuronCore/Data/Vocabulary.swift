@@ -108,11 +108,7 @@ public struct Vocabulary: Sendable, Equatable, Codable, CustomStringConvertible 
     /// tokens of a text hold its characters once however their bytes are cut.
     public func characterCount(_ tokens: some Sequence<Int>) -> Int {
         guard let tokenizer else { return tokens.reduce(0) { count, _ in count + 1 } }
-        var starts = [Int](repeating: 0, count: count)
-        for id in 0..<count {
-            starts[id] = ((try? tokenizer.bytes(of: id)) ?? []).reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
-        }
-        return tokens.reduce(0) { $0 + (0..<starts.count ~= $1 ? starts[$1] : 0) }
+        return tokens.reduce(0) { $0 + tokenizer.characterStarts(of: $1) }
     }
 
     /// How `token` is shown: ``boundarySymbol`` for the boundary, the character itself otherwise,
@@ -122,18 +118,17 @@ public struct Vocabulary: Sendable, Equatable, Codable, CustomStringConvertible 
     public func name(of token: Int) -> String {
         if let tokenizer {
             guard let bytes = try? tokenizer.bytes(of: token) else { return "?" }
-            guard let text = String(validating: bytes, as: UTF8.self) else {
-                return "<" + bytes.map { String($0, radix: 16) }.joined(separator: " ") + ">"
-            }
-            return String(
-                text.unicodeScalars.map {
-                    $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0)
-                }.joined())
+            guard let text = String(validating: bytes, as: UTF8.self) else { return BytePairTokenizer.hex(bytes) }
+            return text.unicodeScalars.map(Self.shown).joined()
         }
         if token == Self.boundary { return Self.boundarySymbol }
         guard token >= 1, token <= characters.count else { return "?" }
-        let character = characters[token - 1]
-        return character.properties.generalCategory == .control ? character.escaped(asASCII: true) : String(character)
+        return Self.shown(characters[token - 1])
+    }
+
+    /// A character as ``name(of:)`` shows it: itself, or escaped when it is a control character (`\t`).
+    private static func shown(_ character: Unicode.Scalar) -> String {
+        character.properties.generalCategory == .control ? character.escaped(asASCII: true) : String(character)
     }
 
     /// `Vocabulary(27 tokens: ⏎abcdefghijklmnopqrstuvwxyz)`, the first 100 tokens shown; a

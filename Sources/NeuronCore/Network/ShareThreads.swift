@@ -69,7 +69,7 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
     /// share of it is taken (or the pass is over).
     private static func take(_ handover: Handover, generation: Int, shares: Int) -> Int? {
         var state = handover.next.load(ordering: .relaxed)
-        while state >> 16 == generation & (Int.max >> 16), state & 0xFFFF < shares {
+        while state & ~0xFFFF == firstShare(of: generation), state & 0xFFFF < shares {
             let (exchanged, original) = handover.next.compareExchange(
                 expected: state, desired: state + 1, ordering: .relaxed)
             if exchanged { return state & 0xFFFF }
@@ -77,6 +77,9 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
         }
         return nil
     }
+
+    /// ``Handover/next`` at the start of the pass of `generation`: its share 0.
+    private static func firstShare(of generation: Int) -> Int { (generation & (Int.max >> 16)) << 16 }
 
     /// Takes and computes shares of `work`, the pass of `generation`, until none is left.
     private static func takeShares(_ work: Work, _ handover: Handover, generation: Int, shares: Int) {
@@ -159,7 +162,7 @@ final class ShareThreads<Work: ShareWork>: @unchecked Sendable {
         handover.work = work
         handover.remaining.store(count + 1, ordering: .relaxed)
         let generation = handover.generation.load(ordering: .relaxed) + 1
-        handover.next.store((generation & (Int.max >> 16)) << 16, ordering: .relaxed)
+        handover.next.store(Self.firstShare(of: generation), ordering: .relaxed)
         handover.generation.store(generation, ordering: .releasing)
         handover.condition.broadcast()  // no system call when every thread is still polling
         handover.condition.unlock()

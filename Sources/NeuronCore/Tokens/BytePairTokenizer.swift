@@ -260,7 +260,12 @@ public struct BytePairTokenizer: Sendable {
     /// Bytes as a reader can check them: the text where they are UTF-8, else hex.
     static func describe(_ bytes: [UInt8]) -> String {
         if let text = String(validating: bytes, as: UTF8.self) { return text.debugDescription }
-        return "<" + bytes.map { String($0, radix: 16) }.joined(separator: " ") + ">"
+        return hex(bytes)
+    }
+
+    /// Bytes in hex, `<e2 80>`: how bytes that are no UTF-8 on their own are shown.
+    static func hex(_ bytes: [UInt8]) -> String {
+        "<" + bytes.map { String($0, radix: 16) }.joined(separator: " ") + ">"
     }
 
     // MARK: - Tokens
@@ -284,6 +289,14 @@ public struct BytePairTokenizer: Sendable {
             return false
         }
         return true
+    }
+
+    /// The characters whose UTF-8 sequences start in token `id`'s bytes (each byte that is not a
+    /// continuation byte), without copying them; 0 for an id that names no token.
+    func characterStarts(of id: Int) -> Int {
+        func starts(_ bytes: some Sequence<UInt8>) -> Int { bytes.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) } }
+        if id >= 0, id < tokenCount { return starts(tokenBytes[tokenStarts[id]..<tokenStarts[id + 1]]) }
+        return specialTokens.first { $0.id == id }.map { starts($0.name.utf8) } ?? 0
     }
 
     /// The id of the ordinary token whose bytes are `bytes`, or nil.

@@ -632,8 +632,9 @@ struct ConfigChecker {
             }
         case .text:
             guard data.path != nil else { throw missing("path", in: "data", because: "a text dataset needs path, a file of one sample per line") }
+            let tokenizerKeys: [DataConfig.CodingKeys] = [.tokenizer, .vocabularySize, .pattern]
             try onlyKeys(
-                [DataConfig.CodingKeys.path, .unit, .lowercase, .keep, .blockSize, .longLines, .validationSplit, .testSplit, .limit], in: "data",
+                DataConfig.Kind.text.keys.filter { !tokenizerKeys.contains($0) }, in: "data",
                 for: "a text of lines, whose model reads characters (a tokenizer's tokens need data.unit: document)")
             if let keep = data.keep {
                 do { _ = try CharacterClass(keep) } catch { throw self.error(at: "data.keep", "data.keep: \(error)") }

@@ -30,6 +30,15 @@ public struct RunSummary: Sendable, Equatable, Codable {
     public static let perDocumentCharacter = "nats per character"
     /// A token document model's loss: nats per predicted token (``bitsPerCharacter`` reads it per character).
     public static let perToken = "nats per token"
+
+    /// What the loss of a model of `vocabulary` over text read as `unit` is the mean of: nil for a
+    /// model that reads no text (a sample's), ``perCharacter`` for lines, ``perDocumentCharacter``
+    /// or ``perToken`` for a document.
+    public static func lossUnit(unit: DataConfig.TextUnit?, vocabulary: Vocabulary?) -> String? {
+        guard let vocabulary else { return nil }
+        guard unit == .document else { return perCharacter }
+        return vocabulary.tokenizer == nil ? perDocumentCharacter : perToken
+    }
     /// A document model's losses in bits per character of the text each covers: `training`,
     /// `validation` and the final evaluation's part, by name.
     public var bitsPerCharacter: [String: Double]?

@@ -125,10 +125,9 @@ public final class TrainingSession {
         if run.earlierSeconds > 0 { summary.segmentSeconds = seconds }
         summary.trainingLoss = ended.records.last?.trainingLoss
         summary.processes = processes
-        if checkpoint.state.vocabulary != nil { summary.lossUnit = RunSummary.perCharacter }
+        summary.lossUnit = RunSummary.lossUnit(unit: run.config.data.unit, vocabulary: checkpoint.state.vocabulary)
         if run.config.data.unit == .document {
             let training = run.config.training
-            summary.lossUnit = checkpoint.state.vocabulary?.tokenizer == nil ? RunSummary.perDocumentCharacter : RunSummary.perToken
             summary.validationMeasure =
                 training.evaluation == .estimate
                 ? "estimate at each evaluation, the mean over \(training.evaluationBatches ?? 20) batches of \(training.batchSize) windows drawn at random; the final loss is exact"
@@ -163,9 +162,7 @@ public final class TrainingSession {
                 let losses = [
                     ("training", summary.trainingLoss), ("validation", summary.validationLoss), (summary.evaluatedOn ?? "", summary.evaluationLoss),
                 ]
-                for case let (part, loss?) in losses {
-                    if let ratio = ratios.ratio(of: part) { bits[part] = TokensPerCharacter.bitsPerCharacter(loss, tokensPerCharacter: ratio) }
-                }
+                for case let (part, loss?) in losses { bits[part] = ratios.bitsPerCharacter(loss, over: part) }
                 summary.bitsPerCharacter = bits
             }
             try outputs.writeSummary(summary, state: shown)

@@ -43,4 +43,10 @@ public struct TokensPerCharacter: Sendable, Equatable, Codable {
     public static func bitsPerCharacter(_ loss: Double, tokensPerCharacter: Double) -> Double {
         loss * tokensPerCharacter / log(2)
     }
+
+    /// `loss`, nats per token over the part named `part`, in bits per character; nil for a part
+    /// the document does not have.
+    public func bitsPerCharacter(_ loss: Double, over part: String) -> Double? {
+        ratio(of: part).map { Self.bitsPerCharacter(loss, tokensPerCharacter: $0) }
+    }
 }

@@ -111,8 +111,8 @@ public struct TrainingViewState: Sendable, Equatable {
 
     /// A document model's validation loss in bits per character of the validation text.
     public var validationBitsPerCharacter: Double? {
-        guard let loss = validationLoss, let ratio = tokensPerCharacter?.validation else { return nil }
-        return TokensPerCharacter.bitsPerCharacter(loss, tokensPerCharacter: ratio)
+        guard let loss = validationLoss else { return nil }
+        return tokensPerCharacter?.bitsPerCharacter(loss, over: "validation")
     }
 
     /// The phase in words, with a divergence's step and place or a failure's message:
